@@ -1,0 +1,56 @@
+"""Utilities shared by every client: datatype tables, tensor codecs and the exception type.
+
+Drop-in compatible with ``tritonclient.utils`` of NVIDIA's package: the same names,
+signatures and results.
+"""
+
+from __future__ import annotations
+
+from ._codec import (
+    HAVE_SPEEDUPS,
+    deserialize_bf16_tensor,
+    deserialize_bytes_tensor,
+    serialize_bf16_tensor,
+    serialize_byte_tensor,
+    serialized_byte_size,
+)
+from ._dtypes import (
+    config_to_triton_dtype,
+    np_to_triton_dtype,
+    triton_dtype_byte_size,
+    triton_to_config_dtype,
+    triton_to_np_dtype,
+)
+from ._errors import InferenceServerException, raise_error
+
+__all__ = [
+    "HAVE_SPEEDUPS",
+    "TRITON_RESERVED_REQUEST_PARAMS",
+    "TRITON_RESERVED_REQUEST_PARAMS_PREFIX",
+    "InferenceServerException",
+    "config_to_triton_dtype",
+    "deserialize_bf16_tensor",
+    "deserialize_bytes_tensor",
+    "np_to_triton_dtype",
+    "raise_error",
+    "serialize_bf16_tensor",
+    "serialize_byte_tensor",
+    "serialized_byte_size",
+    "triton_dtype_byte_size",
+    "triton_to_config_dtype",
+    "triton_to_np_dtype",
+]
+
+#: Request parameter names that Triton reserves for its own use; clients reject them in
+#: user-supplied ``parameters``.
+TRITON_RESERVED_REQUEST_PARAMS: list[str] = [
+    "sequence_id",
+    "sequence_start",
+    "sequence_end",
+    "priority",
+    "timeout",
+    "headers",
+    "binary_data_output",
+]
+#: Prefix of further reserved request parameter names.
+TRITON_RESERVED_REQUEST_PARAMS_PREFIX: str = "triton_"

@@ -1,0 +1,293 @@
+"""Tensor codecs for the variable-size BYTES datatype and for BF16.
+
+BYTES wire form: for each element in row-major (C) order, a 4-byte little-endian length
+followed by that many bytes.  The loops run in the optional C accelerator
+(``tritonclient.utils._speedups``); where it was not built, an equivalent implementation
+using numpy and C-level builtins is used instead.
+
+BF16 wire form: 2 bytes little-endian per element, the upper half of the IEEE-754 binary32
+encoding.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import numpy.typing as npt
+
+from ._errors import raise_error
+
+__all__ = [
+    "HAVE_SPEEDUPS",
+    "deserialize_bf16_tensor",
+    "deserialize_bytes_tensor",
+    "serialize_bf16_tensor",
+    "serialize_byte_tensor",
+    "serialized_byte_size",
+]
+
+_MAX_ELEMENT_BYTES = 0xFFFFFFFF
+
+
+def _py_pack_bytes(items: Sequence[Any]) -> bytes:
+    """Length-prefix and concatenate bytes/str items (fallback for the C accelerator)."""
+    types = set(map(type, items))
+    if not all(issubclass(t, bytes) for t in types):
+        if all(issubclass(t, str) for t in types):
+            items = list(map(str.encode, items))
+        else:
+            for index, item in enumerate(items):
+                if not isinstance(item, (bytes, str)):
+                    raise TypeError(
+                        f"element {index} of the BYTES tensor is of type "
+                        f"'{type(item).__name__}'; expected bytes or str"
+                    )
+            items = [x.encode() if isinstance(x, str) else x for x in items]
+    lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
+    if lengths.size and int(lengths.max()) > _MAX_ELEMENT_BYTES:
+        index = int(np.argmax(lengths > _MAX_ELEMENT_BYTES))
+        raise OverflowError(
+            f"element {index} of the BYTES tensor is {int(lengths[index])} bytes; the wire "
+            f"format limits an element to {_MAX_ELEMENT_BYTES} bytes"
+        )
+    # One 4-byte header object per element, made by numpy; then a single join.
+    headers = lengths.astype("<u4").view("V4").tolist()
+    parts: list[Any] = [None] * (2 * len(items))
+    parts[0::2] = headers
+    parts[1::2] = items
+    return b"".join(parts)
+
+
+def _py_unpack_bytes(buffer: Any) -> list[bytes]:
+    """Split length-prefixed elements (fallback for the C accelerator)."""
+    view = memoryview(buffer).cast("B")
+    size = len(view)
+    unpack = struct.Struct("<I").unpack_from
+    out: list[bytes] = []
+    offset = 0
+    while offset < size:
+        if size - offset < 4:
+            raise ValueError(
+                f"truncated BYTES tensor: element {len(out)} at byte offset {offset} needs a "
+                f"4-byte length prefix but only {size - offset} byte(s) remain"
+            )
+        (length,) = unpack(view, offset)
+        if length > size - offset - 4:
+            raise ValueError(
+                f"truncated BYTES tensor: element {len(out)} at byte offset {offset} declares "
+                f"{length} byte(s) but only {size - offset - 4} remain"
+            )
+        out.append(bytes(view[offset + 4 : offset + 4 + length]))
+        offset += 4 + length
+    return out
+
+
+_pack_bytes: Callable[[Sequence[Any]], bytes]
+_unpack_bytes: Callable[[Any], list[bytes]]
+
+if os.environ.get("TRITONCLIENT_DISABLE_SPEEDUPS"):
+    HAVE_SPEEDUPS = False
+else:
+    try:
+        from . import _speedups
+    except ImportError:
+        HAVE_SPEEDUPS = False
+    else:
+        HAVE_SPEEDUPS = True
+
+if HAVE_SPEEDUPS:
+    _pack_bytes = _speedups.pack_bytes
+    _unpack_bytes = _speedups.unpack_bytes
+else:
+    _pack_bytes = _py_pack_bytes
+    _unpack_bytes = _py_unpack_bytes
+
+
+def _bytes_elements(input_tensor: npt.NDArray[Any], what: str) -> list[Any]:
+    """Flatten a BYTES-typed array to a list of bytes/str in row-major order."""
+    if not isinstance(input_tensor, np.ndarray):
+        raise_error(f"{what}: expected a numpy.ndarray, got {type(input_tensor).__name__}")
+    if input_tensor.dtype.kind not in "OSU":
+        raise_error(
+            f"{what}: invalid datatype {input_tensor.dtype}; expected an array of dtype "
+            "object (with bytes or str elements), bytes_ or str_"
+        )
+    # ravel() copies only when the array is not C-contiguous; for 'S'/'U' arrays tolist()
+    # drops trailing NUL padding exactly as ndarray.item() does.
+    return input_tensor.ravel(order="C").tolist()  # type: ignore[no-any-return]
+
+
+def serialize_byte_tensor(input_tensor: npt.NDArray[Any]) -> npt.NDArray[np.object_]:
+    """Serialize a BYTES tensor into the length-prefixed wire form.
+
+    Parameters
+    ----------
+    input_tensor : numpy.ndarray
+        The tensor to serialize: dtype ``object`` whose elements are ``bytes`` or ``str``
+        (str is encoded as UTF-8), ``numpy.bytes_`` or ``numpy.str_``; any shape and memory
+        order.  Elements are taken in row-major order.  Note that numpy drops trailing NUL
+        bytes of ``bytes_`` elements; use dtype ``object`` to keep them.
+
+    Returns
+    -------
+    numpy.ndarray
+        A 0-d array of dtype ``object`` holding one ``bytes`` object with the serialized
+        tensor (``.item()`` returns it), or an empty 1-D object array if the tensor has no
+        elements.
+
+    Raises
+    ------
+    InferenceServerException
+        If the array's dtype cannot hold BYTES elements, an element is neither ``bytes``
+        nor ``str``, or an element is longer than 4 GiB - 1.
+    """
+    items = _bytes_elements(input_tensor, "cannot serialize bytes tensor")
+    if not items:
+        return np.empty([0], dtype=np.object_)
+    try:
+        packed = _pack_bytes(items)
+    except (TypeError, OverflowError) as exc:
+        raise_error(f"cannot serialize bytes tensor: {exc}")
+    return np.asarray(packed, dtype=np.object_)
+
+
+def deserialize_bytes_tensor(encoded_tensor: Any) -> npt.NDArray[np.object_]:
+    """Deserialize a length-prefixed BYTES buffer into a 1-D array of ``bytes``.
+
+    Parameters
+    ----------
+    encoded_tensor : bytes
+        The encoded tensor where each element has its length in the first 4 bytes
+        (little-endian) followed by the content.  Any object exposing a contiguous buffer
+        (bytes, bytearray, memoryview, numpy array) is accepted, as is the 0-d object
+        array returned by :func:`serialize_byte_tensor`.
+
+    Returns
+    -------
+    numpy.ndarray
+        1-D array of dtype ``object`` holding the elements as ``bytes``, in row-major order.
+
+    Raises
+    ------
+    InferenceServerException
+        If the buffer is truncated or corrupt; the message names the element and byte
+        offset where decoding failed.
+    """
+    if isinstance(encoded_tensor, np.ndarray) and encoded_tensor.dtype == np.object_:
+        if encoded_tensor.size == 0:
+            return np.empty([0], dtype=np.object_)
+        encoded_tensor = encoded_tensor.item()
+    try:
+        items = _unpack_bytes(encoded_tensor)
+    except ValueError as exc:
+        raise_error(str(exc))
+    except TypeError as exc:
+        raise_error(f"cannot deserialize bytes tensor: {exc}")
+    out = np.empty(len(items), dtype=np.object_)
+    out[:] = items
+    return out
+
+
+def serialized_byte_size(tensor_value: npt.NDArray[Any]) -> int:
+    """Get the number of content bytes of a BYTES tensor, without length prefixes.
+
+    Parameters
+    ----------
+    tensor_value : numpy.ndarray
+        Array of dtype ``object`` whose elements are ``bytes`` or ``str`` (str counted as
+        its UTF-8 encoding).
+
+    Returns
+    -------
+    int
+        The sum of the elements' byte lengths.
+
+    Raises
+    ------
+    InferenceServerException
+        If the dtype is not ``object`` or an element is neither ``bytes`` nor ``str``.
+    """
+    if not isinstance(tensor_value, np.ndarray) or tensor_value.dtype != np.object_:
+        raise_error("The tensor_value dtype must be np.object_")
+    if tensor_value.size == 0:
+        return 0
+    serialized = serialize_byte_tensor(tensor_value).item()
+    return len(serialized) - 4 * tensor_value.size
+
+
+def serialize_bf16_tensor(input_tensor: npt.NDArray[Any]) -> npt.NDArray[np.object_]:
+    """Serialize a tensor to BF16 wire form (2 bytes little-endian per element).
+
+    Parameters
+    ----------
+    input_tensor : numpy.ndarray
+        An ``ml_dtypes.bfloat16`` array (copied bit for bit), or a ``float32`` array, whose
+        values are truncated to their upper 16 bits as NVIDIA's package does.  Any shape and
+        memory order; elements are taken in row-major order.
+
+    Returns
+    -------
+    numpy.ndarray
+        A 0-d array of dtype ``object`` holding one ``bytes`` object, or an empty 1-D
+        object array if the tensor has no elements.
+
+    Raises
+    ------
+    InferenceServerException
+        If the dtype is neither ``bfloat16`` nor ``float32``.
+    """
+    if not isinstance(input_tensor, np.ndarray):
+        raise_error(
+            f"cannot serialize bf16 tensor: expected a numpy.ndarray, got "
+            f"{type(input_tensor).__name__}"
+        )
+    if input_tensor.dtype == ml_dtypes.bfloat16:
+        bits = np.ascontiguousarray(input_tensor).view(np.uint16)
+    elif input_tensor.dtype == np.float32:
+        bits = (np.ascontiguousarray(input_tensor).view(np.uint32) >> 16).astype(np.uint16)
+    else:
+        raise_error(
+            f"cannot serialize bf16 tensor: invalid datatype {input_tensor.dtype}; expected "
+            "ml_dtypes.bfloat16 or float32"
+        )
+    if bits.size == 0:
+        return np.empty([0], dtype=np.object_)
+    return np.asarray(bits.astype("<u2", copy=False).tobytes(), dtype=np.object_)
+
+
+def deserialize_bf16_tensor(encoded_tensor: Any) -> npt.NDArray[np.float32]:
+    """Deserialize a BF16 buffer into a 1-D ``float32`` array.
+
+    Parameters
+    ----------
+    encoded_tensor : bytes
+        The encoded tensor, 2 bytes per element (any contiguous buffer, or the 0-d object
+        array returned by :func:`serialize_bf16_tensor`).
+
+    Returns
+    -------
+    numpy.ndarray
+        1-D ``float32`` array; each value is the BF16 value exactly (the low 16 bits of the
+        float32 are zero).  Use ``.astype(ml_dtypes.bfloat16)`` for a bfloat16 array.
+
+    Raises
+    ------
+    InferenceServerException
+        If the buffer's length is odd.
+    """
+    if isinstance(encoded_tensor, np.ndarray) and encoded_tensor.dtype == np.object_:
+        if encoded_tensor.size == 0:
+            return np.empty([0], dtype=np.float32)
+        encoded_tensor = encoded_tensor.item()
+    raw = np.frombuffer(encoded_tensor, dtype=np.uint8)
+    if raw.size % 2:
+        raise_error(
+            f"cannot deserialize bf16 tensor: buffer of {raw.size} bytes is not a whole "
+            "number of 2-byte elements"
+        )
+    return (raw.view("<u2").astype(np.uint32) << 16).view(np.float32)
