@@ -78,8 +78,15 @@ def tool_python() -> Path:
     if not (python.exists() and marker.exists() and marker.read_text() == GRPCIO_TOOLS):
         venv.EnvBuilder(with_pip=True, clear=True).create(TOOL_VENV)
         subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             GRPCIO_TOOLS],
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                GRPCIO_TOOLS,
+            ],
             check=True,
         )
         marker.write_text(GRPCIO_TOOLS)
@@ -92,9 +99,17 @@ def generate() -> dict[str, str]:
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         subprocess.run(
-            [str(python), "-m", "grpc_tools.protoc", f"-I{PROTO_DIR}",
-             f"--python_out={tmp}", f"--pyi_out={tmp}", f"--grpc_python_out={tmp}",
-             "grpc_service.proto", "model_config.proto"],
+            [
+                str(python),
+                "-m",
+                "grpc_tools.protoc",
+                f"-I{PROTO_DIR}",
+                f"--python_out={tmp}",
+                f"--pyi_out={tmp}",
+                f"--grpc_python_out={tmp}",
+                "grpc_service.proto",
+                "model_config.proto",
+            ],
             check=True,
             env=env,
         )
@@ -126,8 +141,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             stale.append(name)
             diff = difflib.unified_diff(
-                current.splitlines(), text.splitlines(), f"committed/{name}",
-                f"generated/{name}", lineterm="", n=1,
+                current.splitlines(),
+                text.splitlines(),
+                f"committed/{name}",
+                f"generated/{name}",
+                lineterm="",
+                n=1,
             )
             sys.stdout.write("\n".join(list(diff)[:40]) + "\n")
         else:

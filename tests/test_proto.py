@@ -56,7 +56,9 @@ def test_generated_modules_are_not_stale() -> None:
     # Regenerates with the pinned protoc (in a private venv) and diffs with the committed files.
     result = subprocess.run(
         [sys.executable, str(ROOT / "proto" / "generate.py"), "--check"],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -68,9 +70,16 @@ def test_health_proto_matches_grpc_health_checking() -> None:
     python = generate.tool_python()
     out = ROOT / ".cache" / "health.pb"
     subprocess.run(
-        [str(python), "-m", "grpc_tools.protoc", f"-I{ROOT / 'proto'}",
-         f"--descriptor_set_out={out}", "health.proto"],
-        check=True, timeout=120,
+        [
+            str(python),
+            "-m",
+            "grpc_tools.protoc",
+            f"-I{ROOT / 'proto'}",
+            f"--descriptor_set_out={out}",
+            "health.proto",
+        ],
+        check=True,
+        timeout=120,
     )
     ours = json.loads(dump.render(dump.load_from_descriptor_set(str(out))))["files"]["health.proto"]
     theirs_proto = descriptor_pb2.FileDescriptorProto.FromString(

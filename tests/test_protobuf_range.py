@@ -1,4 +1,4 @@
-"""The protobuf (and grpcio, numpy, ml_dtypes) range that pyproject.toml claims, installed and exercised.
+"""The dependency range that pyproject.toml claims (protobuf, grpcio, numpy, ml_dtypes), tested.
 
 For each end of the range a fresh virtual environment gets this project's ``grpc`` extra:
 once pinned to the lower bound of every dependency, once unconstrained (the newest releases
@@ -66,9 +66,19 @@ def install_and_probe(tmp: Path, constraints: dict[str, str]) -> dict[str, str]:
     pins = tmp / "constraints.txt"
     pins.write_text("".join(f"{name}=={version}\n" for name, version in constraints.items()))
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "-c", str(pins), f"{ROOT}[grpc]"],
-        check=True, timeout=900,
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-c",
+            str(pins),
+            f"{ROOT}[grpc]",
+        ],
+        check=True,
+        timeout=900,
     )
     result = subprocess.run(
         [str(python), "-c", PROBE], capture_output=True, text=True, timeout=120, cwd=tmp

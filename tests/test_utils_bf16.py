@@ -23,8 +23,9 @@ def test_bfloat16_array_round_trips_bit_for_bit() -> None:
     assert encoded.item() == values.view(np.uint16).astype("<u2").tobytes()
     decoded = deserialize_bf16_tensor(encoded.item())
     assert decoded.dtype == np.float32 and decoded.shape == (6,)
-    assert np.array_equal(decoded.astype(ml_dtypes.bfloat16).view(np.uint16),
-                          values.ravel().view(np.uint16))
+    assert np.array_equal(
+        decoded.astype(ml_dtypes.bfloat16).view(np.uint16), values.ravel().view(np.uint16)
+    )
 
 
 def test_float32_is_truncated_to_upper_half() -> None:
@@ -39,9 +40,10 @@ def test_fortran_and_strided_inputs_use_row_major_order() -> None:
     values = np.arange(12, dtype=np.float32).reshape(3, 4)
     expected = serialize_bf16_tensor(values).item()
     assert serialize_bf16_tensor(np.asfortranarray(values)).item() == expected
-    assert serialize_bf16_tensor(values[:, ::2]).item() == serialize_bf16_tensor(
-        values[:, ::2].copy()
-    ).item()
+    assert (
+        serialize_bf16_tensor(values[:, ::2]).item()
+        == serialize_bf16_tensor(values[:, ::2].copy()).item()
+    )
 
 
 def test_empty_and_errors() -> None:
@@ -54,8 +56,13 @@ def test_empty_and_errors() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(hnp.arrays(np.float32, hnp.array_shapes(max_dims=3, max_side=5),
-                  elements=st.floats(width=32, allow_nan=False)))
+@given(
+    hnp.arrays(
+        np.float32,
+        hnp.array_shapes(max_dims=3, max_side=5),
+        elements=st.floats(width=32, allow_nan=False),
+    )
+)
 def test_property_decode_equals_truncation(values: np.ndarray) -> None:
     decoded = deserialize_bf16_tensor(serialize_bf16_tensor(values))
     truncated = (values.ravel().view(np.uint32) & 0xFFFF0000).view(np.float32)

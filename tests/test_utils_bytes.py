@@ -179,7 +179,7 @@ def test_large_tensor_round_trip() -> None:
 def test_serialized_byte_size_counts_content_bytes() -> None:
     assert serialized_byte_size(object_array([b"abc", "é", b""])) == 5
     assert serialized_byte_size(np.empty(0, dtype=np.object_)) == 0
-    with pytest.raises(InferenceServerException, match="np.object_"):
+    with pytest.raises(InferenceServerException, match=r"np\.object_"):
         serialized_byte_size(np.array([b"a"], dtype=np.bytes_))
 
 

@@ -72,7 +72,7 @@ def test_unknown_datatype_strings(name: str) -> None:
 
 
 def test_config_enum_names_cover_the_proto_enum() -> None:
-    names = [n for n in model_config_pb2.DataType.keys() if n != "TYPE_INVALID"]
+    names = [n for n in model_config_pb2.DataType.keys() if n != "TYPE_INVALID"]  # noqa: SIM118
     assert sorted(config_to_triton_dtype(n) for n in names) == sorted(t[0] for t in TABLE)
     for name, _, _ in TABLE:
         assert config_to_triton_dtype(triton_to_config_dtype(name) or "") == name

@@ -2,7 +2,8 @@
 
 Run it with an interpreter where NVIDIA's package is importable (never ours):
 
-    PEER/bin/python tests/golden/make_golden.py bytes "NVIDIA tritonclient 2.73.0" > tests/golden/bytes_vectors.json
+    PEER/bin/python tests/golden/make_golden.py bytes "NVIDIA tritonclient 2.73.0" \
+        > tests/golden/bytes_vectors.json
     PYTHONPATH=<tritonclient 2.51 purelib> PEER/bin/python tests/golden/make_golden.py bf16 \
         "NVIDIA tritonclient 2.51.0" > tests/golden/bf16_vectors.json
 
@@ -73,22 +74,57 @@ def bytes_cases() -> list[dict[str, Any]]:
             "shape": [2, 3],
             "elements": _obj([b"x", "y", b"", "zz", b"\x01\x02\x03", "é"]),
         },
-        {"name": "long-element", "kind": "object", "shape": [2],
-         "elements": _obj([b"L" * 66000, b"s"])},
+        {
+            "name": "long-element",
+            "kind": "object",
+            "shape": [2],
+            "elements": _obj([b"L" * 66000, b"s"]),
+        },
         {"name": "random-1d", "kind": "object", "shape": [60], "elements": _obj(rand)},
         {"name": "random-3d", "kind": "object", "shape": [3, 4, 5], "elements": _obj(rand)},
-        {"name": "bytes_-trailing-nuls", "kind": "bytes_", "shape": [5],
-         "elements": [b"abc\x00".hex(), b"".hex(), b"\x00\x00".hex(), b"a\x00b".hex(),
-                      b"longer text".hex()]},
-        {"name": "bytes_-2d", "kind": "bytes_", "shape": [2, 3],
-         "elements": [b"one".hex(), b"two".hex(), b"three".hex(), b"4".hex(), b"".hex(),
-                      b"six!".hex()]},
+        {
+            "name": "bytes_-trailing-nuls",
+            "kind": "bytes_",
+            "shape": [5],
+            "elements": [
+                b"abc\x00".hex(),
+                b"".hex(),
+                b"\x00\x00".hex(),
+                b"a\x00b".hex(),
+                b"longer text".hex(),
+            ],
+        },
+        {
+            "name": "bytes_-2d",
+            "kind": "bytes_",
+            "shape": [2, 3],
+            "elements": [
+                b"one".hex(),
+                b"two".hex(),
+                b"three".hex(),
+                b"4".hex(),
+                b"".hex(),
+                b"six!".hex(),
+            ],
+        },
     ]
     for layout in ("F", "T", "step2"):
-        cases.append({"name": f"random-2d-{layout}", "kind": "object", "shape": [6, 10],
-                      "elements": _obj(rand)})
-        cases.append({"name": f"bytes_-{layout}", "kind": "bytes_", "shape": [3, 2],
-                      "elements": [v.hex() for v in rand[:6]]})
+        cases.append(
+            {
+                "name": f"random-2d-{layout}",
+                "kind": "object",
+                "shape": [6, 10],
+                "elements": _obj(rand),
+            }
+        )
+        cases.append(
+            {
+                "name": f"bytes_-{layout}",
+                "kind": "bytes_",
+                "shape": [3, 2],
+                "elements": [v.hex() for v in rand[:6]],
+            }
+        )
     for case in cases:
         case.setdefault("layout", "C")
         if case["name"].endswith(("-F", "-T", "-step2")):
@@ -99,8 +135,23 @@ def bytes_cases() -> list[dict[str, Any]]:
 def bf16_cases() -> list[dict[str, Any]]:
     rng = np.random.default_rng(7)
     special = np.array(
-        [0.0, -0.0, 1.0, -2.5, np.pi, np.inf, -np.inf, np.nan, 1e-40, -1e-45,
-         3.4028235e38, 1.17549435e-38, 65504.0, 1.00390625, 1.0078125],
+        [
+            0.0,
+            -0.0,
+            1.0,
+            -2.5,
+            np.pi,
+            np.inf,
+            -np.inf,
+            np.nan,
+            1e-40,
+            -1e-45,
+            3.4028235e38,
+            1.17549435e-38,
+            65504.0,
+            1.00390625,
+            1.0078125,
+        ],
         dtype=np.float32,
     )
     randoms = rng.standard_normal(48).astype(np.float32) * 1000
@@ -111,10 +162,20 @@ def bf16_cases() -> list[dict[str, Any]]:
     cases = [
         {"name": "special", "kind": "float32", "shape": [15], "elements": hexes(special)},
         {"name": "random-2d", "kind": "float32", "shape": [6, 8], "elements": hexes(randoms)},
-        {"name": "random-F", "kind": "float32", "shape": [8, 6], "elements": hexes(randoms),
-         "layout": "F"},
-        {"name": "random-T", "kind": "float32", "shape": [4, 12], "elements": hexes(randoms),
-         "layout": "T"},
+        {
+            "name": "random-F",
+            "kind": "float32",
+            "shape": [8, 6],
+            "elements": hexes(randoms),
+            "layout": "F",
+        },
+        {
+            "name": "random-T",
+            "kind": "float32",
+            "shape": [4, 12],
+            "elements": hexes(randoms),
+            "layout": "T",
+        },
         {"name": "empty", "kind": "float32", "shape": [0, 3], "elements": []},
     ]
     for case in cases:

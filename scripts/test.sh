@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite: install the project with every extra, then ruff, mypy and pytest.
+# Extra arguments go to pytest (e.g. `bash scripts/test.sh -m "not slow"`).
+set -euo pipefail
+EXTRAS="all,test"
+source "$(dirname "$0")/_venv.sh"
+# A test fails if the C accelerator of the BYTES codec did not build.
+export TRITONCLIENT_REQUIRE_SPEEDUPS=1
+echo "== ruff"
+"$VENV/bin/ruff" check .
+"$VENV/bin/ruff" format --check .
+echo "== mypy"
+"$VENV/bin/mypy" tritonclient shm mock_server
+echo "== pytest"
+"$VENV/bin/python" -m pytest -q "$@"
