@@ -22,11 +22,13 @@ import os
 import subprocess
 import sys
 import time
-import venv
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from tools.venvs import ensure_venv  # noqa: E402
+
 PEER_VENV = HERE / ".peer-venv"
 PEER_REQUIREMENT = "tritonclient==2.73.0"
 
@@ -90,23 +92,7 @@ def peer_python(explicit: str | None) -> str:
     """Interpreter of the environment holding NVIDIA's package (created if needed)."""
     if explicit:
         return explicit
-    python = PEER_VENV / "bin" / "python"
-    if not python.exists():
-        print(f"creating {PEER_VENV} with {PEER_REQUIREMENT} ...", file=sys.stderr)
-        venv.EnvBuilder(with_pip=True, clear=True).create(PEER_VENV)
-        subprocess.run(
-            [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                PEER_REQUIREMENT,
-            ],
-            check=True,
-        )
-    return str(python)
+    return str(ensure_venv(PEER_VENV, [PEER_REQUIREMENT]))
 
 
 def run_worker(

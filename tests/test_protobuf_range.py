@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import venv
 from pathlib import Path
 
 import pytest
+
+from tools.venvs import ensure_venv
 
 tomllib = pytest.importorskip("tomllib")
 
@@ -60,26 +61,9 @@ def lower_bounds() -> dict[str, str]:
 
 
 def install_and_probe(tmp: Path, constraints: dict[str, str]) -> dict[str, str]:
-    env_dir = tmp / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    python = env_dir / "bin" / "python"
     pins = tmp / "constraints.txt"
     pins.write_text("".join(f"{name}=={version}\n" for name, version in constraints.items()))
-    subprocess.run(
-        [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-c",
-            str(pins),
-            f"{ROOT}[grpc]",
-        ],
-        check=True,
-        timeout=900,
-    )
+    python = ensure_venv(tmp / "venv", [f"{ROOT}[grpc]"], constraints=pins)
     result = subprocess.run(
         [str(python), "-c", PROBE], capture_output=True, text=True, timeout=120, cwd=tmp
     )

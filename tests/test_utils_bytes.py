@@ -214,7 +214,20 @@ def test_property_matches_oracle_and_round_trips(values: list[Any], data: st.Dat
     )
 )
 def test_property_fixed_width_dtypes(arr: np.ndarray) -> None:
-    assert serialize_byte_tensor(arr).item() == oracle(arr)
+    try:
+        expected = oracle(arr)
+    except UnicodeEncodeError:
+        with pytest.raises(InferenceServerException, match="cannot be encoded as UTF-8"):
+            serialize_byte_tensor(arr)
+    else:
+        assert serialize_byte_tensor(arr).item() == expected
+
+
+@pytest.mark.parametrize("container", [np.str_, np.object_])
+def test_unencodable_str_is_named(container: Any) -> None:
+    arr = np.array(["ok", "b\ud800d"], dtype=container)
+    with pytest.raises(InferenceServerException, match=r"element 1 .* cannot be encoded as UTF-8"):
+        serialize_byte_tensor(arr)
 
 
 @settings(max_examples=300, deadline=None)

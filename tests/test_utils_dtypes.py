@@ -78,3 +78,21 @@ def test_config_enum_names_cover_the_proto_enum() -> None:
         assert config_to_triton_dtype(triton_to_config_dtype(name) or "") == name
     assert triton_to_config_dtype("BYTES") == "TYPE_STRING"
     assert config_to_triton_dtype("TYPE_INVALID") is None
+
+
+@pytest.mark.parametrize(("name", "np_type", "size"), [t for t in TABLE if t[2] is not None])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 1, 2), (1, 2, 0, 2)])
+def test_raw_layout_round_trip_every_dtype_and_rank(
+    name: str, np_type: Any, size: int, shape: tuple[int, ...]
+) -> None:
+    # The table's numpy type and byte size reproduce the raw wire layout (little-endian,
+    # row-major, densely packed) for every fixed-size datatype and rank.
+    rng = np.random.default_rng(0)
+    raw = rng.integers(0, 256, int(np.prod(shape)) * size, dtype=np.uint8).tobytes()
+    dtype = np.dtype(triton_to_np_dtype(name)).newbyteorder("<")
+    if name == "BOOL":
+        raw = bytes(b & 1 for b in raw)
+    tensor = np.frombuffer(raw, dtype=dtype).reshape(shape)
+    assert np_to_triton_dtype(tensor.dtype) == name
+    assert tensor.nbytes == len(raw) == tensor.size * size
+    assert np.asfortranarray(tensor).tobytes(order="C") == raw

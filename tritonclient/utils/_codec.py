@@ -34,20 +34,30 @@ __all__ = [
 _MAX_ELEMENT_BYTES = 0xFFFFFFFF
 
 
+def _utf8_encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _py_pack_bytes(items: Sequence[Any]) -> bytes:
     """Length-prefix and concatenate bytes/str items (fallback for the C accelerator)."""
     types = set(map(type, items))
     if not all(issubclass(t, bytes) for t in types):
-        if all(issubclass(t, str) for t in types):
-            items = list(map(str.encode, items))
-        else:
-            for index, item in enumerate(items):
-                if not isinstance(item, (bytes, str)):
-                    raise TypeError(
-                        f"element {index} of the BYTES tensor is of type "
-                        f"'{type(item).__name__}'; expected bytes or str"
-                    )
-            items = [x.encode() if isinstance(x, str) else x for x in items]
+        for index, item in enumerate(items):
+            if not isinstance(item, (bytes, str)):
+                raise TypeError(
+                    f"element {index} of the BYTES tensor is of type "
+                    f"'{type(item).__name__}'; expected bytes or str"
+                )
+            if isinstance(item, str) and not _utf8_encodable(item):
+                raise ValueError(
+                    f"element {index} of the BYTES tensor is a str that cannot be encoded as "
+                    "UTF-8 (it holds a lone surrogate)"
+                )
+        items = [x.encode() if isinstance(x, str) else x for x in items]
     lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
     if lengths.size and int(lengths.max()) > _MAX_ELEMENT_BYTES:
         index = int(np.argmax(lengths > _MAX_ELEMENT_BYTES))
@@ -144,14 +154,15 @@ def serialize_byte_tensor(input_tensor: npt.NDArray[Any]) -> npt.NDArray[np.obje
     ------
     InferenceServerException
         If the array's dtype cannot hold BYTES elements, an element is neither ``bytes``
-        nor ``str``, or an element is longer than 4 GiB - 1.
+        nor ``str``, a ``str`` element cannot be encoded as UTF-8 (lone surrogates), or an
+        element is longer than 4 GiB - 1.
     """
     items = _bytes_elements(input_tensor, "cannot serialize bytes tensor")
     if not items:
         return np.empty([0], dtype=np.object_)
     try:
         packed = _pack_bytes(items)
-    except (TypeError, OverflowError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise_error(f"cannot serialize bytes tensor: {exc}")
     return np.asarray(packed, dtype=np.object_)
 

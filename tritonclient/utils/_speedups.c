@@ -40,7 +40,17 @@ static int element_view(PyObject *item, Py_ssize_t index, const char **data, Py_
     }
     if (PyUnicode_Check(item)) {
         *data = PyUnicode_AsUTF8AndSize(item, size);
-        return *data == NULL ? -1 : 0;
+        if (*data == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_ValueError,
+                             "element %zd of the BYTES tensor is a str that cannot be encoded "
+                             "as UTF-8 (it holds a lone surrogate)",
+                             index);
+            }
+            return -1;
+        }
+        return 0;
     }
     PyErr_Format(PyExc_TypeError,
                  "element %zd of the BYTES tensor is of type '%.200s'; expected bytes or str",
