@@ -26,9 +26,6 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-from tools.venvs import ensure_venv  # noqa: E402
-
 PEER_VENV = HERE / ".peer-venv"
 PEER_REQUIREMENT = "tritonclient==2.73.0"
 
@@ -92,6 +89,11 @@ def peer_python(explicit: str | None) -> str:
     """Interpreter of the environment holding NVIDIA's package (created if needed)."""
     if explicit:
         return explicit
+    # Imported here, not at the top: the worker processes must not see this repository on
+    # sys.path, or NVIDIA's worker would import our tritonclient.
+    sys.path.insert(0, str(HERE.parent))
+    from tools.venvs import ensure_venv
+
     return str(ensure_venv(PEER_VENV, [PEER_REQUIREMENT]))
 
 
