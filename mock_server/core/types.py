@@ -1,0 +1,144 @@
+"""Core request, response and tensor types, shared by the frontends, schedulers and backends.
+
+Tensors hold host numpy arrays: fixed-size datatypes as arrays of the datatype's numpy dtype
+(see :mod:`tritonclient.utils._dtypes`), BYTES as object arrays of ``bytes``.  Shapes are
+always the full request shape (batch dimension included for batching models).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import ServerError
+
+__all__ = ["InferRequest", "InferResponse", "ParamValue", "RequestedOutput", "Tensor"]
+
+#: A request or response parameter value.
+ParamValue = bool | int | float | str
+
+
+@dataclass
+class Tensor:
+    """A named tensor with its protocol datatype and shape.
+
+    Attributes
+    ----------
+    name : str
+        Tensor name.
+    datatype : str
+        Protocol datatype string (``"FP32"``, ``"BYTES"``, ...).
+    shape : tuple of int
+        The tensor's shape.
+    data : numpy.ndarray
+        The values, shaped as ``shape``.
+    parameters : dict
+        Tensor-level parameters (e.g. shared-memory placement, classification).
+    """
+
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+    data: np.ndarray[Any, Any]
+    parameters: dict[str, ParamValue] = field(default_factory=dict)
+
+
+@dataclass
+class RequestedOutput:
+    """An output the client asked for, with its parameters (``classification``, ...)."""
+
+    name: str
+    parameters: dict[str, ParamValue] = field(default_factory=dict)
+
+
+@dataclass
+class InferResponse:
+    """One response to an inference request.
+
+    Attributes
+    ----------
+    model_name, model_version : str
+        The model and version that produced it.
+    id : str
+        The request id it answers.
+    outputs : list of Tensor
+        The output tensors (empty for an error or an empty final response).
+    parameters : dict
+        Response parameters set by the model.
+    error : ServerError or None
+        Set when the request failed; then ``outputs`` is empty.
+    final : bool
+        True on the last response for the request (Triton's ``COMPLETE_FINAL`` flag).
+    """
+
+    model_name: str
+    model_version: str
+    id: str = ""
+    outputs: list[Tensor] = field(default_factory=list)
+    parameters: dict[str, ParamValue] = field(default_factory=dict)
+    error: ServerError | None = None
+    final: bool = True
+
+
+#: Receives every response of a request, from whichever thread produced it.
+ResponseCallback = Callable[[InferResponse], None]
+
+
+@dataclass
+class InferRequest:
+    """An inference request as the core sees it (frontends build these).
+
+    Attributes
+    ----------
+    model_name : str
+        Target model.
+    model_version : int
+        Target version; -1 selects the model's version policy default (the highest ready).
+    id : str
+        Client-supplied request id, echoed in responses.
+    inputs : list of Tensor
+        Input tensors.
+    outputs : list of RequestedOutput
+        Outputs to return; empty means every output of the model.
+    parameters : dict
+        Custom request parameters (the reserved ones are parsed into the fields below).
+    correlation_id : int or str
+        Sequence correlation id; 0 or "" when the request is not part of a sequence.
+    sequence_start, sequence_end : bool
+        Sequence control flags.
+    priority : int
+        Scheduling priority level; 0 means the model's default.
+    timeout_us : int
+        Queue timeout in microseconds; 0 means none.
+    response_callback : callable
+        Called with each :class:`InferResponse`; the last one has ``final=True``.
+    """
+
+    model_name: str
+    model_version: int = -1
+    id: str = ""
+    inputs: list[Tensor] = field(default_factory=list)
+    outputs: list[RequestedOutput] = field(default_factory=list)
+    parameters: dict[str, ParamValue] = field(default_factory=dict)
+    correlation_id: int | str = 0
+    sequence_start: bool = False
+    sequence_end: bool = False
+    priority: int = 0
+    timeout_us: int = 0
+    response_callback: ResponseCallback | None = None
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+    def cancel(self) -> None:
+        """Ask the server to stop working on this request (models see ``is_cancelled()``)."""
+        self.cancelled.set()
+
+    def input(self, name: str) -> Tensor | None:
+        """Return the input named ``name``, or None."""
+        for tensor in self.inputs:
+            if tensor.name == name:
+                return tensor
+        return None
