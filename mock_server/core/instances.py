@@ -1,0 +1,348 @@
+"""A loaded model version at run time: its instances, their worker threads, and the response path.
+
+Each instance of the model's ``instance_group`` gets a worker thread that takes one batch at a
+time from the scheduler and runs it on the instance, so model code never runs on a frontend's
+event loop and instances run concurrently.  Every response passes through
+:meth:`ModelVersion._route`, which stamps model name, version and request id, keeps only the
+requested outputs (applying the classification extension), records statistics, and hands the
+response to the request's own callback.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from .errors import ErrorKind, ServerError
+from .scheduler import Pending, Scheduler, make_scheduler
+from .types import InferRequest, InferResponse, RequestedOutput, ResponseCallback, Tensor
+
+__all__ = ["InstanceSpec", "ModelInstance", "ModelVersion", "instance_specs"]
+
+log = logging.getLogger("mock_server.core")
+
+
+class ModelInstance(Protocol):
+    """What the core needs of a backend's model instance."""
+
+    def execute(self, requests: list[InferRequest]) -> list[InferRequest]: ...
+
+    def finalize(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    """One model instance to create: its name, kind ("CPU"/"GPU") and device id."""
+
+    name: str
+    kind: str
+    device_id: int
+
+
+def instance_specs(config: mc.ModelConfig) -> list[InstanceSpec]:
+    """Expand the (completed) ``instance_group`` list into individual instances."""
+    Group = mc.ModelInstanceGroup
+    specs: list[InstanceSpec] = []
+    for index, group in enumerate(config.instance_group):
+        name = group.name or f"{config.name}_{index}"
+        count = group.count or 1
+        if group.kind == Group.KIND_GPU:
+            for gpu in list(group.gpus) or [0]:
+                specs.extend(
+                    InstanceSpec(f"{name}_{gpu}_{i}" if group.gpus else f"{name}_{i}", "GPU", gpu)
+                    for i in range(count)
+                )
+        else:
+            specs.extend(InstanceSpec(f"{name}_{i}", "CPU", 0) for i in range(count))
+    return specs or [InstanceSpec(f"{config.name}_0", "CPU", 0)]
+
+
+def _classify(
+    tensor: Tensor, count: int, labels: list[str], batched: bool
+) -> Tensor:  # pragma: no branch - small helper
+    """Triton's classification extension: top ``count`` entries as "value:index[:label]"."""
+    data = np.asarray(tensor.data)
+    rows = data.reshape(data.shape[0], -1) if batched and data.ndim > 0 else data.reshape(1, -1)
+    out = []
+    for row in rows:
+        order = np.argsort(-row.astype(np.float64), kind="stable")[:count]
+        entries = []
+        for index in order.tolist():
+            value = row[index]
+            text = f"{float(value):f}" if np.issubdtype(row.dtype, np.floating) else f"{value}"
+            entry = f"{text}:{index}"
+            if index < len(labels):
+                entry += f":{labels[index]}"
+            entries.append(entry.encode())
+        out.append(entries)
+    result = np.empty((len(out), len(out[0]) if out else 0), dtype=np.object_)
+    for i, entries in enumerate(out):
+        result[i, : len(entries)] = entries
+    if not batched:
+        result = result.reshape(-1)
+    return Tensor(tensor.name, "BYTES", tuple(result.shape), result, dict(tensor.parameters))
+
+
+class StatsSink(Protocol):
+    """The statistics recorder of one model version (see :mod:`mock_server.core.stats`)."""
+
+    def record_success(
+        self, batch_size: int, queue_ns: int, compute_input_ns: int, compute_infer_ns: int,
+        compute_output_ns: int,
+    ) -> None: ...
+
+    def record_failure(self, duration_ns: int) -> None: ...
+
+    def record_execution(
+        self, batch_size: int, compute_input_ns: int, compute_infer_ns: int, compute_output_ns: int
+    ) -> None: ...
+
+    def record_response(
+        self, index: int, compute_infer_ns: int, compute_output_ns: int, success: bool,
+        empty: bool, cancelled: bool,
+    ) -> None: ...
+
+
+@dataclass
+class _Flight:
+    """Bookkeeping of one request between enqueue and its final response."""
+
+    pending: Pending
+    callback: ResponseCallback | None
+    dispatch_ns: int = 0
+    exec_end_ns: int = 0
+    responses: int = 0
+    done: bool = False
+
+
+class ModelVersion:
+    """One loaded version of a model: instances, scheduler, workers and response routing.
+
+    Parameters
+    ----------
+    name : str
+        Model name.
+    version : int
+        Model version.
+    config : ModelConfig
+        The completed configuration.
+    instances : list
+        The created model instances, one worker thread each.
+    stats : StatsSink
+        Where statistics are recorded.
+    model_dir : pathlib.Path
+        The model's folder (for output label files).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: int,
+        config: mc.ModelConfig,
+        instances: list[ModelInstance],
+        stats: StatsSink,
+        model_dir: Path,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.config = config
+        self.decoupled = config.model_transaction_policy.decoupled
+        self._instances = instances
+        self._stats = stats
+        self._model_dir = model_dir
+        self._lock = threading.Condition()
+        self._flights: dict[int, _Flight] = {}
+        self._stopping = False
+        self._labels: dict[str, list[str]] = {}
+        self._output_names = [o.name for o in config.output]
+        self.scheduler: Scheduler = make_scheduler(config, len(instances), self._reject)
+        self._workers = [
+            threading.Thread(
+                target=self._work, args=(index,), name=f"{name}:{version}:{index}", daemon=True
+            )
+            for index in range(len(instances))
+        ]
+        for worker in self._workers:
+            worker.start()
+
+    # -- entry ----------------------------------------------------------------------------
+    def enqueue(self, request: InferRequest, batch_size: int) -> None:
+        """Queue a validated request; its responses arrive through its callback."""
+        pending = Pending(request=request, batch_size=batch_size)
+        flight = _Flight(pending=pending, callback=request.response_callback)
+        with self._lock:
+            if self._stopping:
+                raise ServerError.unavailable(
+                    f"model '{self.name}' version {self.version} is unloading"
+                )
+            self._flights[id(request)] = flight
+        request.response_callback = lambda response: self._route(flight, response)
+        try:
+            self.scheduler.enqueue(pending)
+        except ServerError:
+            with self._lock:
+                self._flights.pop(id(request), None)
+            request.response_callback = flight.callback
+            raise
+
+    def in_flight(self) -> int:
+        """Requests accepted and not yet answered with a final response."""
+        with self._lock:
+            return len(self._flights)
+
+    # -- workers --------------------------------------------------------------------------
+    def _work(self, index: int) -> None:
+        instance = self._instances[index]
+        while True:
+            with self._lock:
+                if self._stopping and not self.scheduler.queued():
+                    return
+            batch = self.scheduler.next_batch(index, 0.1)
+            if batch:
+                self._run(index, instance, batch)
+
+    def _run(self, index: int, instance: ModelInstance, batch: list[Pending]) -> None:
+        start = time.monotonic_ns()
+        requests = [p.request for p in batch]
+        for pending in batch:
+            flight = self._flights.get(id(pending.request))
+            if flight is not None:
+                flight.dispatch_ns = start
+        try:
+            reschedule = instance.execute(requests)
+        except Exception as exc:  # a backend bug must not kill the worker
+            log.exception("model '%s' instance %d failed", self.name, index)
+            error = ServerError.internal(f"model '{self.name}' failed to execute: {exc}")
+            for request in requests:
+                self._fail(request, error)
+            reschedule = []
+        end = time.monotonic_ns()
+        again = {id(r) for r in reschedule}
+        for pending in batch:
+            flight = self._flights.get(id(pending.request))
+            if flight is not None:
+                flight.exec_end_ns = end
+        total = sum(p.batch_size for p in batch if id(p.request) not in again)
+        if total:
+            self._stats.record_execution(total, 0, end - start, 0)
+        for pending in batch:
+            if id(pending.request) in again:
+                self.scheduler.requeue(pending, index)
+
+    def _fail(self, request: InferRequest, error: ServerError) -> None:
+        if request.response_callback is not None:
+            request.response_callback(
+                InferResponse(self.name, str(self.version), request.id, error=error, final=True)
+            )
+
+    def _reject(self, pending: Pending, error: ServerError) -> None:
+        self._fail(pending.request, error)
+
+    # -- responses ------------------------------------------------------------------------
+    def _labels_for(self, output: str) -> list[str]:
+        if output not in self._labels:
+            labels: list[str] = []
+            for out in self.config.output:
+                if out.name == output and out.label_filename:
+                    path = self._model_dir / out.label_filename
+                    if path.is_file():
+                        labels = path.read_text(encoding="utf-8").splitlines()
+            self._labels[output] = labels
+        return self._labels[output]
+
+    def _select_outputs(self, request: InferRequest, outputs: list[Tensor]) -> list[Tensor]:
+        if not request.outputs:
+            return outputs
+        by_name = {t.name: t for t in outputs}
+        selected = []
+        batched = self.config.max_batch_size > 0
+        for wanted in request.outputs:
+            tensor = by_name.get(wanted.name)
+            if tensor is None:
+                continue
+            count = _class_count(wanted)
+            if count:
+                tensor = _classify(tensor, count, self._labels_for(wanted.name), batched)
+            selected.append(tensor)
+        return selected
+
+    def _route(self, flight: _Flight, response: InferResponse) -> None:
+        request = flight.pending.request
+        now = time.monotonic_ns()
+        response.model_name = self.name
+        response.model_version = str(self.version)
+        response.id = request.id
+        if response.error is None:
+            try:
+                response.outputs = self._select_outputs(request, response.outputs)
+            except Exception as exc:
+                response.outputs = []
+                response.error = ServerError.internal(f"failed to prepare outputs: {exc}")
+        with self._lock:
+            if flight.done:
+                log.warning("model '%s' sent a response after the final one", self.name)
+                return
+            index = flight.responses
+            flight.responses += 1
+            if response.final:
+                flight.done = True
+                self._flights.pop(id(request), None)
+                self._lock.notify_all()
+        dispatch = flight.dispatch_ns or now
+        if self.decoupled:
+            empty = response.error is None and not response.outputs
+            self._stats.record_response(
+                index, now - dispatch, 0, response.error is None, empty,
+                response.error is not None and response.error.kind is ErrorKind.CANCELLED,
+            )
+        if response.final:
+            if response.error is None:
+                exec_end = flight.exec_end_ns or now
+                self._stats.record_success(
+                    flight.pending.batch_size,
+                    max(dispatch - flight.pending.enqueue_ns, 0),
+                    0,
+                    max(exec_end - dispatch, 0),
+                    max(now - exec_end, 0),
+                )
+            else:
+                self._stats.record_failure(now - flight.pending.enqueue_ns)
+        if flight.callback is not None:
+            flight.callback(response)
+
+    # -- shutdown -------------------------------------------------------------------------
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop taking requests, let queued and running ones finish (up to ``timeout_s``),
+        then finalize the instances."""
+        with self._lock:
+            self._stopping = True
+        deadline = time.monotonic() + timeout_s
+        for worker in self._workers:
+            worker.join(max(deadline - time.monotonic(), 0.0))
+        for pending in self.scheduler.close():
+            self._reject(pending, ServerError.unavailable(f"model '{self.name}' was unloaded"))
+        with self._lock:
+            while self._flights and time.monotonic() < deadline:
+                self._lock.wait(max(deadline - time.monotonic(), 0.0))
+        for instance in self._instances:
+            try:
+                instance.finalize()
+            except Exception:
+                log.exception("finalize of model '%s' failed", self.name)
+
+
+def _class_count(output: RequestedOutput) -> int:
+    value: Any = output.parameters.get("classification", 0)
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+CreateInstance = Callable[[InstanceSpec], ModelInstance]

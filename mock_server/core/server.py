@@ -1,0 +1,569 @@
+"""The server core: model lifecycle, repository control modes and the inference entry point.
+
+:class:`CoreServer` owns the repository, the loaded model versions and their statistics.
+Frontends (HTTP, gRPC, the in-process API) call it with core types and map its
+:class:`~mock_server.core.errors.ServerError` kinds to their status codes.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from .. import __version__
+from . import config as cfg
+from .errors import ErrorKind, ServerError
+from .instances import ModelInstance, ModelVersion, instance_specs
+from .repository import ModelSource, Repository, materialize_override, select_versions
+from .stats import StatsRegistry
+from .types import InferRequest, InferResponse
+from .validation import batch_size_of, validate_request
+
+__all__ = ["CoreServer", "ModelControlMode", "ModelState", "ServerOptions"]
+
+log = logging.getLogger("mock_server.core")
+
+#: Extensions the core implements, whatever the frontend.
+CORE_EXTENSIONS = [
+    "classification",
+    "sequence",
+    "model_repository",
+    "model_repository(unload_dependents)",
+    "schedule_policy",
+    "model_configuration",
+    "statistics",
+    "parameters",
+]
+
+
+class ModelControlMode(enum.Enum):
+    """How the set of loaded models is decided (Triton's ``--model-control-mode``)."""
+
+    NONE = "none"
+    POLL = "poll"
+    EXPLICIT = "explicit"
+
+
+class ModelState(enum.Enum):
+    """Lifecycle state of one model version, as the repository index reports it."""
+
+    LOADING = "LOADING"
+    READY = "READY"
+    UNLOADING = "UNLOADING"
+    UNAVAILABLE = "UNAVAILABLE"
+
+
+@dataclass
+class ServerOptions:
+    """Options of :class:`CoreServer`.
+
+    Attributes
+    ----------
+    model_repository : list of pathlib.Path
+        Repository folders.
+    model_control_mode : ModelControlMode
+        NONE loads everything at start; POLL also rescans every ``repository_poll_secs``;
+        EXPLICIT loads ``startup_models`` at start and the rest on request.
+    startup_models : list of str
+        Models to load at start in EXPLICIT mode; ``"*"`` means all.
+    repository_poll_secs : float
+        Rescan interval in POLL mode.
+    strict_readiness : bool
+        Whether the server is ready only when every model it tried to load at start is ready.
+    exit_timeout_secs : float
+        How long unloading waits for in-flight requests.
+    server_id : str
+        Name reported by server metadata.
+    has_gpu : bool or None
+        Whether KIND_GPU instances can be created; None detects a CUDA device.
+    """
+
+    model_repository: list[Path] = field(default_factory=list)
+    model_control_mode: ModelControlMode = ModelControlMode.NONE
+    startup_models: list[str] = field(default_factory=list)
+    repository_poll_secs: float = 15.0
+    strict_readiness: bool = True
+    exit_timeout_secs: float = 30.0
+    server_id: str = "triton"
+    has_gpu: bool | None = None
+
+
+def detect_gpu() -> bool:
+    """True when cuda-python reports at least one CUDA device."""
+    try:
+        from cuda.bindings import runtime
+    except ImportError:
+        try:
+            from cuda import cudart as runtime  # type: ignore[no-redef,unused-ignore]
+        except ImportError:
+            return False
+    try:
+        err, count = runtime.cudaGetDeviceCount()
+    except Exception:
+        return False
+    return int(err) == 0 and int(count) > 0
+
+
+@dataclass
+class _Entry:
+    """Everything the server knows about one model name."""
+
+    name: str
+    source: ModelSource | None = None
+    config: mc.ModelConfig | None = None
+    versions: dict[int, ModelVersion] = field(default_factory=dict)
+    states: dict[int, tuple[ModelState, str]] = field(default_factory=dict)
+    fingerprint: Any = None
+    override: ModelSource | None = None
+
+
+class CoreServer:
+    """The wire-independent server.
+
+    Parameters
+    ----------
+    options : ServerOptions
+        Repository folders, control mode and the other options.
+    """
+
+    def __init__(self, options: ServerOptions) -> None:
+        self.options = options
+        self.has_gpu = detect_gpu() if options.has_gpu is None else options.has_gpu
+        self.repository = Repository([Path(p) for p in options.model_repository])
+        self.stats = StatsRegistry()
+        self._entries: dict[str, _Entry] = {}
+        self._lock = threading.RLock()
+        self._load_locks: dict[str, threading.Lock] = {}
+        self._started = False
+        self._stopped = False
+        self._startup_ok = True
+        self._poller: threading.Thread | None = None
+        self._stop_event = threading.Event()
+        self.runtime = _Runtime(self)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self) -> None:
+        """Load the startup models for the control mode and, in POLL mode, start polling."""
+        mode = self.options.model_control_mode
+        sources = self.repository.scan()
+        if mode is ModelControlMode.EXPLICIT:
+            wanted = self.options.startup_models
+            names = sorted(sources) if "*" in wanted else list(wanted)
+        else:
+            names = sorted(sources)
+        ok = True
+        for name in names:
+            try:
+                self._load(name, sources=sources)
+            except ServerError as exc:
+                log.error("failed to load '%s': %s", name, exc.message)
+                ok = False
+        self._startup_ok = ok
+        self._started = True
+        if mode is ModelControlMode.POLL:
+            self._poller = threading.Thread(target=self._poll_loop, name="repo-poll", daemon=True)
+            self._poller.start()
+
+    def stop(self) -> None:
+        """Unload every model (waiting for in-flight requests) and stop polling."""
+        self._stop_event.set()
+        if self._poller is not None:
+            self._poller.join(timeout=5)
+        with self._lock:
+            names = list(self._entries)
+        for name in names:
+            self._unload(name)
+        self._stopped = True
+
+    def live(self) -> bool:
+        """Whether the server is up (started and not stopped)."""
+        return self._started and not self._stopped
+
+    def ready(self) -> bool:
+        """Whether the server is ready for inference."""
+        if not self.live():
+            return False
+        return self._startup_ok or not self.options.strict_readiness
+
+    def metadata(self) -> dict[str, Any]:
+        """Server name, version and the extensions the core implements."""
+        return {
+            "name": self.options.server_id,
+            "version": __version__,
+            "extensions": list(CORE_EXTENSIONS),
+        }
+
+    # -- lookup --------------------------------------------------------------------------
+    def _entry(self, name: str) -> _Entry:
+        entry = self._entries.get(name)
+        if entry is None:
+            raise ServerError.not_found(f"Request for unknown model: '{name}' is not found")
+        return entry
+
+    def model_version(self, name: str, version: int = -1) -> ModelVersion:
+        """The ready version ``version`` of ``name`` (-1: the highest ready version)."""
+        with self._lock:
+            entry = self._entry(name)
+            if version < 0:
+                if not entry.versions:
+                    raise ServerError.unavailable(
+                        f"Request for unknown model: '{name}' has no available versions"
+                    )
+                return entry.versions[max(entry.versions)]
+            found = entry.versions.get(version)
+            if found is None:
+                raise ServerError.not_found(
+                    f"Request for unknown model: '{name}' version {version} is not found"
+                )
+            return found
+
+    def model_ready(self, name: str, version: int = -1) -> bool:
+        """Whether the model (version) is loaded and ready."""
+        try:
+            self.model_version(name, version)
+        except ServerError:
+            return False
+        return True
+
+    def model_config(self, name: str, version: int = -1) -> mc.ModelConfig:
+        """The completed configuration of a ready model version."""
+        return self.model_version(name, version).config
+
+    def model_metadata(self, name: str, version: int = -1) -> dict[str, Any]:
+        """Model metadata (name, versions, platform, inputs, outputs)."""
+        found = self.model_version(name, version)
+        with self._lock:
+            versions = sorted(self._entries[name].versions)
+        return cfg.model_metadata(found.config, [version] if version >= 0 else versions)
+
+    def repository_index(self, ready_only: bool = False) -> list[dict[str, Any]]:
+        """One entry per model version known to the server (and one per unloaded model)."""
+        with self._lock:
+            sources = self.repository.scan()
+            names = sorted(set(sources) | set(self._entries))
+            rows: list[dict[str, Any]] = []
+            for name in names:
+                entry = self._entries.get(name)
+                if entry is None or not entry.states:
+                    if not ready_only:
+                        rows.append({"name": name})
+                    continue
+                for version, (state, reason) in sorted(entry.states.items()):
+                    if ready_only and state is not ModelState.READY:
+                        continue
+                    rows.append(
+                        {"name": name, "version": str(version), "state": state.value,
+                         "reason": reason}
+                    )
+            return rows
+
+    # -- load / unload -------------------------------------------------------------------
+    def _check_explicit(self, what: str) -> None:
+        if self.options.model_control_mode is not ModelControlMode.EXPLICIT:
+            raise ServerError.unavailable(
+                f"explicit model {what} is not allowed if model control mode is not EXPLICIT"
+            )
+
+    def load_model(
+        self, name: str, config: str | None = None, files: dict[str, bytes] | None = None
+    ) -> None:
+        """Load or reload ``name`` (EXPLICIT mode), optionally with an override config (JSON)
+        and override files (``file:<path>`` → content)."""
+        self._check_explicit("load")
+        self._load(name, override_config=config, files=files or {})
+
+    def unload_model(self, name: str, unload_dependents: bool = False) -> None:
+        """Unload ``name`` (EXPLICIT mode).  ``unload_dependents`` would also unload ensembles
+        that use it; this server has no ensembles, so it changes nothing."""
+        self._check_explicit("unload")
+        self._unload(name)
+
+    def poll_model_repository(self) -> None:
+        """Rescan the repositories now: load new and changed models, unload removed ones."""
+        if self.options.model_control_mode is ModelControlMode.EXPLICIT:
+            raise ServerError.unavailable("polling is not enabled in EXPLICIT model control mode")
+        self._poll_once()
+
+    def _poll_loop(self) -> None:
+        while not self._stop_event.wait(self.options.repository_poll_secs):
+            try:
+                self._poll_once()
+            except Exception:
+                log.exception("repository poll failed")
+
+    def _poll_once(self) -> None:
+        sources = self.repository.scan()
+        with self._lock:
+            loaded = dict(self._entries)
+        for name in sorted(set(loaded) - set(sources)):
+            self._unload(name)
+        for name, source in sorted(sources.items()):
+            entry = loaded.get(name)
+            if entry is None or entry.fingerprint != source.fingerprint:
+                try:
+                    self._load(name, sources=sources)
+                except ServerError as exc:
+                    log.error("failed to load '%s': %s", name, exc.message)
+
+    def _load_lock(self, name: str) -> threading.Lock:
+        with self._lock:
+            return self._load_locks.setdefault(name, threading.Lock())
+
+    def _load(
+        self,
+        name: str,
+        *,
+        sources: dict[str, ModelSource] | None = None,
+        override_config: str | None = None,
+        files: dict[str, bytes] | None = None,
+    ) -> None:
+        with self._load_lock(name):
+            self._load_locked(name, sources, override_config, files or {})
+
+    def _resolve_source(
+        self,
+        name: str,
+        sources: dict[str, ModelSource] | None,
+        override_config: str | None,
+        files: dict[str, bytes],
+    ) -> ModelSource:
+        if override_config is not None or files:
+            return materialize_override(
+                name, override_config, files, repository=self.repository
+            )
+        if sources is None:
+            sources = self.repository.scan()
+        source = sources.get(name)
+        if source is None:
+            raise ServerError.internal(f"failed to load '{name}', failed to poll from model "
+                                       "repository")
+        return source
+
+    def _load_locked(
+        self,
+        name: str,
+        sources: dict[str, ModelSource] | None,
+        override_config: str | None,
+        files: dict[str, bytes],
+    ) -> None:
+        from ..python_backend.backend import PythonBackendModel
+
+        source = self._resolve_source(name, sources, override_config, files)
+        with self._lock:
+            entry = self._entries.setdefault(name, _Entry(name))
+            old_versions = dict(entry.versions)
+        try:
+            if source.config_error is not None:
+                raise source.config_error
+            config = self._complete(name, source, PythonBackendModel)
+            versions = select_versions(config, source.available_versions)
+            if not versions:
+                raise ServerError.invalid_arg(
+                    f"at least one version must be available under the version policy of "
+                    f"model '{name}'"
+                )
+        except ServerError as exc:
+            self._record_failure(entry, source, exc, old_versions)
+            raise
+        with self._lock:
+            for version in versions:
+                if version not in old_versions:
+                    entry.states[version] = (ModelState.LOADING, "")
+        new_versions: dict[int, ModelVersion] = {}
+        try:
+            for version in versions:
+                new_versions[version] = self._start_version(
+                    name, version, config, source, PythonBackendModel
+                )
+        except ServerError as exc:
+            for started in new_versions.values():
+                started.stop(self.options.exit_timeout_secs)
+            self._record_failure(entry, source, exc, old_versions, versions)
+            raise
+        with self._lock:
+            if entry.override is not None and entry.override is not source:
+                entry.override.cleanup()
+            entry.override = source if (override_config is not None or files) else None
+            entry.source = source
+            entry.config = config
+            entry.fingerprint = source.fingerprint
+            entry.versions = new_versions
+            entry.states = {v: (ModelState.READY, "") for v in new_versions}
+        # Versions that were replaced or dropped by the new policy go after the swap, so the
+        # model keeps serving throughout a reload.
+        for version, old in old_versions.items():
+            self._stop_version(name, version, old, record=False)
+
+    def _complete(self, name: str, source: ModelSource, backend: Any) -> mc.ModelConfig:
+        raw = source.config if source.config is not None else mc.ModelConfig(name=name)
+        if not raw.backend and not raw.platform:
+            raw.backend = "python"
+        if raw.backend != "python":
+            raise ServerError.invalid_arg(
+                f"model '{name}' uses backend '{raw.backend or raw.platform}'; this server runs "
+                "only Python-backend models (backend: \"python\")"
+            )
+        filename = raw.default_model_filename or "model.py"
+        if not source.available_versions:
+            raise ServerError.invalid_arg(
+                f"at least one version must be available under the version policy of model "
+                f"'{name}'"
+            )
+        version = max(source.available_versions)
+        completed_json = backend.auto_complete(
+            source.path, version, cfg.config_to_json(raw), filename
+        )
+        config = cfg.complete_config(
+            cfg.config_from_json(completed_json, f"{name} (auto-completed)"),
+            name,
+            has_gpu=self.has_gpu,
+        )
+        cfg.validate_config(config)
+        return config
+
+    def _start_version(
+        self, name: str, version: int, config: mc.ModelConfig, source: ModelSource, backend: Any
+    ) -> ModelVersion:
+        filename = config.default_model_filename or "model.py"
+        model = backend(
+            name, source.path, version, cfg.config_to_json(config), filename, self.runtime
+        )
+        instances: list[ModelInstance] = []
+        try:
+            for spec in instance_specs(config):
+                if spec.kind == "GPU" and not self.has_gpu:
+                    raise ServerError.invalid_arg(
+                        f"instance group of model '{name}' asks for KIND_GPU but no GPU is "
+                        "available"
+                    )
+                instances.append(model.create_instance(spec.name, spec.kind, spec.device_id))
+        except ServerError:
+            for instance in instances:
+                instance.finalize()
+            raise
+        except Exception as exc:
+            for instance in instances:
+                instance.finalize()
+            raise ServerError.internal(f"failed to load model '{name}': {exc}") from exc
+        stats = self.stats.get(name, version)
+        return ModelVersion(name, version, config, instances, stats, source.path)
+
+    def _record_failure(
+        self,
+        entry: _Entry,
+        source: ModelSource,
+        error: ServerError,
+        old_versions: dict[int, ModelVersion],
+        versions: list[int] | None = None,
+    ) -> None:
+        with self._lock:
+            failed = versions or source.available_versions or [1]
+            for version in failed:
+                if version not in old_versions:
+                    entry.states[version] = (ModelState.UNAVAILABLE, error.message)
+            if not old_versions and source.override_dir is not None:
+                source.cleanup()
+
+    def _stop_version(self, name: str, version: int, model: ModelVersion, record: bool) -> None:
+        if record:
+            with self._lock:
+                self._entries[name].states[version] = (ModelState.UNLOADING, "")
+        model.stop(self.options.exit_timeout_secs)
+        self.stats.remove(name, version)
+        if record:
+            with self._lock:
+                self._entries[name].states[version] = (ModelState.UNAVAILABLE, "unloaded")
+
+    def _unload(self, name: str) -> None:
+        with self._load_lock(name):
+            with self._lock:
+                entry = self._entries.get(name)
+                if entry is None:
+                    return  # unloading an unknown model succeeds, as in Triton
+                versions = dict(entry.versions)
+                entry.versions = {}
+            for version, model in versions.items():
+                self._stop_version(name, version, model, record=True)
+            with self._lock:
+                if entry.override is not None:
+                    entry.override.cleanup()
+                    entry.override = None
+                entry.fingerprint = None
+
+    # -- inference -----------------------------------------------------------------------
+    def infer(self, request: InferRequest) -> None:
+        """Validate and queue ``request``; responses arrive through its callback.
+
+        Raises
+        ------
+        ServerError
+            If the model is unknown or not ready, or the request is invalid; nothing is queued
+            then and the callback is not called.
+        """
+        model = self.model_version(request.model_name, request.model_version)
+        validate_request(request, model.config, version=model.version)
+        model.enqueue(request, batch_size_of(request, model.config))
+
+    def statistics(self, name: str = "", version: int = -1) -> list[dict[str, Any]]:
+        """Statistics of every loaded model version, or of one model (version)."""
+        with self._lock:
+            if name and name not in self._entries:
+                raise ServerError.invalid_arg(f"requested model '{name}' is not available")
+            if name and version >= 0 and version not in self._entries[name].versions:
+                raise ServerError.invalid_arg(
+                    f"requested model '{name}' version {version} is not available"
+                )
+        return self.stats.collect(name or None, version if version >= 0 else None)
+
+    def infer_iter(
+        self, request: InferRequest, timeout_s: float | None = None
+    ) -> Iterator[InferResponse]:
+        """Run ``request`` and yield its responses in order, the last one final."""
+        responses: queue.Queue[InferResponse] = queue.Queue()
+        request.response_callback = responses.put
+        self.infer(request)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            try:
+                response = responses.get(timeout=remaining)
+            except queue.Empty:
+                request.cancel()
+                raise ServerError(
+                    ErrorKind.UNAVAILABLE, f"request to model '{request.model_name}' timed out"
+                ) from None
+            yield response
+            if response.final:
+                return
+
+
+
+class _Runtime:
+    """The hooks Python-backend models use to reach the server (BLS and model control)."""
+
+    def __init__(self, server: CoreServer) -> None:
+        self._server = server
+
+    def infer(self, request: InferRequest) -> Iterator[InferResponse]:
+        timeout = request.timeout_us / 1e6 if request.timeout_us else None
+        return self._server.infer_iter(request, timeout)
+
+    def is_model_ready(self, model_name: str, model_version: str = "") -> bool:
+        return self._server.model_ready(model_name, int(model_version) if model_version else -1)
+
+    def load_model(
+        self, model_name: str, config: str = "", files: dict[str, bytes] | None = None
+    ) -> None:
+        self._server.load_model(model_name, config or None, files)
+
+    def unload_model(self, model_name: str) -> None:
+        self._server.unload_model(model_name)

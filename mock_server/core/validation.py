@@ -1,0 +1,501 @@
+"""Validation of inference requests against a model configuration.
+
+:func:`validate_request` applies the checks that Triton's core applies before a request
+reaches a model (``InferenceRequest::Normalize`` and the byte-size checks), plus the
+checks its sequence batcher applies on enqueue, in the same order and with the same
+messages where Triton has one (see ``docs/protocol.md`` section 10).  Every failure is a
+:class:`~mock_server.core.errors.ServerError`, almost always of kind ``INVALID_ARG``.
+
+Request-id prefix
+    Triton prefixes the messages it builds with ``InferenceRequest::LogRequest()``,
+    ``"[request id: <id>] "``, and uses ``<id_unknown>`` when the request has no id
+    (observed: ``[request id: <id_unknown>] input byte size mismatch ...``).  The messages
+    Triton builds without it are reproduced without it: unknown input/output names (they
+    come from the model, not the request), the sequence-batcher messages and the
+    frontend-level parameter messages.
+
+Decisions where Triton is silent or undefined
+    * Negative dimensions are rejected (2.51's gRPC path let them through); ``-1`` gets
+      Triton's "All input dimensions should be specified" message.
+    * A batch dimension of 0 is rejected ("batch-size must be >= 1"); 2.51 rejected it
+      too, with a confusing byte-size message.
+    * Inputs fed by the sequence batcher (``sequence_batching.control_input`` names and
+      implicit ``state`` input names) are never required and may not be sent by clients
+      (Triton reports them as unexpected inputs, since they are not in ``input``).
+    * A string correlation id to a model whose CORRID control is numeric, or an integer
+      id to one whose CORRID control is ``TYPE_STRING``, is rejected with current
+      Triton's message (2.51 accepted it and fed garbage to the model).  Integer ids with
+      a 32-bit CORRID control are accepted (the batcher truncates them, as Triton does).
+    * ``priority`` above ``dynamic_batching.priority_levels`` falls back to the default
+      level, as in Triton; pass ``strict_priority=True`` to reject it instead.
+      :func:`effective_priority` gives the level a scheduler should use.
+    * ``triton_enable_empty_final_response`` is allowed to remain in ``parameters`` (the
+      request type has no field for it; only the gRPC stream frontend may accept it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from tritonclient.grpc.model_config_pb2 import DataType, ModelConfig, ModelSequenceBatching
+from tritonclient.utils import (
+    TRITON_RESERVED_REQUEST_PARAMS,
+    TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
+)
+from tritonclient.utils._dtypes import DATATYPES, config_to_triton_dtype
+
+from .errors import ServerError
+from .types import InferRequest, Tensor
+
+__all__ = [
+    "ALLOWED_TRITON_PARAMS",
+    "batch_size_of",
+    "effective_priority",
+    "implicit_input_names",
+    "log_request_prefix",
+    "validate_request",
+]
+
+#: ``triton_``-prefixed request parameters that may reach the core (gRPC streaming only).
+ALLOWED_TRITON_PARAMS: frozenset[str] = frozenset({"triton_enable_empty_final_response"})
+
+#: The largest correlation id the protocol can carry (ids are uint64).
+_MAX_CORRELATION_ID = 2**64 - 1
+
+#: Appended by Triton to every shape-mismatch message.
+_SHAPE_NOTE = (
+    "NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension "
+    "to be prepended to each input shape. If you want to specify the full shape including "
+    "the batch dim in your input dims config, try setting max_batch_size to zero. See the "
+    "model configuration docs for more info on max_batch_size."
+)
+
+_CORRID = ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID
+_NUMERIC_CORRID_TYPES = frozenset(
+    {DataType.TYPE_UINT64, DataType.TYPE_INT64, DataType.TYPE_UINT32, DataType.TYPE_INT32}
+)
+
+
+def log_request_prefix(request: InferRequest) -> str:
+    """Return Triton's ``LogRequest()`` prefix for ``request``.
+
+    Parameters
+    ----------
+    request : InferRequest
+        The request.
+
+    Returns
+    -------
+    str
+        ``"[request id: <id>] "``, with ``<id_unknown>`` when the request has no id.
+    """
+    return f"[request id: {request.id or '<id_unknown>'}] "
+
+
+def _dims_str(dims: Iterable[int]) -> str:
+    """Format dims as Triton's ``DimsListToString`` does: ``[1,3]``."""
+    return "[" + ",".join(str(d) for d in dims) + "]"
+
+
+def _names_str(names: Sequence[str]) -> str:
+    """Format a name list as Triton does in input-count messages: ``['A','B']``."""
+    return "[" + ",".join(f"'{n}'" for n in names) + "]"
+
+
+def _config_protocol_dtype(data_type: int) -> str:
+    """Protocol datatype for a config ``DataType`` value; ``<invalid>`` if it has none."""
+    try:
+        name = DataType.Name(data_type)
+    except ValueError:
+        return "<invalid>"
+    return config_to_triton_dtype(name) or "<invalid>"
+
+
+def implicit_input_names(config: ModelConfig) -> frozenset[str]:
+    """Names of the inputs the server feeds itself, never sent by clients.
+
+    Parameters
+    ----------
+    config : ModelConfig
+        The model configuration.
+
+    Returns
+    -------
+    frozenset of str
+        The sequence batcher's control-input names and implicit-state input names (empty
+        for a model without ``sequence_batching``).
+    """
+    if not config.HasField("sequence_batching"):
+        return frozenset()
+    batching = config.sequence_batching
+    names = {control.name for control in batching.control_input}
+    names.update(state.input_name for state in batching.state)
+    return frozenset(names)
+
+
+def _corrid_data_type(config: ModelConfig) -> int | None:
+    """The ``data_type`` of the model's CORRID control, or None when it has none."""
+    for control_input in config.sequence_batching.control_input:
+        for control in control_input.control:
+            if control.kind == _CORRID:
+                return int(control.data_type)
+    return None
+
+
+def _element_count(shape: Sequence[int]) -> int:
+    return math.prod(shape)
+
+
+def batch_size_of(request: InferRequest, config: ModelConfig) -> int:
+    """Return the batch size of a (validated) request.
+
+    Parameters
+    ----------
+    request : InferRequest
+        The request; assumed to have passed :func:`validate_request`.
+    config : ModelConfig
+        The model configuration.
+
+    Returns
+    -------
+    int
+        1 for a model with ``max_batch_size == 0``; otherwise the first dimension shared
+        by the request's inputs (shape tensors excluded), or 1 when no input carries one
+        (e.g. every input is optional and absent).
+    """
+    if config.max_batch_size <= 0:
+        return 1
+    shape_tensors = {i.name for i in config.input if i.is_shape_tensor}
+    for tensor in request.inputs:
+        if tensor.name not in shape_tensors and len(tensor.shape) > 0:
+            return int(tensor.shape[0])
+    return 1
+
+
+def effective_priority(request: InferRequest, config: ModelConfig) -> int:
+    """Return the priority level a scheduler should use for ``request``.
+
+    Parameters
+    ----------
+    request : InferRequest
+        The request.
+    config : ModelConfig
+        The model configuration.
+
+    Returns
+    -------
+    int
+        0 when the model has no priority levels (``dynamic_batching.priority_levels`` unset
+        or 0).  Otherwise the request's level, or ``default_priority_level`` when the
+        request gives 0 or a level above ``priority_levels`` (Triton's rule).
+    """
+    if not config.HasField("dynamic_batching"):
+        return 0
+    levels = int(config.dynamic_batching.priority_levels)
+    if levels == 0:
+        return 0
+    if request.priority <= 0 or request.priority > levels:
+        return int(config.dynamic_batching.default_priority_level)
+    return request.priority
+
+
+def _invalid(message: str) -> ServerError:
+    return ServerError.invalid_arg(message)
+
+
+def _check_parameters(request: InferRequest) -> None:
+    reserved = set(TRITON_RESERVED_REQUEST_PARAMS)
+    for key in request.parameters:
+        if key.startswith(TRITON_RESERVED_REQUEST_PARAMS_PREFIX):
+            if key in ALLOWED_TRITON_PARAMS:
+                continue
+            raise _invalid(
+                f"parameter keys starting with '{TRITON_RESERVED_REQUEST_PARAMS_PREFIX}' are "
+                "reserved for Triton usage and should not be specified."
+            )
+        if key in reserved:
+            raise _invalid(
+                f"parameter '{key}' is reserved for Triton usage and should not be specified."
+            )
+
+
+def _check_duplicates(request: InferRequest) -> None:
+    seen: set[str] = set()
+    for tensor in request.inputs:
+        if tensor.name in seen:
+            raise _invalid(
+                f"{log_request_prefix(request)}input '{tensor.name}' already exists in request"
+            )
+        seen.add(tensor.name)
+    seen.clear()
+    for output in request.outputs:
+        if output.name in seen:
+            raise _invalid(f"output '{output.name}' already exists in request")
+        seen.add(output.name)
+
+
+def _check_outputs(request: InferRequest, config: ModelConfig) -> None:
+    known = {output.name for output in config.output}
+    for output in request.outputs:
+        if output.name not in known:
+            raise _invalid(
+                f"unexpected inference output '{output.name}' for model '{config.name}'"
+            )
+
+
+def _input_count_error(
+    request: InferRequest, config: ModelConfig, expected: int, required: int, missing: list[str]
+) -> ServerError:
+    got = sorted(tensor.name for tensor in request.inputs)
+    if expected == required:
+        head = f"expected {expected} inputs"
+    else:
+        head = f"expected number of inputs between {required} and {expected}"
+    return _invalid(
+        f"{log_request_prefix(request)}{head} but got {len(request.inputs)} inputs for model "
+        f"'{config.name}'. Got input(s) {_names_str(got)}, but missing required input(s) "
+        f"{_names_str(missing)}. Please provide all required input(s)."
+    )
+
+
+def _check_input_names(request: InferRequest, config: ModelConfig) -> None:
+    implicit = implicit_input_names(config)
+    client_inputs = [i for i in config.input if i.name not in implicit]
+    expected = len(client_inputs)
+    required_names = [i.name for i in client_inputs if not i.optional]
+    present = {tensor.name for tensor in request.inputs}
+    missing = [name for name in required_names if name not in present]
+
+    # Triton checks the count first, so an extra unknown input reports the count.
+    if len(request.inputs) > expected or len(request.inputs) < len(required_names):
+        raise _input_count_error(request, config, expected, len(required_names), missing)
+    known = {i.name for i in client_inputs}
+    for tensor in request.inputs:
+        if tensor.name not in known:
+            raise _invalid(
+                f"unexpected inference input '{tensor.name}' for model '{config.name}'"
+            )
+    if missing:
+        raise _input_count_error(request, config, expected, len(required_names), missing)
+
+
+def _check_negative_dims(request: InferRequest, config: ModelConfig) -> None:
+    prefix = log_request_prefix(request)
+    for tensor in request.inputs:
+        if any(d == -1 for d in tensor.shape):
+            raise _invalid(
+                f"{prefix}All input dimensions should be specified for input '{tensor.name}' "
+                f"for model '{config.name}', got {_dims_str(tensor.shape)}"
+            )
+        if any(d < 0 for d in tensor.shape):
+            raise _invalid(
+                f"{prefix}invalid shape for input '{tensor.name}' for model '{config.name}': "
+                f"dimensions must be non-negative, got {_dims_str(tensor.shape)}"
+            )
+
+
+def _check_batch(request: InferRequest, config: ModelConfig) -> None:
+    if config.max_batch_size <= 0:
+        return
+    prefix = log_request_prefix(request)
+    shape_tensors = {i.name for i in config.input if i.is_shape_tensor}
+    batch_size: int | None = None
+    for tensor in request.inputs:
+        if tensor.name in shape_tensors:
+            continue
+        if len(tensor.shape) == 0:
+            raise _invalid(
+                f"{prefix}input '{tensor.name}' has no shape but model requires batch "
+                f"dimension for '{config.name}'"
+            )
+        if batch_size is None:
+            batch_size = int(tensor.shape[0])
+        elif tensor.shape[0] != batch_size:
+            raise _invalid(
+                f"{prefix}input '{tensor.name}' batch size does not match other inputs for "
+                f"'{config.name}'"
+            )
+    if batch_size is None:
+        return
+    if batch_size > config.max_batch_size:
+        raise _invalid(
+            f"{prefix}inference request batch-size must be <= {config.max_batch_size} for "
+            f"'{config.name}'"
+        )
+    if batch_size < 1:
+        raise _invalid(f"{prefix}inference request batch-size must be >= 1 for '{config.name}'")
+
+
+def _check_datatype_and_shape(request: InferRequest, config: ModelConfig) -> None:
+    prefix = log_request_prefix(request)
+    by_name = {i.name: i for i in config.input}
+    for tensor in request.inputs:
+        input_config = by_name[tensor.name]
+        expected_dtype = _config_protocol_dtype(input_config.data_type)
+        got_dtype = tensor.datatype if tensor.datatype in DATATYPES else "<invalid>"
+        if got_dtype != expected_dtype:
+            raise _invalid(
+                f"{prefix}inference input '{tensor.name}' data-type is '{got_dtype}', but model "
+                f"'{config.name}' expects '{expected_dtype}'"
+            )
+
+        batched = config.max_batch_size > 0 and not input_config.is_shape_tensor
+        dims = tuple(tensor.shape[1:]) if batched else tuple(tensor.shape)
+        config_dims = tuple(int(d) for d in input_config.dims)
+        matches = len(dims) == len(config_dims) and all(
+            c == -1 or c == d for c, d in zip(config_dims, dims)
+        )
+        if not matches:
+            full_dims = ((-1,) if config.max_batch_size > 0 else ()) + config_dims
+            raise _invalid(
+                f"{prefix}unexpected shape for input '{tensor.name}' for model "
+                f"'{config.name}'. Expected {_dims_str(full_dims)}, got "
+                f"{_dims_str(tensor.shape)}. {_SHAPE_NOTE}"
+            )
+
+
+def _check_data(request: InferRequest, config: ModelConfig) -> None:
+    prefix = log_request_prefix(request)
+    for tensor in request.inputs:
+        _check_tensor_data(tensor, config.name, prefix)
+
+
+def _check_tensor_data(tensor: Tensor, model_name: str, prefix: str) -> None:
+    info = DATATYPES[tensor.datatype]
+    data = tensor.data
+    expected_dtype = np.dtype(info.numpy_type)
+    if data.dtype.newbyteorder("=") != expected_dtype.newbyteorder("="):
+        raise _invalid(
+            f"{prefix}input '{tensor.name}' for model '{model_name}' holds data of numpy "
+            f"dtype '{data.dtype}', which does not match its datatype '{tensor.datatype}' "
+            f"(expected numpy dtype '{expected_dtype}')"
+        )
+    expected = _element_count(tensor.shape)
+    got = int(data.size)
+    if info.byte_size is None:
+        if got < expected:
+            raise _invalid(
+                f"{prefix}expected {expected} string elements for inference input "
+                f"'{tensor.name}' for model '{model_name}', got {got}"
+            )
+        if got > expected:
+            raise _invalid(
+                f"{prefix}unexpected number of string elements {got} for inference input "
+                f"'{tensor.name}' for model '{model_name}', expecting {expected}"
+            )
+    elif got != expected:
+        raise _invalid(
+            f"{prefix}input byte size mismatch for input '{tensor.name}' for model "
+            f"'{model_name}'. Expected {expected * info.byte_size}, got {got * info.byte_size}"
+        )
+
+
+def _check_sequence(request: InferRequest, config: ModelConfig) -> None:
+    if not config.HasField("sequence_batching"):
+        return
+    name = config.name
+    if batch_size_of(request, config) > 1:
+        raise _invalid(
+            f"inference request to model '{name}' must specify batch-size 1 due to "
+            "requirements of sequence batcher"
+        )
+    corr_id = request.correlation_id
+    if isinstance(corr_id, int) and not 0 <= corr_id <= _MAX_CORRELATION_ID:
+        raise _invalid(
+            f"{log_request_prefix(request)}invalid correlation ID {corr_id} for model "
+            f"'{name}', expected an unsigned 64-bit integer or a string"
+        )
+    if corr_id in (0, ""):
+        if config.sequence_batching.iterative_sequence:
+            return  # Triton's iterative sequencer assigns an id itself.
+        raise _invalid(
+            f"inference request to model '{name}' must specify a non-zero or non-empty "
+            "correlation ID"
+        )
+    control_type = _corrid_data_type(config)
+    if control_type is None:
+        return
+    expected = _config_protocol_dtype(control_type)
+    if isinstance(corr_id, str) and control_type != DataType.TYPE_STRING:
+        got = "BYTES"
+    elif isinstance(corr_id, int) and control_type not in _NUMERIC_CORRID_TYPES:
+        got = "UINT64"
+    else:
+        return
+    raise _invalid(
+        f"{log_request_prefix(request)}sequence batching control 'CORRID' data-type is "
+        f"'{got}', but model '{name}' expects '{expected}'"
+    )
+
+
+def _check_priority(request: InferRequest, config: ModelConfig, *, strict: bool) -> None:
+    if request.priority < 0:
+        raise _invalid("invalid value for 'priority', expected value >= 0.")
+    if not strict or not config.HasField("dynamic_batching"):
+        return
+    levels = int(config.dynamic_batching.priority_levels)
+    if levels > 0 and request.priority > levels:
+        raise _invalid(
+            f"{log_request_prefix(request)}inference request priority {request.priority} is "
+            f"out of range for model '{config.name}', expected a level between 1 and "
+            f"{levels} (0 selects the default)"
+        )
+
+
+def validate_request(
+    request: InferRequest,
+    config: ModelConfig,
+    *,
+    version: int,
+    strict_priority: bool = False,
+) -> None:
+    """Check an inference request against the model's configuration.
+
+    Checks, in order: reserved request parameters; duplicate input and output names;
+    requested outputs exist; input count and names (optional and sequence-batcher-fed
+    inputs need not be sent); no negative or ``-1`` dimensions; batch dimension (present,
+    shared by all inputs, 1 .. ``max_batch_size``); per input, the datatype and the shape
+    against ``dims`` (``-1`` wildcards, rank); per input, the numpy data (dtype consistent
+    with the datatype, element count equal to the shape's); sequence rules (batch size 1,
+    non-zero correlation id, correlation-id type against the CORRID control); priority.
+
+    ``allow_ragged_batch`` does not change what a single request must satisfy (it only
+    lets the batcher combine requests of different shapes), so it is not consulted.
+
+    Parameters
+    ----------
+    request : InferRequest
+        The request, as built by a frontend (reserved parameters already parsed out).
+    config : ModelConfig
+        The complete configuration of the model version serving the request.
+    version : int
+        The model version the request was resolved to.  A request naming a different
+        explicit version (``model_version > 0``) is an internal routing error.
+    strict_priority : bool, optional
+        Reject a ``priority`` above ``dynamic_batching.priority_levels`` instead of
+        letting it fall back to the default level (Triton's behaviour).  Default False.
+
+    Raises
+    ------
+    ServerError
+        ``INVALID_ARG`` with a Triton-like message for the first check that fails;
+        ``INTERNAL`` when ``request.model_version`` contradicts ``version``.
+    """
+    if request.model_version > 0 and request.model_version != version:
+        raise ServerError.internal(
+            f"request for model '{config.name}' version {request.model_version} was routed "
+            f"to version {version}"
+        )
+    _check_parameters(request)
+    _check_duplicates(request)
+    _check_outputs(request, config)
+    _check_input_names(request, config)
+    _check_negative_dims(request, config)
+    _check_batch(request, config)
+    _check_datatype_and_shape(request, config)
+    _check_data(request, config)
+    _check_sequence(request, config)
+    _check_priority(request, config, strict=strict_priority)

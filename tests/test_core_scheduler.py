@@ -1,0 +1,461 @@
+"""Schedulers and instance workers, with fake model instances on real threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from google.protobuf import text_format
+
+from mock_server.core.errors import ErrorKind, ServerError
+from mock_server.core.instances import ModelVersion, instance_specs
+from mock_server.core.scheduler import Pending, QueueScheduler, SequenceScheduler, control_tensors
+from mock_server.core.types import InferRequest, InferResponse, RequestedOutput, Tensor
+from tritonclient.grpc import model_config_pb2 as mc
+
+
+def config(text: str) -> mc.ModelConfig:
+    return text_format.Parse(text, mc.ModelConfig())
+
+
+class Recorder:
+    """Collects responses per request id; wait() blocks until n finals arrived."""
+
+    def __init__(self) -> None:
+        self.responses: list[InferResponse] = []
+        self.cond = threading.Condition()
+
+    def __call__(self, response: InferResponse) -> None:
+        with self.cond:
+            self.responses.append(response)
+            self.cond.notify_all()
+
+    def wait(self, finals: int, timeout: float = 10.0) -> list[InferResponse]:
+        with self.cond:
+            ok = self.cond.wait_for(lambda: sum(r.final for r in self.responses) >= finals, timeout)
+        assert ok, f"only {sum(r.final for r in self.responses)} of {finals} final responses"
+        return self.responses
+
+
+class FakeStats:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+
+    def record_success(self, *args: Any) -> None:
+        self.calls.append(("success", args))
+
+    def record_failure(self, *args: Any) -> None:
+        self.calls.append(("failure", args))
+
+    def record_execution(self, *args: Any) -> None:
+        self.calls.append(("execution", args))
+
+    def record_response(self, *args: Any) -> None:
+        self.calls.append(("response", args))
+
+
+class EchoInstance:
+    """Answers every request with OUT = IN (+ optional delay); records the batches it saw."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.batches: list[list[InferRequest]] = []
+        self.delay = delay
+        self.finalized = False
+        self.active = 0
+        self.max_active = 0
+        self.lock = threading.Lock()
+
+    def execute(self, requests: list[InferRequest]) -> list[InferRequest]:
+        with self.lock:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        self.batches.append(list(requests))
+        time.sleep(self.delay)
+        for request in requests:
+            assert request.response_callback is not None
+            tensor = request.inputs[0]
+            out = Tensor("OUT", tensor.datatype, tensor.shape, tensor.data.copy())
+            extra = Tensor("EXTRA", "INT32", (1,), np.array([7], np.int32))
+            request.response_callback(InferResponse("", "", outputs=[out, extra], final=True))
+        with self.lock:
+            self.active -= 1
+        return []
+
+    def finalize(self) -> None:
+        self.finalized = True
+
+
+def request(rec: Recorder, value: int = 1, batch: int = 1, **kw: Any) -> InferRequest:
+    data = np.full((batch, 1), value, dtype=np.int32)
+    return InferRequest(
+        model_name="m",
+        id=str(value),
+        inputs=[Tensor("IN", "INT32", data.shape, data)],
+        response_callback=rec,
+        **kw,
+    )
+
+
+def make_version(cfg: mc.ModelConfig, instances: list[Any], stats: Any = None) -> ModelVersion:
+    return ModelVersion("m", 1, cfg, instances, stats or FakeStats(), Path("."))
+
+
+def test_default_scheduler_one_request_per_execution_and_output_filtering() -> None:
+    inst = EchoInstance()
+    version = make_version(config('name: "m" max_batch_size: 8'), [inst])
+    rec = Recorder()
+    try:
+        for i in range(5):
+            r = request(rec, i)
+            if i == 0:
+                r.outputs = [RequestedOutput("OUT")]
+            version.enqueue(r, 1)
+        responses = rec.wait(5)
+    finally:
+        version.stop(5)
+    assert all(len(b) == 1 for b in inst.batches)
+    first = next(r for r in responses if r.id == "0")
+    assert [t.name for t in first.outputs] == ["OUT"]  # only what was requested
+    other = next(r for r in responses if r.id == "1")
+    assert [t.name for t in other.outputs] == ["OUT", "EXTRA"]
+    assert first.model_name == "m" and first.model_version == "1"
+    assert inst.finalized
+
+
+def test_dynamic_batcher_forms_batches_under_load() -> None:
+    inst = EchoInstance(delay=0.05)
+    cfg = config(
+        'name: "m" max_batch_size: 8 dynamic_batching { max_queue_delay_microseconds: 200000 }'
+    )
+    stats = FakeStats()
+    version = make_version(cfg, [inst], stats)
+    rec = Recorder()
+    try:
+        for i in range(16):
+            version.enqueue(request(rec, i), 1)
+        rec.wait(16)
+    finally:
+        version.stop(5)
+    sizes = [len(b) for b in inst.batches]
+    assert sum(sizes) == 16
+    assert max(sizes) > 1, sizes
+    assert all(s <= 8 for s in sizes)
+    executions = [c for c in stats.calls if c[0] == "execution"]
+    assert sum(c[1][0] for c in executions) == 16
+
+
+def test_dynamic_batcher_preferred_size_dispatches_without_waiting_for_delay() -> None:
+    inst = EchoInstance()
+    cfg = config(
+        'name: "m" max_batch_size: 8 dynamic_batching { preferred_batch_size: [2] '
+        "max_queue_delay_microseconds: 5000000 }"
+    )
+    version = make_version(cfg, [inst])
+    rec = Recorder()
+    start = time.monotonic()
+    try:
+        version.enqueue(request(rec, 1), 1)
+        version.enqueue(request(rec, 2), 1)
+        rec.wait(2, timeout=3)
+    finally:
+        version.stop(5)
+    assert time.monotonic() - start < 3  # far less than the 5 s delay
+    assert [len(b) for b in inst.batches] == [2]
+
+
+def test_batch_never_exceeds_max_batch_size_in_elements() -> None:
+    inst = EchoInstance(delay=0.02)
+    cfg = config(
+        'name: "m" max_batch_size: 4 dynamic_batching { max_queue_delay_microseconds: 100000 }'
+    )
+    version = make_version(cfg, [inst])
+    rec = Recorder()
+    try:
+        for i in range(6):
+            version.enqueue(request(rec, i, batch=3), 3)
+        rec.wait(6)
+    finally:
+        version.stop(5)
+    assert all(sum(r.inputs[0].shape[0] for r in b) <= 4 for b in inst.batches)
+
+
+def test_instances_run_concurrently() -> None:
+    instances = [EchoInstance(delay=0.2), EchoInstance(delay=0.2)]
+    cfg = config('name: "m" instance_group [{ count: 2 kind: KIND_CPU }]')
+    version = make_version(cfg, instances)
+    rec = Recorder()
+    start = time.monotonic()
+    try:
+        for i in range(4):
+            version.enqueue(request(rec, i), 1)
+        rec.wait(4)
+    finally:
+        version.stop(5)
+    elapsed = time.monotonic() - start
+    assert all(inst.batches for inst in instances)
+    assert elapsed < 0.75, elapsed  # 4 x 0.2 s serially would be 0.8 s
+
+
+def test_queue_timeout_rejects_with_unavailable() -> None:
+    inst = EchoInstance(delay=0.3)
+    version = make_version(config('name: "m"'), [inst])
+    rec = Recorder()
+    try:
+        version.enqueue(request(rec, 1), 1)
+        version.enqueue(request(rec, 2, timeout_us=50_000), 1)
+        responses = rec.wait(2)
+    finally:
+        version.stop(5)
+    late = next(r for r in responses if r.id == "2")
+    assert late.error is not None and late.error.kind is ErrorKind.UNAVAILABLE
+    assert "timeout" in late.error.message.lower()
+
+
+def test_cancelled_while_queued() -> None:
+    inst = EchoInstance(delay=0.3)
+    version = make_version(config('name: "m"'), [inst])
+    rec = Recorder()
+    try:
+        version.enqueue(request(rec, 1), 1)
+        r2 = request(rec, 2)
+        version.enqueue(r2, 1)
+        r2.cancel()
+        responses = rec.wait(2)
+    finally:
+        version.stop(5)
+    cancelled = next(r for r in responses if r.id == "2")
+    assert cancelled.error is not None and cancelled.error.kind is ErrorKind.CANCELLED
+
+
+def test_max_queue_size_and_priority_levels() -> None:
+    cfg = config(
+        'name: "m" max_batch_size: 4 dynamic_batching { priority_levels: 2 '
+        "default_priority_level: 2 default_queue_policy { max_queue_size: 1 } }"
+    )
+    sched = QueueScheduler(cfg, lambda p, e: None)
+    rec = Recorder()
+    sched.enqueue(Pending(request(rec, 1), 1))
+    with pytest.raises(ServerError, match="maximum queue size"):
+        sched.enqueue(Pending(request(rec, 2), 1))
+    sched.enqueue(Pending(request(rec, 3, priority=1), 1))  # another level, own queue
+    with pytest.raises(ServerError, match="priority 3"):
+        sched.enqueue(Pending(request(rec, 4, priority=3), 1))
+    batch = sched.next_batch(0, 1.0)
+    assert next(p.request.id for p in batch) == "3"  # level 1 first
+
+
+def test_model_exception_fails_the_batch_and_worker_survives() -> None:
+    class Broken(EchoInstance):
+        def execute(self, requests: list[InferRequest]) -> list[InferRequest]:
+            if requests[0].id == "1":
+                raise RuntimeError("boom")
+            return super().execute(requests)
+
+    version = make_version(config('name: "m"'), [Broken()])
+    rec = Recorder()
+    try:
+        version.enqueue(request(rec, 1), 1)
+        version.enqueue(request(rec, 2), 1)
+        responses = rec.wait(2)
+    finally:
+        version.stop(5)
+    by_id = {r.id: r for r in responses}
+    assert by_id["1"].error is not None and "boom" in by_id["1"].error.message
+    assert by_id["1"].error.kind is ErrorKind.INTERNAL
+    assert by_id["2"].error is None
+
+
+def test_reschedule_requeues_request() -> None:
+    class Twice(EchoInstance):
+        def execute(self, requests: list[InferRequest]) -> list[InferRequest]:
+            self.batches.append(list(requests))
+            if len(self.batches) == 1:
+                return list(requests)
+            return super().execute(requests)
+
+    inst = Twice()
+    version = make_version(config('name: "m"'), [inst])
+    rec = Recorder()
+    try:
+        version.enqueue(request(rec, 5), 1)
+        responses = rec.wait(1)
+    finally:
+        version.stop(5)
+    assert len(responses) == 1 and responses[0].error is None
+    assert len(inst.batches) >= 2
+
+
+SEQ = """
+name: "s" max_batch_size: 2
+sequence_batching {
+  max_sequence_idle_microseconds: 300000
+  control_input [
+    { name: "START" control [{ kind: CONTROL_SEQUENCE_START int32_false_true: [0, 1] }] },
+    { name: "READY" control [{ kind: CONTROL_SEQUENCE_READY fp32_false_true: [0, 1] }] },
+    { name: "END" control [{ kind: CONTROL_SEQUENCE_END bool_false_true: [false, true] }] },
+    { name: "CORRID" control [{ kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 }] }
+  ]
+}
+"""
+
+
+def test_control_tensors() -> None:
+    cfg = config(SEQ)
+    rec = Recorder()
+    tensors = {
+        t.name: t
+        for t in control_tensors(cfg, request(rec, 1, correlation_id=42, sequence_start=True))
+    }
+    assert tensors["START"].data.tolist() == [[1]] and tensors["START"].datatype == "INT32"
+    assert tensors["READY"].data.dtype == np.float32 and tensors["READY"].data.tolist() == [[1.0]]
+    assert tensors["END"].data.tolist() == [[False]] and tensors["END"].datatype == "BOOL"
+    assert tensors["CORRID"].data.tolist() == [[42]] and tensors["CORRID"].datatype == "UINT64"
+    string_cfg = config(SEQ.replace("TYPE_UINT64", "TYPE_STRING"))
+    corr = next(
+        t
+        for t in control_tensors(string_cfg, request(rec, 1, correlation_id="abc"))
+        if t.name == "CORRID"
+    )
+    assert corr.datatype == "BYTES" and corr.data.tolist() == [[b"abc"]]
+
+
+def test_sequences_stick_to_instances_and_keep_order() -> None:
+    instances = [EchoInstance(delay=0.01), EchoInstance(delay=0.01)]
+    cfg = config(SEQ + " instance_group [{ count: 2 }]")
+    version = make_version(cfg, instances)
+    rec = Recorder()
+    try:
+        for step in range(4):
+            for corr in (100, 200, 300):
+                version.enqueue(
+                    request(
+                        rec,
+                        corr * 10 + step,
+                        correlation_id=corr,
+                        sequence_start=step == 0,
+                        sequence_end=step == 3,
+                    ),
+                    1,
+                )
+        rec.wait(12)
+    finally:
+        version.stop(5)
+    owner: dict[int, int] = {}
+    for index, inst in enumerate(instances):
+        for batch in inst.batches:
+            ids = [r.correlation_id for r in batch]
+            assert len(ids) == len(set(ids))  # one request per sequence per execution
+            for r in batch:
+                assert owner.setdefault(int(r.correlation_id), index) == index
+    for corr in (100, 200, 300):
+        seen = [
+            int(r.id) % 10
+            for inst in instances
+            for b in inst.batches
+            for r in b
+            if r.correlation_id == corr
+        ]
+        assert seen == [0, 1, 2, 3]
+
+
+def test_sequence_without_start_and_idle_release() -> None:
+    sched = SequenceScheduler(config(SEQ), 1, lambda p, e: None)
+    rec = Recorder()
+    with pytest.raises(ServerError, match="must specify the START flag"):
+        sched.enqueue(Pending(request(rec, 1, correlation_id=9), 1))
+    sched.enqueue(Pending(request(rec, 1, correlation_id=9, sequence_start=True), 1))
+    assert sched.next_batch(0, 1.0)
+    sched.enqueue(Pending(request(rec, 2, correlation_id=9), 1))  # still active
+    assert sched.next_batch(0, 1.0)
+    time.sleep(0.4)  # idle timeout is 0.3 s
+    with pytest.raises(ServerError, match="START flag"):
+        sched.enqueue(Pending(request(rec, 3, correlation_id=9), 1))
+
+
+def test_decoupled_responses_and_stats() -> None:
+    class Repeat(EchoInstance):
+        def execute(self, requests: list[InferRequest]) -> list[InferRequest]:
+            def send(req: InferRequest) -> None:
+                assert req.response_callback is not None
+                for i in range(3):
+                    data = np.array([i], np.int32)
+                    req.response_callback(
+                        InferResponse(
+                            "", "", outputs=[Tensor("OUT", "INT32", (1,), data)], final=False
+                        )
+                    )
+                req.response_callback(InferResponse("", "", final=True))
+
+            for req in requests:
+                threading.Thread(target=send, args=(req,)).start()
+            return []
+
+    stats = FakeStats()
+    version = make_version(
+        config('name: "m" model_transaction_policy { decoupled: true }'), [Repeat()], stats
+    )
+    rec = Recorder()
+    try:
+        version.enqueue(request(rec, 1), 1)
+        responses = rec.wait(1)
+    finally:
+        version.stop(5)
+    assert [r.final for r in responses] == [False, False, False, True]
+    assert [r.outputs[0].data.tolist() for r in responses[:3]] == [[0], [1], [2]]
+    assert [c for c in stats.calls if c[0] == "response"][3][1][4] is True  # empty final
+    assert any(c[0] == "success" for c in stats.calls)
+
+
+def test_classification_output() -> None:
+    class Scores(EchoInstance):
+        def execute(self, requests: list[InferRequest]) -> list[InferRequest]:
+            for req in requests:
+                assert req.response_callback is not None
+                data = np.array([[0.1, 0.7, 0.2]], np.float32)
+                req.response_callback(
+                    InferResponse("", "", outputs=[Tensor("OUT", "FP32", (1, 3), data)])
+                )
+            return []
+
+    version = make_version(config('name: "m" max_batch_size: 4'), [Scores()])
+    rec = Recorder()
+    try:
+        r = request(rec, 1)
+        r.outputs = [RequestedOutput("OUT", {"classification": 2})]
+        version.enqueue(r, 1)
+        out = rec.wait(1)[0].outputs[0]
+    finally:
+        version.stop(5)
+    assert out.datatype == "BYTES" and out.shape == (1, 2)
+    assert out.data.tolist() == [[b"0.700000:1", b"0.200000:2"]]
+
+
+def test_instance_specs() -> None:
+    cfg = config(
+        'name: "m" instance_group [{ name: "a" count: 2 kind: KIND_CPU }, '
+        '{ name: "g" count: 1 kind: KIND_GPU gpus: [0, 1] }]'
+    )
+    specs = instance_specs(cfg)
+    assert [(s.name, s.kind, s.device_id) for s in specs] == [
+        ("a_0", "CPU", 0),
+        ("a_1", "CPU", 0),
+        ("g_0_0", "GPU", 0),
+        ("g_1_0", "GPU", 1),
+    ]
+
+
+def test_unload_drains_queue_then_rejects_new() -> None:
+    inst = EchoInstance(delay=0.05)
+    version = make_version(config('name: "m"'), [inst])
+    rec = Recorder()
+    for i in range(3):
+        version.enqueue(request(rec, i), 1)
+    version.stop(5)
+    assert sum(r.final for r in rec.responses) == 3
+    assert all(r.error is None for r in rec.responses)
+    with pytest.raises(ServerError, match="unloading"):
+        version.enqueue(request(rec, 9), 1)
