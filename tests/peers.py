@@ -41,12 +41,16 @@ __all__ = [
     "PeerServerError",
     "RunningTritonServer",
     "TritonInstall",
+    "copy_repository_for_triton",
     "find_tritonserver",
     "run_tritonserver",
 ]
 
 DEFAULT_PEER_DIR = "/work/peer/pytriton"
 DEFAULT_STUB_VENV = "/work/peer/stubvenv"
+
+# Loopback traffic never goes through an HTTP proxy from the environment.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class PeerServerError(RuntimeError):
@@ -171,7 +175,7 @@ def _read_log(path: Path, limit: int = 20000) -> str:
 
 def _is_ready(http_url: str) -> bool:
     try:
-        with urllib.request.urlopen(f"http://{http_url}/v2/health/ready", timeout=2) as r:
+        with _OPENER.open(f"http://{http_url}/v2/health/ready", timeout=2) as r:
             return bool(r.status == 200)
     except (urllib.error.URLError, OSError):
         return False
@@ -212,6 +216,10 @@ def _stop(proc: subprocess.Popen[bytes], stop_timeout: float) -> None:
         _kill_group(pgid, signal.SIGKILL)
 
 
+def _pycache_dirs(repo: Path) -> set[Path]:
+    return set(repo.glob("*/*/__pycache__"))
+
+
 def _remove_shm(prefix: str) -> None:
     """Remove the Python backend's /dev/shm regions left by a killed server."""
     shm = Path("/dev/shm")
@@ -220,6 +228,38 @@ def _remove_shm(prefix: str) -> None:
     for entry in shm.glob(f"{prefix}*"):
         with contextlib.suppress(OSError):
             entry.unlink()
+
+
+_STRING_CORRID = re.compile(
+    r"\{\s*name:\s*\"[^\"]*\"\s*control\s*\[\s*\{\s*kind:\s*CONTROL_SEQUENCE_CORRID\s*"
+    r"data_type:\s*TYPE_STRING\s*\}\s*\]\s*\}"
+)
+
+
+def copy_repository_for_triton(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path:
+    """Copy a model repository, working around a Triton 2.51 bug on the way.
+
+    Triton 2.51's sequence batcher pads string ``CONTROL_SEQUENCE_CORRID`` tensors so that
+    its own input validation rejects every request ("unexpected number of string elements
+    2 for inference input 'CORRID', expecting 1"). The copy drops those control inputs;
+    models that read the correlation id then use ``request.correlation_id()`` instead.
+
+    Returns
+    -------
+    Path
+        ``dst``.
+    """
+    dst_path = Path(dst)
+    shutil.copytree(src, dst_path, ignore=shutil.ignore_patterns("__pycache__"))
+    for config in dst_path.glob("*/config.pbtxt"):
+        text = config.read_text()
+        patched, count = _STRING_CORRID.subn("", text)
+        if count:
+            patched = re.sub(r",(\s*\])", r"\1", patched)  # a now-trailing comma
+            patched = re.sub(r"\}(\s*),(\s*),", r"}\1,", patched)
+            patched = re.sub(r"\[(\s*),", r"[\1", patched)
+            config.write_text(patched)
+    return dst_path
 
 
 @contextlib.contextmanager
@@ -258,6 +298,9 @@ def run_tritonserver(
         When the server exits or is not ready within ``startup_timeout``; the message
         holds the server log.
     """
+    repo_path = Path(repo).resolve()
+    # The stub ignores PYTHONDONTWRITEBYTECODE; remove the caches it adds on exit.
+    caches_before = _pycache_dirs(repo_path)
     workdir = Path(tempfile.mkdtemp(prefix="tritonpeer-"))
     shm_prefix = f"tritonpeer_{uuid.uuid4().hex[:12]}_"
     proc: subprocess.Popen[bytes] | None = None
@@ -274,7 +317,7 @@ def run_tritonserver(
         log_path = workdir / "tritonserver.log"
         cmd = [
             str(install.tritonserver),
-            f"--model-repository={Path(repo).resolve()}",
+            f"--model-repository={repo_path}",
             f"--backend-directory={workdir / 'backends'}",
             f"--backend-config=python,shm-region-prefix-name={shm_prefix}",
             "--http-address=127.0.0.1",
@@ -332,3 +375,5 @@ def run_tritonserver(
             _stop(proc, stop_timeout)
         _remove_shm(shm_prefix)
         shutil.rmtree(workdir, ignore_errors=True)
+        for cache in _pycache_dirs(repo_path) - caches_before:
+            shutil.rmtree(cache, ignore_errors=True)

@@ -242,7 +242,8 @@ def test_max_queue_size_and_priority_levels() -> None:
     with pytest.raises(ServerError, match="maximum queue size"):
         sched.enqueue(Pending(request(rec, 2), 1))
     sched.enqueue(Pending(request(rec, 3, priority=1), 1))  # another level, own queue
-    with pytest.raises(ServerError, match="priority 3"):
+    with pytest.raises(ServerError, match="maximum queue size"):
+        # Out of range: falls back to the default level 2, whose queue is full.
         sched.enqueue(Pending(request(rec, 4, priority=3), 1))
     batch = sched.next_batch(0, 1.0)
     assert next(p.request.id for p in batch) == "3"  # level 1 first

@@ -109,15 +109,11 @@ class QueueScheduler(Scheduler):
 
     # -- queueing -------------------------------------------------------------------------
     def _level_of(self, request: InferRequest) -> int:
+        # Triton's rule: 0 or a level above priority_levels means the default level.
         if not self._levels:
             return 0
-        if request.priority == 0:
+        if request.priority <= 0 or request.priority > self._levels:
             return self._default_level
-        if not 1 <= request.priority <= self._levels:
-            raise ServerError.invalid_arg(
-                f"[request id: {request.id or '<id_unknown>'}] priority {request.priority} is "
-                f"out of range; the model has {self._levels} priority levels"
-            )
         return request.priority
 
     def enqueue(self, pending: Pending) -> None:

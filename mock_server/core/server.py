@@ -182,6 +182,7 @@ class CoreServer:
             names = list(self._entries)
         for name in names:
             self._unload(name)
+        self.repository.cleanup()
         self._stopped = True
 
     def live(self) -> bool:
@@ -470,7 +471,9 @@ class CoreServer:
             for version in failed:
                 if version not in old_versions:
                     entry.states[version] = (ModelState.UNAVAILABLE, error.message)
-            if not old_versions and source.override_dir is not None:
+            # A failed override source was never adopted: its temporary folder can go (the
+            # versions still serving, if any, run from the previous source).
+            if source.override_dir is not None:
                 source.cleanup()
 
     def _stop_version(self, name: str, version: int, model: ModelVersion, record: bool) -> None:
@@ -515,14 +518,8 @@ class CoreServer:
 
     def statistics(self, name: str = "", version: int = -1) -> list[dict[str, Any]]:
         """Statistics of every loaded model version, or of one model (version)."""
-        with self._lock:
-            if name and name not in self._entries:
-                raise ServerError.invalid_arg(f"requested model '{name}' is not available")
-            if name and version >= 0 and version not in self._entries[name].versions:
-                raise ServerError.invalid_arg(
-                    f"requested model '{name}' version {version} is not available"
-                )
-        return self.stats.collect(name or None, version if version >= 0 else None)
+        found = self.stats.collect(name or None, version if version >= 0 else None)
+        return [model_stats.to_dict() for model_stats in found]
 
     def infer_iter(
         self, request: InferRequest, timeout_s: float | None = None

@@ -241,9 +241,7 @@ def _check_outputs(request: InferRequest, config: ModelConfig) -> None:
     known = {output.name for output in config.output}
     for output in request.outputs:
         if output.name not in known:
-            raise _invalid(
-                f"unexpected inference output '{output.name}' for model '{config.name}'"
-            )
+            raise _invalid(f"unexpected inference output '{output.name}' for model '{config.name}'")
 
 
 def _input_count_error(
@@ -275,9 +273,7 @@ def _check_input_names(request: InferRequest, config: ModelConfig) -> None:
     known = {i.name for i in client_inputs}
     for tensor in request.inputs:
         if tensor.name not in known:
-            raise _invalid(
-                f"unexpected inference input '{tensor.name}' for model '{config.name}'"
-            )
+            raise _invalid(f"unexpected inference input '{tensor.name}' for model '{config.name}'")
     if missing:
         raise _input_count_error(request, config, expected, len(required_names), missing)
 
@@ -346,7 +342,7 @@ def _check_datatype_and_shape(request: InferRequest, config: ModelConfig) -> Non
         dims = tuple(tensor.shape[1:]) if batched else tuple(tensor.shape)
         config_dims = tuple(int(d) for d in input_config.dims)
         matches = len(dims) == len(config_dims) and all(
-            c == -1 or c == d for c, d in zip(config_dims, dims)
+            c == -1 or c == d for c, d in zip(config_dims, dims, strict=True)
         )
         if not matches:
             full_dims = ((-1,) if config.max_batch_size > 0 else ()) + config_dims

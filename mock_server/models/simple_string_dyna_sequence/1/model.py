@@ -17,6 +17,11 @@ This reproduces what Triton's example clients assert for this model when run wit
 simple_{grpc,http}_sequence_sync_infer_client.py, simple_grpc_sequence_stream_infer_client.py
 and their aio variants. For sequence ``"1002"`` sending ``[20, -11, -7, -5, -3, -2, 0, -1]``
 they expect ``[20, 9, 2, -3, -6, -8, -8, -9 + 1002]``.
+
+When the configuration has no ``CORRID`` control input the model keys its state by
+``request.correlation_id()`` instead. That is how it is verified on Triton 2.51, whose
+sequence batcher pads string ``CORRID`` tensors so that its own input validation rejects
+them ("unexpected number of string elements 2 for inference input 'CORRID', expecting 1").
 """
 
 import numpy as np
@@ -38,7 +43,7 @@ class TritonPythonModel:
     def _step(self, value, start, end, key):
         """Advance sequence ``key`` by one request; return its output value."""
         try:
-            bonus = int(key) if end else 0
+            number = int(key)
         except ValueError:
             raise ValueError(
                 f"simple_string_dyna_sequence needs correlation ids that are decimal "
@@ -54,7 +59,7 @@ class TritonPythonModel:
             self.accumulators.pop(key, None)
         else:
             self.accumulators[key] = total
-        return total + bonus
+        return total + number if end else total
 
     def execute(self, requests):
         responses = []
@@ -63,7 +68,11 @@ class TritonPythonModel:
             start = pb_utils.get_input_tensor_by_name(request, "START").as_numpy()
             end = pb_utils.get_input_tensor_by_name(request, "END").as_numpy()
             ready = pb_utils.get_input_tensor_by_name(request, "READY").as_numpy()
-            corrid = pb_utils.get_input_tensor_by_name(request, "CORRID").as_numpy()
+            corrid = pb_utils.get_input_tensor_by_name(request, "CORRID")
+            if corrid is not None:
+                keys = [_key(row.reshape(-1)[0]) for row in corrid.as_numpy()]
+            else:
+                keys = [str(request.correlation_id())] * value.shape[0]
             out = np.zeros(value.shape, dtype=np.int32)
             try:
                 for row in range(value.shape[0]):
@@ -72,7 +81,7 @@ class TritonPythonModel:
                             int(value[row].reshape(-1)[0]),
                             bool(start[row].any()),
                             bool(end[row].any()),
-                            _key(corrid[row].reshape(-1)[0]),
+                            keys[row],
                         )
             except ValueError as exc:
                 error = pb_utils.TritonError(str(exc), pb_utils.TritonError.INVALID_ARG)

@@ -1,0 +1,415 @@
+"""Tests of :mod:`mock_server.core.stats`."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from mock_server.core.errors import ErrorKind, ServerError
+from mock_server.core.stats import ModelStats, StatsRegistry, epoch_ms
+from tritonclient.grpc import service_pb2
+
+# The statistics JSON observed from Triton 2.51 (docs/protocol.md section 3.11).
+TRITON_EXAMPLE = json.loads(
+    """
+{"model_stats":[{"name":"identity_fp32","version":"1","last_inference":1795318309730,
+  "inference_count":20,"execution_count":14,
+  "inference_stats":{"success":{"count":14,"ns":41388267},"fail":{"count":0,"ns":0},
+    "queue":{"count":14,"ns":1311144},"compute_input":{"count":14,"ns":423546},
+    "compute_infer":{"count":14,"ns":38366438},"compute_output":{"count":14,"ns":1253498},
+    "cache_hit":{"count":0,"ns":0},"cache_miss":{"count":0,"ns":0}},
+  "response_stats":{},
+  "batch_stats":[{"batch_size":1,"compute_input":{"count":8,"ns":119906},
+    "compute_infer":{"count":8,"ns":1737164},"compute_output":{"count":8,"ns":721510}}],
+  "memory_usage":[]}]}
+"""
+)
+
+RESPONSE_KEYS = ["compute_infer", "compute_output", "success", "fail", "empty_response", "cancel"]
+
+
+def shape_of(value: Any) -> Any:
+    """Replace every leaf by its type, keeping key order, to compare structures."""
+    if isinstance(value, dict):
+        return [(k, shape_of(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [shape_of(v) for v in value]
+    return type(value).__name__
+
+
+def duration_dict(msg: Any) -> dict[str, int]:
+    return {"count": msg.count, "ns": msg.ns}
+
+
+def proto_to_dict(msg: service_pb2.ModelStatistics) -> dict[str, Any]:
+    """Read a ``ModelStatistics`` message back into the JSON form, field by field."""
+    infer_keys = [
+        "success",
+        "fail",
+        "queue",
+        "compute_input",
+        "compute_infer",
+        "compute_output",
+        "cache_hit",
+        "cache_miss",
+    ]
+    return {
+        "name": msg.name,
+        "version": msg.version,
+        "last_inference": msg.last_inference,
+        "inference_count": msg.inference_count,
+        "execution_count": msg.execution_count,
+        "inference_stats": {k: duration_dict(getattr(msg.inference_stats, k)) for k in infer_keys},
+        "response_stats": {
+            key: {k: duration_dict(getattr(msg.response_stats[key], k)) for k in RESPONSE_KEYS}
+            for key in sorted(msg.response_stats, key=int)
+        },
+        "batch_stats": [
+            {
+                "batch_size": b.batch_size,
+                "compute_input": duration_dict(b.compute_input),
+                "compute_infer": duration_dict(b.compute_infer),
+                "compute_output": duration_dict(b.compute_output),
+            }
+            for b in msg.batch_stats
+        ],
+        "memory_usage": list(msg.memory_usage),
+    }
+
+
+def filled_stats() -> ModelStats:
+    """Statistics with every kind of entry recorded."""
+    stats = ModelStats("identity_fp32", 1, clock_ms=lambda: 1795318309730)
+    stats.record_execution(2, 10, 100, 1000)
+    stats.record_success(1, 5, 6, 7, 8)
+    stats.record_success(1, 5, 6, 7, 8, request_ns=50)
+    stats.record_execution(1, 1, 2, 3)
+    stats.record_success(1, 1, 1, 1, 1)
+    stats.record_failure(99)
+    stats.record_response(0, 10, 20, True)
+    stats.record_response(1, 30, 0, False, True)
+    stats.record_cache_hit(40, 4, 3)
+    stats.record_cache_miss(7)
+    return stats
+
+
+# -- shape ------------------------------------------------------------------------------
+
+
+def test_to_dict_has_exactly_the_shape_of_tritons_json() -> None:
+    stats = ModelStats("identity_fp32", 1)
+    stats.record_execution(1, 1, 2, 3)
+    stats.record_success(1, 1, 1, 1, 1)
+    ours = {"model_stats": [stats.to_dict()]}
+    assert shape_of(ours) == shape_of(TRITON_EXAMPLE)
+
+
+def test_fresh_stats_print_zero_durations_and_no_batches() -> None:
+    body = ModelStats("m", 3).to_dict()
+    assert body["name"] == "m" and body["version"] == "3"
+    assert body["last_inference"] == 0
+    assert body["inference_count"] == 0 and body["execution_count"] == 0
+    assert all(d == {"count": 0, "ns": 0} for d in body["inference_stats"].values())
+    assert body["batch_stats"] == [] and body["response_stats"] == {}
+    assert body["memory_usage"] == []
+
+
+def test_numbers_are_json_integers() -> None:
+    text = json.dumps(filled_stats().to_dict())
+
+    def leaves(value: Any) -> list[Any]:
+        if isinstance(value, dict):
+            return [x for v in value.values() for x in leaves(v)]
+        if isinstance(value, list):
+            return [x for v in value for x in leaves(v)]
+        return [value]
+
+    numbers = [x for x in leaves(json.loads(text)) if not isinstance(x, str)]
+    assert numbers and all(type(x) is int for x in numbers)
+    assert "." not in text.replace('"identity_fp32"', "")
+
+
+def test_response_stats_entry_shape() -> None:
+    body = filled_stats().to_dict()
+    assert list(body["response_stats"]) == ["0", "1"]
+    assert list(body["response_stats"]["0"]) == RESPONSE_KEYS
+
+
+# -- counting ---------------------------------------------------------------------------
+
+
+def test_success_and_execution_counting() -> None:
+    stats = ModelStats("m", 1, clock_ms=lambda: 1234)
+    # One dynamic batch of two requests (batch sizes 3 and 2), executed once.
+    stats.record_execution(5, 10, 20, 30)
+    stats.record_success(3, 100, 1, 2, 3)
+    stats.record_success(2, 200, 4, 5, 6)
+    assert stats.execution_count == 1
+    assert stats.inference_count == 5
+    assert stats.last_inference == 1234
+    infer = stats.inference_stats
+    assert infer.success.count == 2 and infer.success.ns == (100 + 1 + 2 + 3) + (200 + 4 + 5 + 6)
+    assert infer.queue.count == 2 and infer.queue.ns == 300
+    assert (infer.compute_input.ns, infer.compute_infer.ns, infer.compute_output.ns) == (5, 7, 9)
+    assert infer.fail.count == 0
+
+
+def test_request_ns_overrides_success_duration() -> None:
+    stats = ModelStats("m", 1)
+    stats.record_success(1, 1, 1, 1, 1, request_ns=1000)
+    assert stats.inference_stats.success.ns == 1000
+
+
+def test_non_batching_request_counts_one_inference() -> None:
+    stats = ModelStats("m", 1)
+    stats.record_success(0, 1, 1, 1, 1)
+    stats.record_execution(0, 1, 1, 1)
+    assert stats.inference_count == 1
+    assert [b.batch_size for b in stats.batch_stats] == [1]
+
+
+def test_failure_counts_only_in_fail() -> None:
+    stats = ModelStats("m", 1)
+    stats.record_failure(500)
+    stats.record_failure(-5)  # a clock mix-up is recorded as 0, not a crash
+    body = stats.to_dict()
+    assert body["inference_stats"]["fail"] == {"count": 2, "ns": 500}
+    assert body["inference_stats"]["success"] == {"count": 0, "ns": 0}
+    assert body["inference_count"] == 0 and body["execution_count"] == 0
+    assert body["last_inference"] == 0
+
+
+def test_batch_stats_group_by_batch_size_in_ascending_order() -> None:
+    stats = ModelStats("m", 1)
+    for size, n in ((4, 3), (1, 2), (8, 1), (4, 1)):
+        stats.record_execution(size, n, 10 * n, 100 * n)
+    body = stats.to_dict()["batch_stats"]
+    assert [b["batch_size"] for b in body] == [1, 4, 8]
+    four = body[1]
+    assert four["compute_input"] == {"count": 2, "ns": 4}
+    assert four["compute_infer"] == {"count": 2, "ns": 40}
+    assert four["compute_output"] == {"count": 2, "ns": 400}
+    assert stats.execution_count == 4
+
+
+def test_last_inference_uses_wall_clock_and_never_goes_back() -> None:
+    times = iter([200, 100])
+    stats = ModelStats("m", 1, clock_ms=lambda: next(times))
+    stats.record_execution(1, 0, 0, 0)
+    stats.record_execution(1, 0, 0, 0)
+    assert stats.last_inference == 200
+    real = ModelStats("m", 1)
+    before = epoch_ms()
+    real.record_execution(1, 0, 0, 0)
+    assert before <= real.last_inference <= epoch_ms()
+
+
+def test_response_stats_semantics() -> None:
+    stats = ModelStats("m", 1)
+    stats.record_response(0, 10, 5, True)
+    stats.record_response(0, 20, 0, False)  # error without outputs
+    stats.record_response(1, 7, 3, False)  # error after producing outputs
+    stats.record_response(2, 9, 0, True, True)  # empty final response
+    stats.record_response(3, 4, 0, False, False, True)  # cancelled
+    body = stats.to_dict()["response_stats"]
+    assert body["0"]["compute_infer"] == {"count": 2, "ns": 30}
+    assert body["0"]["compute_output"] == {"count": 1, "ns": 5}
+    assert body["0"]["success"] == {"count": 1, "ns": 15}
+    assert body["0"]["fail"] == {"count": 1, "ns": 20}
+    assert body["1"]["compute_output"] == {"count": 1, "ns": 3}
+    assert body["1"]["fail"] == {"count": 1, "ns": 10}
+    assert body["2"]["empty_response"] == {"count": 1, "ns": 9}
+    assert body["2"]["compute_infer"] == {"count": 1, "ns": 9}
+    assert body["2"]["success"] == {"count": 0, "ns": 0}
+    assert body["3"]["cancel"] == {"count": 1, "ns": 4}
+    assert body["3"]["compute_infer"] == {"count": 0, "ns": 0}
+    with pytest.raises(ValueError):
+        stats.record_response(-1, 0, 0, True)
+
+
+def test_response_stats_keys_sort_numerically() -> None:
+    stats = ModelStats("m", 1)
+    for index in (10, 2, 0, 1):
+        stats.record_response(index, 1, 1, True)
+    assert list(stats.to_dict()["response_stats"]) == ["0", "1", "2", "10"]
+    assert list(stats.response_stats) == ["0", "1", "2", "10"]
+
+
+def test_cache_hit_and_miss() -> None:
+    stats = ModelStats("m", 1)
+    stats.record_cache_hit(40, 4, 3)
+    stats.record_cache_miss(7)
+    infer = stats.to_dict()["inference_stats"]
+    assert infer["success"] == {"count": 1, "ns": 47}
+    assert infer["queue"] == {"count": 1, "ns": 4}
+    assert infer["cache_hit"] == {"count": 1, "ns": 3}
+    assert infer["cache_miss"] == {"count": 1, "ns": 7}
+    assert infer["compute_infer"] == {"count": 0, "ns": 0}
+    assert stats.inference_count == 0 and stats.execution_count == 0
+
+
+def test_accessors_return_copies() -> None:
+    stats = filled_stats()
+    snapshot = stats.inference_stats
+    snapshot.success.count = 1000
+    stats.batch_stats[0].compute_infer.count = 1000
+    assert stats.inference_stats.success.count != 1000
+    assert stats.batch_stats[0].compute_infer.count != 1000
+
+
+def test_concurrent_recording_totals_are_exact() -> None:
+    stats = ModelStats("m", 1, clock_ms=lambda: 1)
+    threads_n, per_thread = 16, 2000
+    start = threading.Barrier(threads_n)
+
+    def hammer(worker: int) -> None:
+        start.wait()
+        for i in range(per_thread):
+            size = 1 + (i + worker) % 4
+            stats.record_execution(size, 1, 2, 3)
+            stats.record_success(size, 1, 1, 1, 1)
+            if i % 10 == 0:
+                stats.record_failure(7)
+            stats.record_response(i % 3, 1, 1, True)
+            if i % 100 == 0:
+                stats.to_dict()  # readers run concurrently with writers
+
+    workers = [threading.Thread(target=hammer, args=(w,)) for w in range(threads_n)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+
+    total = threads_n * per_thread
+    expected_inferences = sum(1 + (i + w) % 4 for w in range(threads_n) for i in range(per_thread))
+    body = stats.to_dict()
+    assert body["execution_count"] == total
+    assert body["inference_count"] == expected_inferences
+    infer = body["inference_stats"]
+    assert infer["success"] == {"count": total, "ns": 4 * total}
+    assert infer["queue"] == {"count": total, "ns": total}
+    assert infer["fail"] == {"count": threads_n * (per_thread // 10), "ns": 7 * threads_n * 200}
+    assert sum(b["compute_infer"]["count"] for b in body["batch_stats"]) == total
+    assert sum(b["compute_output"]["ns"] for b in body["batch_stats"]) == 3 * total
+    assert sum(r["success"]["count"] for r in body["response_stats"].values()) == total
+
+
+# -- protobuf ---------------------------------------------------------------------------
+
+
+def test_proto_round_trip_equals_json_form() -> None:
+    stats = filled_stats()
+    msg = service_pb2.ModelStatistics()
+    stats.to_proto(msg)
+    parsed = service_pb2.ModelStatistics.FromString(msg.SerializeToString())
+    assert proto_to_dict(parsed) == stats.to_dict()
+    assert parsed.last_inference == 1795318309730
+    assert parsed.batch_stats[0].batch_size == 1 and parsed.batch_stats[1].batch_size == 2
+
+
+def test_to_proto_clears_the_message_first() -> None:
+    msg = service_pb2.ModelStatistics(name="old", inference_count=5)
+    msg.batch_stats.add().batch_size = 9
+    ModelStats("new", 2).to_proto(msg)
+    assert msg.name == "new" and msg.version == "2"
+    assert msg.inference_count == 0 and len(msg.batch_stats) == 0
+
+
+# -- registry ---------------------------------------------------------------------------
+
+
+def test_registry_get_or_create_returns_the_same_recorder() -> None:
+    registry = StatsRegistry()
+    first = registry.get("m", 1)
+    assert registry.get("m", 1) is first
+    assert registry.get_or_create("m", 1) is first
+    assert registry.find("m", 1) is first
+    assert registry.find("m", 2) is None
+    assert registry.find("other", 1) is None
+
+
+def test_registry_collect_all_sorted() -> None:
+    registry = StatsRegistry()
+    for name, version in (("b", 1), ("a", 3), ("a", 1), ("c", 2)):
+        registry.get(name, version)
+    listed = [(s.name, s.version) for s in registry.collect()]
+    assert listed == [("a", 1), ("a", 3), ("b", 1), ("c", 2)]
+    assert [(s.name, s.version) for s in registry.collect("", "")] == listed
+    assert [(s.name, s.version) for s in registry.collect("a")] == [("a", 1), ("a", 3)]
+    assert [(s.name, s.version) for s in registry.collect("a", 3)] == [("a", 3)]
+    assert [(s.name, s.version) for s in registry.collect("a", "1")] == [("a", 1)]
+
+
+def test_registry_unknown_model_is_invalid_arg() -> None:
+    registry = StatsRegistry()
+    registry.get("m", 1)
+    with pytest.raises(ServerError) as info:
+        registry.collect("x")
+    assert info.value.kind is ErrorKind.INVALID_ARG
+    assert info.value.message == "requested model 'x' is not available"
+
+
+def test_registry_unknown_version_is_invalid_arg() -> None:
+    registry = StatsRegistry()
+    registry.get("m", 1)
+    with pytest.raises(ServerError) as info:
+        registry.collect("m", 2)
+    assert info.value.kind is ErrorKind.INVALID_ARG
+    assert info.value.message == "requested model version is not available for model 'm'"
+    with pytest.raises(ServerError) as info:
+        registry.collect("m", "one")
+    assert info.value.kind is ErrorKind.INVALID_ARG
+    assert "version string 'one'" in info.value.message
+
+
+def test_registry_remove_on_unload() -> None:
+    registry = StatsRegistry()
+    registry.get("m", 1).record_execution(1, 1, 1, 1)
+    registry.get("m", 2)
+    registry.remove("m", 1)
+    assert [s.version for s in registry.collect("m")] == [2]
+    # A reload starts from zero.
+    assert registry.get("m", 1).execution_count == 0
+    registry.remove("m")
+    with pytest.raises(ServerError):
+        registry.collect("m")
+    registry.remove("never-loaded")  # not an error
+    assert registry.collect() == []
+
+
+def test_registry_json_and_proto_responses() -> None:
+    registry = StatsRegistry(clock_ms=lambda: 5)
+    registry.get("m", 1).record_execution(2, 1, 2, 3)
+    registry.get("m", 1).record_success(2, 1, 1, 1, 1)
+    registry.get("n", 1)
+    body = registry.to_dict("m")
+    assert list(body) == ["model_stats"] and len(body["model_stats"]) == 1
+    assert body["model_stats"][0]["inference_count"] == 2
+    response = service_pb2.ModelStatisticsResponse()
+    registry.to_proto(response)
+    assert [s.name for s in response.model_stats] == ["m", "n"]
+    assert response.model_stats[0].batch_stats[0].batch_size == 2
+    assert response.model_stats[0].last_inference == 5
+
+
+def test_registry_concurrent_get_creates_one_recorder() -> None:
+    registry = StatsRegistry()
+    seen: list[ModelStats] = []
+    lock = threading.Lock()
+
+    def grab() -> None:
+        stats = registry.get("m", 1)
+        stats.record_execution(1, 0, 0, 0)
+        with lock:
+            seen.append(stats)
+
+    workers = [threading.Thread(target=grab) for _ in range(32)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert len({id(s) for s in seen}) == 1
+    assert registry.get("m", 1).execution_count == 32
