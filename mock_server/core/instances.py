@@ -10,6 +10,7 @@ response to the request's own callback.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import threading
 import time
@@ -84,7 +85,7 @@ def _classify(
                 entry += f":{labels[index]}"
             entries.append(entry.encode())
         out.append(entries)
-    result = np.empty((len(out), len(out[0]) if out else 0), dtype=np.object_)
+    result: np.ndarray[Any, Any] = np.empty((len(out), len(out[0]) if out else 0), np.object_)
     for i, entries in enumerate(out):
         result[i, : len(entries)] = entries
     if not batched:
@@ -96,7 +97,11 @@ class StatsSink(Protocol):
     """The statistics recorder of one model version (see :mod:`mock_server.core.stats`)."""
 
     def record_success(
-        self, batch_size: int, queue_ns: int, compute_input_ns: int, compute_infer_ns: int,
+        self,
+        batch_size: int,
+        queue_ns: int,
+        compute_input_ns: int,
+        compute_infer_ns: int,
         compute_output_ns: int,
     ) -> None: ...
 
@@ -107,9 +112,50 @@ class StatsSink(Protocol):
     ) -> None: ...
 
     def record_response(
-        self, index: int, compute_infer_ns: int, compute_output_ns: int, success: bool,
-        empty: bool, cancelled: bool,
+        self,
+        index: int,
+        compute_infer_ns: int,
+        compute_output_ns: int,
+        success: bool,
+        empty: bool,
+        cancelled: bool,
     ) -> None: ...
+
+
+class _DeadlineWatch:
+    """One thread that cancels running requests whose timeout passes during execution, so the
+    model sees ``is_cancelled()`` (queued requests are expired by the schedulers)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, InferRequest]] = []
+        self._cond = threading.Condition()
+        self._counter = 0
+        self._thread: threading.Thread | None = None
+
+    def add(self, deadline_ns: int, request: InferRequest) -> None:
+        with self._cond:
+            self._counter += 1
+            heapq.heappush(self._heap, (deadline_ns, self._counter, request))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="deadlines", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._heap:
+                    self._cond.wait()
+                deadline, _, request = self._heap[0]
+                now = time.monotonic_ns()
+                if now < deadline:
+                    self._cond.wait((deadline - now) / 1e9)
+                    continue
+                heapq.heappop(self._heap)
+            request.cancel()
+
+
+_deadlines = _DeadlineWatch()
 
 
 @dataclass
@@ -217,6 +263,8 @@ class ModelVersion:
             flight = self._flights.get(id(pending.request))
             if flight is not None:
                 flight.dispatch_ns = start
+            if pending.deadline_ns:
+                _deadlines.add(pending.deadline_ns, pending.request)
         try:
             reschedule = instance.execute(requests)
         except Exception as exc:  # a backend bug must not kill the worker
@@ -301,7 +349,11 @@ class ModelVersion:
         if self.decoupled:
             empty = response.error is None and not response.outputs
             self._stats.record_response(
-                index, now - dispatch, 0, response.error is None, empty,
+                index,
+                now - dispatch,
+                0,
+                response.error is None,
+                empty,
                 response.error is not None and response.error.kind is ErrorKind.CANCELLED,
             )
         if response.final:

@@ -262,8 +262,12 @@ class CoreServer:
                     if ready_only and state is not ModelState.READY:
                         continue
                     rows.append(
-                        {"name": name, "version": str(version), "state": state.value,
-                         "reason": reason}
+                        {
+                            "name": name,
+                            "version": str(version),
+                            "state": state.value,
+                            "reason": reason,
+                        }
                     )
             return rows
 
@@ -338,15 +342,14 @@ class CoreServer:
         files: dict[str, bytes],
     ) -> ModelSource:
         if override_config is not None or files:
-            return materialize_override(
-                name, override_config, files, repository=self.repository
-            )
+            return materialize_override(name, override_config, files, repository=self.repository)
         if sources is None:
             sources = self.repository.scan()
         source = sources.get(name)
         if source is None:
-            raise ServerError.internal(f"failed to load '{name}', failed to poll from model "
-                                       "repository")
+            raise ServerError.internal(
+                f"failed to load '{name}', failed to poll from model repository"
+            )
         return source
 
     def _load_locked(
@@ -411,13 +414,12 @@ class CoreServer:
         if raw.backend != "python":
             raise ServerError.invalid_arg(
                 f"model '{name}' uses backend '{raw.backend or raw.platform}'; this server runs "
-                "only Python-backend models (backend: \"python\")"
+                'only Python-backend models (backend: "python")'
             )
         filename = raw.default_model_filename or "model.py"
         if not source.available_versions:
             raise ServerError.invalid_arg(
-                f"at least one version must be available under the version policy of model "
-                f"'{name}'"
+                f"at least one version must be available under the version policy of model '{name}'"
             )
         version = max(source.available_versions)
         completed_json = backend.auto_complete(
@@ -541,7 +543,6 @@ class CoreServer:
             yield response
             if response.final:
                 return
-
 
 
 class _Runtime:

@@ -1,0 +1,565 @@
+"""Runs Triton Python-backend models (``model.py`` with ``TritonPythonModel``) for the core.
+
+The core drives one :class:`PythonBackendModel` per loaded model version and one
+:class:`PythonModelInstance` per instance of it; each instance runs on its own core worker
+thread.  Model files are imported as described in :mod:`mock_server.python_backend._loader`:
+every instance (and the auto-complete step) imports the file afresh under a unique module name,
+and sibling modules of the version folder can be imported at module level (``import utils``) or
+package-relative at any time (``from . import utils``).
+
+Error handling follows Triton:
+
+* a failure in ``auto_complete_config``, importing the file or ``initialize`` fails the load with
+  a :class:`~mock_server.core.errors.ServerError` naming the model and the Python exception;
+* a failure in ``execute`` fails every request of the batch that has not been completed yet
+  with ``INTERNAL``; a malformed return value fails the requests it affects;
+* a failure in ``finalize`` is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import copy
+import inspect
+import json
+import logging
+import threading
+from collections.abc import Awaitable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import ErrorKind, ServerError
+from ..core.types import InferRequest
+from . import _context, _loader, metrics
+from . import triton_python_backend_utils as pb_utils
+from .runtime import BackendRuntime
+
+__all__ = ["PythonBackendModel", "PythonModelInstance"]
+
+log = logging.getLogger("mock_server.python_backend")
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _import(model_name: str, version: int, path: Path) -> _loader.LoadedModel:
+    if not path.is_file():
+        raise ServerError.not_found(
+            f"unable to load model '{model_name}': model file '{path}' not found"
+        )
+    try:
+        return _loader.import_model(model_name, version, path)
+    except (Exception, SystemExit) as exc:
+        log.error("importing %s failed", path, exc_info=exc)
+        raise ServerError.internal(
+            f"failed to import model '{model_name}' from '{path}': {_describe(exc)}"
+        ) from exc
+
+
+def _model_class(loaded: _loader.LoadedModel, model_name: str, path: Path) -> Any:
+    cls = _loader.model_class(loaded)
+    if not isinstance(cls, type):
+        raise ServerError.invalid_arg(
+            f"model '{model_name}': '{path}' does not define class TritonPythonModel"
+        )
+    return cls
+
+
+def _decoupled(config_json: dict[str, Any]) -> bool:
+    policy = config_json.get("model_transaction_policy") or {}
+    return bool(policy.get("decoupled", False))
+
+
+async def _in_context(
+    context: _context.ModelContext, phase: _context.Phase, awaitable: Awaitable[Any]
+) -> Any:
+    with _context.entered(context, phase):
+        return await awaitable
+
+
+class PythonBackendModel:
+    """One version of one ``model.py`` model.
+
+    Parameters
+    ----------
+    model_name : str
+        The model's name.
+    model_dir : pathlib.Path
+        The model's folder in the repository (holding ``config.pbtxt`` and version folders).
+    version : int
+        The version to run (the file is ``<model_dir>/<version>/<filename>``).
+    config_json : dict
+        The completed configuration in Triton's JSON form.
+    filename : str
+        The model file's name (``default_model_filename``, usually ``model.py``).
+    runtime : BackendRuntime
+        The core's hooks for BLS and model control.
+    """
+
+    @staticmethod
+    def auto_complete(
+        model_dir: Path, version: int, config_json: dict[str, Any], filename: str
+    ) -> dict[str, Any]:
+        """Let the model complete its configuration.
+
+        Imports the model file and, if ``TritonPythonModel`` has ``auto_complete_config``, calls
+        it with a :class:`pb_utils.ModelConfig` wrapping ``config_json``.
+
+        Parameters
+        ----------
+        model_dir : pathlib.Path
+            The model's folder.
+        version : int
+            The version whose file is imported.
+        config_json : dict
+            The configuration in Triton's JSON form (snake_case keys, enum names such as
+            ``"TYPE_FP32"``).  It is not modified.
+        filename : str
+            The model file's name.
+
+        Returns
+        -------
+        dict
+            The completed configuration (a copy of ``config_json`` when the model has no
+            ``auto_complete_config``).
+
+        Raises
+        ------
+        ServerError
+            ``NOT_FOUND`` for a missing model file; ``INVALID_ARG`` when the model rejects the
+            configuration (``ValueError`` from :class:`pb_utils.ModelConfig`) or returns
+            something other than the ModelConfig; ``INTERNAL`` for any other failure.
+        """
+        name = str(config_json.get("name") or Path(model_dir).name)
+        path = Path(model_dir) / str(version) / filename
+        loaded = _import(name, version, path)
+        try:
+            cls = _model_class(loaded, name, path)
+            hook = getattr(cls, "auto_complete_config", None)
+            if hook is None:
+                return copy.deepcopy(config_json)
+            config = copy.deepcopy(config_json)
+            config.setdefault("name", name)
+            wrapped = pb_utils.ModelConfig(config)
+            context = _context.ModelContext(name, version)
+            try:
+                with _context.entered(context, "auto_complete"):
+                    result = hook(wrapped)
+            except ValueError as exc:
+                raise ServerError.invalid_arg(
+                    f"auto-complete-config of model '{name}' failed: {_describe(exc)}"
+                ) from exc
+            except (Exception, SystemExit) as exc:
+                log.error("auto_complete_config of model '%s' failed", name, exc_info=exc)
+                raise ServerError.internal(
+                    f"auto-complete-config of model '{name}' failed: {_describe(exc)}"
+                ) from exc
+            finally:
+                metrics.release_owner(context.owner)
+            if not isinstance(result, pb_utils.ModelConfig):
+                raise ServerError.invalid_arg(
+                    f"auto_complete_config function in model '{name}' must return a valid "
+                    f"pb_utils.ModelConfig object, got {type(result).__name__}"
+                )
+            return copy.deepcopy(result.as_dict())
+        finally:
+            _loader.discard(loaded)
+
+    def __init__(
+        self,
+        model_name: str,
+        model_dir: Path,
+        version: int,
+        config_json: dict[str, Any],
+        filename: str,
+        runtime: BackendRuntime,
+    ) -> None:
+        self.model_name = model_name
+        self.model_dir = Path(model_dir)
+        self.version = version
+        self.config_json = config_json
+        self.filename = filename
+        self.runtime = runtime
+        self.decoupled = _decoupled(config_json)
+        self.output_names = [
+            str(o.get("name", "")) for o in config_json.get("output") or [] if isinstance(o, dict)
+        ]
+        self.path = self.model_dir / str(version) / filename
+        _context.register_runtime(runtime)
+
+    def create_instance(self, instance_name: str, kind: str, device_id: int) -> PythonModelInstance:
+        """Import the model file, create ``TritonPythonModel`` and run its ``initialize``.
+
+        Parameters
+        ----------
+        instance_name : str
+            The instance's name (``args["model_instance_name"]``).
+        kind : str
+            ``"CPU"`` or ``"GPU"`` (``args["model_instance_kind"]``).
+        device_id : int
+            The device id (``args["model_instance_device_id"]``).
+
+        Returns
+        -------
+        PythonModelInstance
+
+        Raises
+        ------
+        ServerError
+            If the file cannot be imported, defines no usable ``TritonPythonModel``, or
+            ``initialize`` raises.
+        """
+        loaded = _import(self.model_name, self.version, self.path)
+        context = _context.ModelContext(self.model_name, self.version, instance_name, self.runtime)
+        instance = PythonModelInstance(self, instance_name, loaded, context)
+        try:
+            cls = _model_class(loaded, self.model_name, self.path)
+            if not callable(getattr(cls, "execute", None)):
+                raise ServerError.invalid_arg(
+                    f"model '{self.model_name}': class TritonPythonModel in '{self.path}' has no "
+                    "execute method"
+                )
+            args = {
+                "model_config": json.dumps(self.config_json),
+                "model_instance_kind": kind,
+                "model_instance_name": instance_name,
+                "model_instance_device_id": str(device_id),
+                "model_repository": str(self.model_dir),
+                "model_version": str(self.version),
+                "model_name": self.model_name,
+            }
+            try:
+                with _context.entered(context, "initialize"):
+                    model = cls()
+                    initialize = getattr(model, "initialize", None)
+                    result = initialize(args) if initialize is not None else None
+                if inspect.isawaitable(result):
+                    instance._run_async(result, "initialize")
+            except (Exception, SystemExit) as exc:
+                log.error("initialize of model '%s' failed", self.model_name, exc_info=exc)
+                raise ServerError.internal(
+                    f"failed to initialize model '{self.model_name}' (instance "
+                    f"'{instance_name}'): {_describe(exc)}"
+                ) from exc
+        except BaseException:
+            instance._release()
+            raise
+        instance._model = model
+        return instance
+
+
+class _EventLoop:
+    """An asyncio event loop running on a thread of its own."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+        finally:
+            try:
+                tasks = asyncio.all_tasks(self.loop)
+                for task in tasks:
+                    task.cancel()
+                if tasks:
+                    self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+                self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            finally:
+                self.loop.close()
+
+    def submit(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        if not self.loop.is_closed():
+            try:
+                self.loop.call_soon_threadsafe(self.loop.stop)
+            except RuntimeError:  # closed meanwhile
+                return
+        self._thread.join(timeout_s)
+
+
+class PythonModelInstance:
+    """One instance of a model: a ``TritonPythonModel`` object and its event loop.
+
+    Created by :meth:`PythonBackendModel.create_instance`.
+    """
+
+    def __init__(
+        self,
+        owner: PythonBackendModel,
+        instance_name: str,
+        loaded: _loader.LoadedModel,
+        context: _context.ModelContext,
+    ) -> None:
+        self._owner = owner
+        self.instance_name = instance_name
+        self._loaded = loaded
+        self._context = context
+        self._model: Any = None
+        self._loop: _EventLoop | None = None
+        self._loop_lock = threading.Lock()
+        self._finalized = False
+
+    # -- helpers ---------------------------------------------------------------------------------
+    @property
+    def model_name(self) -> str:
+        """The model's name."""
+        return self._owner.model_name
+
+    def _event_loop(self) -> _EventLoop:
+        with self._loop_lock:
+            if self._loop is None:
+                self._loop = _EventLoop(f"{self.model_name}:{self.instance_name}:asyncio")
+            return self._loop
+
+    def _run_async(self, awaitable: Awaitable[Any], phase: _context.Phase) -> Any:
+        """Run ``awaitable`` on the instance's loop and wait for its result."""
+        future = self._event_loop().submit(_in_context(self._context, phase, awaitable))
+        return future.result()
+
+    def _release(self) -> None:
+        if self._loop is not None:
+            self._loop.stop()
+        metrics.release_owner(self._context.owner)
+        _loader.discard(self._loaded)
+
+    def _batch_error(self, exc: BaseException) -> ServerError:
+        log.error(
+            "execute of model '%s' (instance '%s') failed",
+            self.model_name,
+            self.instance_name,
+            exc_info=exc,
+        )
+        return ServerError.internal(
+            f"Failed to process the request(s) for model '{self.model_name}' (instance "
+            f"'{self.instance_name}'), message: {_describe(exc)}"
+        )
+
+    @staticmethod
+    def _fail_open(requests: list[pb_utils.InferenceRequest], error: ServerError) -> None:
+        for request in requests:
+            sender = request._sender
+            assert sender is not None
+            sender._fail(error)
+
+    # -- execution -------------------------------------------------------------------------------
+    def execute(self, requests: list[InferRequest]) -> list[InferRequest]:
+        """Run one batch through ``TritonPythonModel.execute``.
+
+        Every request gets its responses through its ``response_callback`` (now, or later for
+        decoupled models); requests the model released with
+        ``TRITONSERVER_REQUEST_RELEASE_RESCHEDULE`` get none and are returned instead, for the
+        core to queue again.
+
+        Parameters
+        ----------
+        requests : list of InferRequest
+            The batch.
+
+        Returns
+        -------
+        list of InferRequest
+            The requests to reschedule.
+        """
+        owner = self._owner
+        version = str(owner.version)
+        batch = [
+            pb_utils.InferenceRequest._received(
+                request,
+                owner.version,
+                owner.output_names,
+                pb_utils.InferenceResponseSender(
+                    request, owner.model_name, version, owner.decoupled
+                ),
+            )
+            for request in requests
+        ]
+        if self._finalized or self._model is None:
+            self._fail_open(
+                batch, ServerError.unavailable(f"model '{owner.model_name}' is not loaded")
+            )
+            return []
+        try:
+            with _context.entered(self._context, "execute"):
+                result = self._model.execute(batch)
+            if inspect.isawaitable(result):
+                if owner.decoupled:
+                    # Triton lets async decoupled executions overlap: don't wait.
+                    future = self._event_loop().submit(
+                        _in_context(self._context, "execute", result)
+                    )
+                    future.add_done_callback(lambda done: self._after_async(done, batch))
+                    return []
+                result = self._run_async(result, "execute")
+        except Exception as exc:
+            self._fail_open(batch, self._batch_error(exc))
+            return []
+        if owner.decoupled:
+            return self._finish_decoupled(batch, result)
+        return self._finish_default(batch, result)
+
+    def _finish_decoupled(
+        self, batch: list[pb_utils.InferenceRequest], result: Any
+    ) -> list[InferRequest]:
+        if result is not None:
+            self._fail_open(
+                batch,
+                ServerError.internal(
+                    f"Python model '{self.model_name}' is using the decoupled mode and the "
+                    f"execute function must return None, got {type(result).__name__}"
+                ),
+            )
+            return []
+        again: list[InferRequest] = []
+        for request in batch:
+            if request._release_flags != pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+                continue
+            sender = request._sender
+            assert sender is not None and request._core is not None
+            if sender._closed:
+                log.warning(
+                    "model '%s' rescheduled a request after sending its final response; the "
+                    "request is complete and is not rescheduled",
+                    self.model_name,
+                )
+                continue
+            again.append(request._core)
+        return again
+
+    def _finish_default(
+        self, batch: list[pb_utils.InferenceRequest], result: Any
+    ) -> list[InferRequest]:
+        name = self.model_name
+        if result is None:
+            result = [None] * len(batch)
+        elif not isinstance(result, (list, tuple)):
+            self._fail_open(
+                batch,
+                ServerError.internal(
+                    f"model '{name}': expected a list in the execute return, found type "
+                    f"'{type(result).__name__}'"
+                ),
+            )
+            return []
+        if len(result) != len(batch):
+            self._fail_open(
+                batch,
+                ServerError.internal(
+                    f"model '{name}': number of InferenceResponse objects do not match the "
+                    f"number of InferenceRequest objects. InferenceRequest(s) size is:"
+                    f"{len(batch)}, and InferenceResponse(s) size is:{len(result)}"
+                ),
+            )
+            return []
+        again: list[InferRequest] = []
+        for request, response in zip(batch, result, strict=True):
+            sender = request._sender
+            assert sender is not None and request._core is not None
+            if request._release_flags == pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+                if response is None and not sender._used:
+                    again.append(request._core)
+                else:
+                    sender._fail(
+                        ServerError.internal(
+                            f"model '{name}': expected a None object in the execute function "
+                            "return list for a rescheduled request, and no response sent, got "
+                            f"type '{type(response).__name__}'"
+                        )
+                    )
+                continue
+            if response is None:
+                if not sender._used:
+                    sender._fail(
+                        ServerError.internal(
+                            f"model '{name}': execute returned no InferenceResponse for a "
+                            "request and sent none with its response sender"
+                        )
+                    )
+                continue
+            if not isinstance(response, pb_utils.InferenceResponse):
+                sender._fail(
+                    ServerError.internal(
+                        f"model '{name}': expected an 'InferenceResponse' object in the execute "
+                        f"function return list, found type '{type(response).__name__}'"
+                    )
+                )
+                continue
+            if sender._used:
+                if not sender._fail(
+                    ServerError.internal(
+                        f"model '{name}': non-decoupled model cannot send more than one "
+                        "response (one was sent with the response sender and one returned)"
+                    )
+                ):
+                    log.warning(
+                        "model '%s' returned a response for a request it had already answered "
+                        "with its response sender; the returned one is dropped",
+                        name,
+                    )
+                continue
+            sender._finish(response)
+        return again
+
+    def _after_async(
+        self, future: concurrent.futures.Future[Any], batch: list[pb_utils.InferenceRequest]
+    ) -> None:
+        """Complete a batch whose async decoupled execute has finished."""
+        try:
+            result = future.result()
+        except concurrent.futures.CancelledError:
+            self._fail_open(
+                batch,
+                ServerError.unavailable(
+                    f"model '{self.model_name}' was unloaded while the request was running"
+                ),
+            )
+            return
+        except Exception as exc:
+            self._fail_open(batch, self._batch_error(exc))
+            return
+        if result is not None:
+            self._finish_decoupled(batch, result)
+            return
+        for request in batch:
+            if request._release_flags == pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+                assert request._sender is not None
+                request._sender._fail(
+                    ServerError(
+                        ErrorKind.UNSUPPORTED,
+                        f"model '{self.model_name}': request rescheduling is not supported by "
+                        "an async decoupled execute (it completes after the batch is released)",
+                    )
+                )
+
+    def finalize(self) -> None:
+        """Run ``TritonPythonModel.finalize`` (if defined) and release the instance.
+
+        Failures of ``finalize`` are logged, as in Triton; the instance is released anyway.
+        """
+        if self._finalized:
+            return
+        self._finalized = True
+        try:
+            finalize = getattr(self._model, "finalize", None)
+            if finalize is not None:
+                with _context.entered(self._context, "finalize"):
+                    result = finalize()
+                if inspect.isawaitable(result):
+                    self._run_async(result, "finalize")
+        except (Exception, SystemExit) as exc:
+            log.error(
+                "finalize of model '%s' (instance '%s') failed",
+                self.model_name,
+                self.instance_name,
+                exc_info=exc,
+            )
+        finally:
+            self._model = None
+            self._release()
