@@ -24,6 +24,8 @@ from . import config as cfg
 from .errors import ErrorKind, ServerError
 from .instances import ModelInstance, ModelVersion, instance_specs
 from .repository import ModelSource, Repository, materialize_override, select_versions
+from .settings import LogSettings, TraceSettings
+from .shm import SharedMemoryRegistry
 from .stats import StatsRegistry
 from .types import InferRequest, InferResponse
 from .validation import batch_size_of, validate_request
@@ -85,6 +87,10 @@ class ServerOptions:
         Name reported by server metadata.
     has_gpu : bool or None
         Whether KIND_GPU instances can be created; None detects a CUDA device.
+    trace_file : str
+        Trace file reported by the trace settings (read-only over the network).
+    log_file : str
+        Log file reported by the log settings ("" = console).
     """
 
     model_repository: list[Path] = field(default_factory=list)
@@ -95,6 +101,8 @@ class ServerOptions:
     exit_timeout_secs: float = 30.0
     server_id: str = "triton"
     has_gpu: bool | None = None
+    trace_file: str = ""
+    log_file: str = ""
 
 
 def detect_gpu() -> bool:
@@ -149,6 +157,11 @@ class CoreServer:
         self._poller: threading.Thread | None = None
         self._stop_event = threading.Event()
         self.runtime = _Runtime(self)
+        #: Client shared-memory regions (system and CUDA).
+        self.shm = SharedMemoryRegistry(has_gpu=self.has_gpu)
+        #: Log settings (logging extension).
+        self.log_settings = LogSettings(options.log_file)
+        self._trace = TraceSettings(options.trace_file)
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -183,6 +196,7 @@ class CoreServer:
         for name in names:
             self._unload(name)
         self.repository.cleanup()
+        self.shm.close()
         self._stopped = True
 
     def live(self) -> bool:
@@ -503,6 +517,26 @@ class CoreServer:
                     entry.override.cleanup()
                     entry.override = None
                 entry.fingerprint = None
+
+    # -- trace settings ------------------------------------------------------------------
+    def _check_trace_model(self, model: str | None) -> None:
+        if model:
+            with self._lock:
+                known = model in self._entries and bool(self._entries[model].versions)
+            if not known:
+                raise ServerError.invalid_arg(f"Request for unknown model : {model}")
+
+    def trace_settings(self, model: str | None = None) -> dict[str, Any]:
+        """Trace settings, globally or for one model (HTTP form: strings, level list)."""
+        self._check_trace_model(model)
+        return self._trace.get(model)
+
+    def update_trace_settings(
+        self, changes: dict[str, Any], model: str | None = None
+    ) -> dict[str, Any]:
+        """Update trace settings (None clears a per-model override); returns the new ones."""
+        self._check_trace_model(model)
+        return self._trace.update(changes, model)
 
     # -- inference -----------------------------------------------------------------------
     def infer(self, request: InferRequest) -> None:

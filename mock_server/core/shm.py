@@ -1,0 +1,165 @@
+"""The server's registry of client shared-memory regions (system and CUDA).
+
+System regions are POSIX shared-memory objects mapped with :mod:`shm.posix`; tensors placed
+in them are read and written through bounds-checked views.  Region names share one namespace
+across system and CUDA regions, as in Triton.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from shm.posix import MappedRegion, SharedMemoryError, open_region
+
+from .errors import ErrorKind, ServerError
+
+__all__ = ["CUDA_IPC_HANDLE_SIZE", "SharedMemoryRegistry"]
+
+#: sizeof(cudaIpcMemHandle_t)
+CUDA_IPC_HANDLE_SIZE = 64
+
+
+@dataclass
+class _CudaRegion:
+    name: str
+    device_id: int
+    byte_size: int
+    raw_handle: bytes
+
+
+class SharedMemoryRegistry:
+    """Registered regions, by name.
+
+    Parameters
+    ----------
+    has_gpu : bool
+        Whether CUDA regions can be registered.
+    """
+
+    def __init__(self, has_gpu: bool = False) -> None:
+        self._has_gpu = has_gpu
+        self._lock = threading.Lock()
+        self._system: dict[str, MappedRegion] = {}
+        self._cuda: dict[str, _CudaRegion] = {}
+
+    # -- system --------------------------------------------------------------------------
+    def register_system(self, name: str, key: str, offset: int, byte_size: int) -> None:
+        """Map ``byte_size`` bytes at ``offset`` of the POSIX object ``key`` as ``name``."""
+        if not name:
+            raise ServerError.invalid_arg(
+                "'region name' is necessary to register system shared memory region"
+            )
+        with self._lock:
+            if name in self._system or name in self._cuda:
+                raise ServerError(
+                    ErrorKind.ALREADY_EXISTS, f"shared memory region '{name}' already in manager"
+                )
+            try:
+                region = open_region(key, offset, byte_size)
+            except SharedMemoryError as exc:
+                if "exceed" in str(exc):
+                    raise ServerError.invalid_arg(
+                        f"failed to register shared memory region '{name}': invalid args"
+                    ) from exc
+                raise ServerError.internal(f"Unable to open shared memory region: '{key}'") from exc
+            self._system[name] = region
+
+    def unregister_system(self, name: str | None = None) -> None:
+        """Unregister one system region, or all of them (unknown names are not an error)."""
+        with self._lock:
+            names = [name] if name else list(self._system)
+            for each in names:
+                region = self._system.pop(each, None)
+                if region is not None:
+                    region.close()
+
+    def system_status(self, name: str | None = None) -> list[dict[str, Any]]:
+        """``[{"name", "key", "offset", "byte_size"}]`` for one or every system region."""
+        with self._lock:
+            if name:
+                if name in self._cuda:
+                    raise ServerError.not_found(
+                        f"The region named '{name}' is registered as CUDA shared memory, not "
+                        "system shared memory"
+                    )
+                if name not in self._system:
+                    raise ServerError.not_found(
+                        f"Unable to find system shared memory region: '{name}'"
+                    )
+                regions = [(name, self._system[name])]
+            else:
+                regions = sorted(self._system.items())
+            return [
+                {"name": n, "key": r.key, "offset": r.offset, "byte_size": r.byte_size}
+                for n, r in regions
+            ]
+
+    # -- CUDA ----------------------------------------------------------------------------
+    def register_cuda(self, name: str, raw_handle: bytes, device_id: int, byte_size: int) -> None:
+        """Register a CUDA IPC region (needs a GPU)."""
+        if len(raw_handle) != CUDA_IPC_HANDLE_SIZE:
+            raise ServerError.invalid_arg(
+                "'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t"
+            )
+        if not self._has_gpu:
+            raise ServerError.invalid_arg(
+                f"failed to register CUDA shared memory region: '{name}', GPUs not supported"
+            )
+        with self._lock:
+            if name in self._system or name in self._cuda:
+                raise ServerError(
+                    ErrorKind.ALREADY_EXISTS, f"shared memory region '{name}' already in manager"
+                )
+            raise ServerError.unsupported(
+                "CUDA shared memory data path is not implemented yet (shared-memory issue)"
+            )
+
+    def unregister_cuda(self, name: str | None = None) -> None:
+        """Unregister one CUDA region, or all of them."""
+        with self._lock:
+            for each in [name] if name else list(self._cuda):
+                self._cuda.pop(each, None)
+
+    def cuda_status(self, name: str | None = None) -> list[dict[str, Any]]:
+        """``[{"name", "device_id", "byte_size"}]`` for one or every CUDA region."""
+        with self._lock:
+            if name:
+                if name in self._system:
+                    raise ServerError.not_found(
+                        f"The region named '{name}' is registered as system shared memory, not "
+                        "CUDA shared memory"
+                    )
+                if name not in self._cuda:
+                    raise ServerError.not_found(
+                        f"Unable to find cuda shared memory region: '{name}'"
+                    )
+                regions = [self._cuda[name]]
+            else:
+                regions = [self._cuda[n] for n in sorted(self._cuda)]
+            return [
+                {"name": r.name, "device_id": r.device_id, "byte_size": r.byte_size}
+                for r in regions
+            ]
+
+    # -- data path -----------------------------------------------------------------------
+    def view(self, name: str, offset: int, byte_size: int) -> memoryview:
+        """A writable, bounds-checked view into a registered system region."""
+        with self._lock:
+            region = self._system.get(name)
+            if region is None:
+                if name in self._cuda:
+                    raise ServerError.unsupported(
+                        "CUDA shared memory data path is not implemented yet"
+                    )
+                raise ServerError.invalid_arg(f"Unable to find shared memory region: '{name}'")
+        try:
+            return region.view(offset, byte_size)
+        except SharedMemoryError as exc:
+            raise ServerError.invalid_arg(f"shared memory region '{name}': {exc}") from exc
+
+    def close(self) -> None:
+        """Unmap every region (server shutdown)."""
+        self.unregister_system()
+        self.unregister_cuda()

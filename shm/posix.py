@@ -1,0 +1,134 @@
+"""POSIX shared memory by key: create, open, map and unlink, with bounds-checked views.
+
+Used by the client helpers (``tritonclient.utils.shared_memory``) and by the server's region
+registry.  Keys are POSIX shm names such as ``"/my_region"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+from dataclasses import dataclass, field
+
+try:  # CPython's own binding of shm_open/shm_unlink (what multiprocessing uses)
+    import _posixshmem
+except ImportError:  # pragma: no cover - non-POSIX platforms
+    _posixshmem = None
+
+__all__ = ["MappedRegion", "create", "open_region", "unlink"]
+
+
+class SharedMemoryError(OSError):
+    """A shared-memory object could not be created, opened, mapped or removed."""
+
+
+def _name(key: str) -> str:
+    if not key or "/" in key[1:]:
+        raise SharedMemoryError(f"invalid shared memory key {key!r}: expected a name like '/name'")
+    return key if key.startswith("/") else "/" + key
+
+
+def _shm_open(key: str, flags: int, mode: int = 0o600) -> int:
+    name = _name(key)
+    if _posixshmem is not None:
+        return int(_posixshmem.shm_open(name, flags, mode=mode))
+    return os.open("/dev/shm" + name, flags, mode)  # pragma: no cover
+
+
+@dataclass
+class MappedRegion:
+    """A mapping of ``byte_size`` bytes at ``offset`` of the shared-memory object ``key``.
+
+    Attributes
+    ----------
+    key : str
+        The POSIX shm name.
+    offset : int
+        Where the region starts in the object.
+    byte_size : int
+        Length of the region.
+    """
+
+    key: str
+    offset: int
+    byte_size: int
+    _map: mmap.mmap | None = field(default=None, repr=False)
+
+    @property
+    def buffer(self) -> memoryview:
+        """A writable view of the whole region."""
+        if self._map is None:
+            raise SharedMemoryError(f"shared memory region '{self.key}' is closed")
+        return memoryview(self._map)[self.offset : self.offset + self.byte_size]
+
+    def view(self, offset: int, byte_size: int) -> memoryview:
+        """A bounds-checked view of ``byte_size`` bytes at ``offset`` within the region."""
+        if offset < 0 or byte_size < 0 or offset + byte_size > self.byte_size:
+            raise SharedMemoryError(
+                f"{byte_size} bytes at offset {offset} exceed shared memory region "
+                f"'{self.key}' of {self.byte_size} bytes"
+            )
+        return self.buffer[offset : offset + byte_size]
+
+    def close(self) -> None:
+        """Unmap the region (views still held elsewhere keep the memory alive until released)."""
+        if self._map is not None:
+            # With exported views still alive, the mapping goes away with the last of them.
+            with contextlib.suppress(BufferError):
+                self._map.close()
+            self._map = None
+
+
+def _map(fd: int, key: str, offset: int, byte_size: int) -> MappedRegion:
+    try:
+        size = os.fstat(fd).st_size
+        if offset < 0 or byte_size < 0 or offset + byte_size > size:
+            raise SharedMemoryError(
+                f"invalid shared memory region: {byte_size} bytes at offset {offset} exceed "
+                f"the {size} bytes of '{key}'"
+            )
+        mapping = mmap.mmap(fd, offset + byte_size) if offset + byte_size else None
+    finally:
+        os.close(fd)
+    return MappedRegion(key, offset, byte_size, mapping)
+
+
+def create(key: str, byte_size: int, create_only: bool = False) -> MappedRegion:
+    """Create (or, unless ``create_only``, reuse) the object ``key`` of ``byte_size`` bytes."""
+    flags = os.O_RDWR | os.O_CREAT | (os.O_EXCL if create_only else 0)
+    try:
+        fd = _shm_open(key, flags)
+    except FileExistsError as exc:
+        raise SharedMemoryError(f"shared memory object '{key}' already exists") from exc
+    except OSError as exc:
+        raise SharedMemoryError(f"unable to create shared memory object '{key}': {exc}") from exc
+    try:
+        if os.fstat(fd).st_size < byte_size:
+            os.ftruncate(fd, byte_size)
+    except OSError as exc:
+        os.close(fd)
+        raise SharedMemoryError(f"unable to size shared memory object '{key}': {exc}") from exc
+    return _map(fd, key, 0, byte_size)
+
+
+def open_region(key: str, offset: int, byte_size: int) -> MappedRegion:
+    """Map ``byte_size`` bytes at ``offset`` of the existing object ``key``."""
+    try:
+        fd = _shm_open(key, os.O_RDWR)
+    except OSError as exc:
+        raise SharedMemoryError(f"unable to open shared memory object '{key}': {exc}") from exc
+    return _map(fd, key, offset, byte_size)
+
+
+def unlink(key: str) -> None:
+    """Remove the object ``key`` (existing mappings stay valid until unmapped)."""
+    try:
+        if _posixshmem is not None:
+            _posixshmem.shm_unlink(_name(key))
+        else:  # pragma: no cover
+            os.unlink("/dev/shm" + _name(key))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise SharedMemoryError(f"unable to unlink shared memory object '{key}': {exc}") from exc
