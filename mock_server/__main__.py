@@ -1,8 +1,196 @@
-"""Command-line entry point: ``python -m mock_server``."""
+"""Command line: ``python -m mock_server [--model-repository DIR ...] [options]``.
 
+Flags follow ``tritonserver``'s where they exist (``--model-repository``,
+``--model-control-mode``, ``--load-model``, ``--http-port``, ``--grpc-port``,
+``--metrics-port``, ``--http-restricted-api``, ``--grpc-restricted-protocol``,
+``--grpc-use-ssl`` ...).  Without ``--model-repository`` the bundled repository is served.
+The process runs until SIGINT or SIGTERM, then unloads every model and exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
 import sys
+import threading
+from pathlib import Path
 
-sys.exit(
-    "mock_server: the bundled server is not implemented yet "
-    "(tracked in the server-core and server-frontends issues)"
-)
+from .app import BUNDLED_MODELS, FrontendOptions, MockServer, parse_restricted
+from .core.errors import ServerError
+from .core.server import ModelControlMode, ServerOptions
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation and tests)."""
+    p = argparse.ArgumentParser(
+        prog="python -m mock_server",
+        description="Serve a Triton model repository of Python-backend models over HTTP and "
+        "gRPC (KServe v2 / Triton protocol).",
+    )
+    p.add_argument(
+        "--model-repository",
+        "--model-store",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="model repository folder (repeatable; default: the bundled repository)",
+    )
+    p.add_argument(
+        "--model-control-mode", choices=[m.value for m in ModelControlMode], default="none"
+    )
+    p.add_argument(
+        "--load-model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="model to load at start in explicit mode ('*' for all; repeatable)",
+    )
+    p.add_argument("--repository-poll-secs", type=float, default=15.0)
+    p.add_argument("--strict-readiness", type=_bool, default=True)
+    p.add_argument("--exit-timeout-secs", type=float, default=30.0)
+    p.add_argument("--id", dest="server_id", default="triton", help="server name in metadata")
+    p.add_argument(
+        "--host",
+        "--address",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; 0.0.0.0 for all interfaces)",
+    )
+    p.add_argument("--http-port", type=int, default=8000)
+    p.add_argument("--grpc-port", type=int, default=8001)
+    p.add_argument("--metrics-port", type=int, default=8002)
+    p.add_argument("--allow-http", type=_bool, default=True)
+    p.add_argument("--allow-grpc", type=_bool, default=True)
+    p.add_argument("--allow-metrics", type=_bool, default=True)
+    p.add_argument(
+        "--http-restricted-api", action="append", default=[], metavar="API[,API...]:KEY=VALUE"
+    )
+    p.add_argument(
+        "--grpc-restricted-protocol", action="append", default=[], metavar="API[,API...]:KEY=VALUE"
+    )
+    p.add_argument("--http-ssl-cert", help="PEM certificate: serve HTTPS")
+    p.add_argument("--http-ssl-key", help="PEM private key for --http-ssl-cert")
+    p.add_argument("--http-ssl-root-cert", help="PEM CA: require client certificates on HTTPS")
+    p.add_argument("--grpc-use-ssl", type=_bool, default=False)
+    p.add_argument("--grpc-use-ssl-mutual", type=_bool, default=False)
+    p.add_argument("--grpc-server-cert")
+    p.add_argument("--grpc-server-key")
+    p.add_argument("--grpc-root-cert")
+    p.add_argument("--trace-file", default="")
+    p.add_argument("--log-file", default="")
+    p.add_argument("--log-verbose", type=int, default=0)
+    p.add_argument(
+        "--port-file",
+        metavar="FILE",
+        help="once ready, write the bound ports there as JSON (useful with port 0)",
+    )
+    return p
+
+
+def options_from_args(args: argparse.Namespace) -> tuple[ServerOptions, FrontendOptions]:
+    """Turn parsed arguments into the options of :class:`MockServer`."""
+    repos = [Path(r) for r in args.model_repository] or [BUNDLED_MODELS]
+    core = ServerOptions(
+        model_repository=repos,
+        model_control_mode=ModelControlMode(args.model_control_mode),
+        startup_models=list(args.load_model),
+        repository_poll_secs=args.repository_poll_secs,
+        strict_readiness=args.strict_readiness,
+        exit_timeout_secs=args.exit_timeout_secs,
+        server_id=args.server_id,
+        trace_file=args.trace_file,
+        log_file=args.log_file,
+    )
+    use_grpc_ssl = args.grpc_use_ssl or args.grpc_use_ssl_mutual
+    if use_grpc_ssl and not (args.grpc_server_cert and args.grpc_server_key):
+        raise ValueError("--grpc-use-ssl needs --grpc-server-cert and --grpc-server-key")
+    if bool(args.http_ssl_cert) != bool(args.http_ssl_key):
+        raise ValueError("--http-ssl-cert and --http-ssl-key go together")
+    frontends = FrontendOptions(
+        host=args.host,
+        http_port=args.http_port,
+        grpc_port=args.grpc_port,
+        metrics_port=args.metrics_port,
+        allow_http=args.allow_http,
+        allow_grpc=args.allow_grpc,
+        allow_metrics=args.allow_metrics,
+        http_ssl_cert=args.http_ssl_cert,
+        http_ssl_key=args.http_ssl_key,
+        http_ssl_ca=args.http_ssl_root_cert,
+        grpc_ssl_cert=args.grpc_server_cert if use_grpc_ssl else None,
+        grpc_ssl_key=args.grpc_server_key if use_grpc_ssl else None,
+        grpc_ssl_ca=args.grpc_root_cert if use_grpc_ssl else None,
+        grpc_ssl_mutual=args.grpc_use_ssl_mutual,
+        http_restricted_api=parse_restricted(args.http_restricted_api),
+        grpc_restricted_protocol=parse_restricted(args.grpc_restricted_protocol),
+    )
+    return core, frontends
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the server until interrupted; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.log_verbose else logging.INFO,
+        format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
+        filename=args.log_file or None,
+    )
+    try:
+        core_options, frontend_options = options_from_args(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    server = MockServer(core_options, frontend_options)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        server.start()
+    except (OSError, ServerError) as exc:
+        print(f"mock_server: failed to start: {exc}", file=sys.stderr)
+        server.stop()
+        return 1
+    for row in server.core.repository_index():
+        if "state" in row:
+            print(
+                f"model {row['name']} version {row['version']}: {row['state']} "
+                f"{row['reason']}".rstrip(),
+                flush=True,
+            )
+    if server.http_port is not None:
+        print(f"Started HTTPService at {server.http_url}", flush=True)
+    if server.grpc_port is not None:
+        print(f"Started GRPCInferenceService at {server.grpc_url}", flush=True)
+    if server.metrics_port is not None:
+        print(f"Started Metrics Service at {server.metrics_url}", flush=True)
+    if args.port_file:
+        Path(args.port_file).write_text(
+            json.dumps(
+                {
+                    "http": server.http_port,
+                    "grpc": server.grpc_port,
+                    "metrics": server.metrics_port,
+                    "ready": server.core.ready(),
+                }
+            )
+        )
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

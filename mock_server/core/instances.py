@@ -10,6 +10,7 @@ response to the request's own callback.
 
 from __future__ import annotations
 
+import collections
 import heapq
 import logging
 import threading
@@ -210,6 +211,8 @@ class ModelVersion:
         self._stopping = False
         self._labels: dict[str, list[str]] = {}
         self._output_names = [o.name for o in config.output]
+        #: Failed requests by metrics reason: REJECTED, CANCELED, BACKEND, OTHER.
+        self.failures: collections.Counter[str] = collections.Counter()
         self.scheduler: Scheduler = make_scheduler(config, len(instances), self._reject)
         self._workers = [
             threading.Thread(
@@ -368,6 +371,7 @@ class ModelVersion:
                 )
             else:
                 self._stats.record_failure(now - flight.pending.enqueue_ns)
+                self.failures[_failure_reason(response.error, flight.dispatch_ns)] += 1
         if flight.callback is not None:
             flight.callback(response)
 
@@ -390,6 +394,17 @@ class ModelVersion:
                 instance.finalize()
             except Exception:
                 log.exception("finalize of model '%s' failed", self.name)
+
+
+def _failure_reason(error: ServerError, dispatch_ns: int) -> str:
+    """The ``reason`` label of ``nv_inference_request_failure`` for a failed request."""
+    if error.kind is ErrorKind.CANCELLED:
+        return "CANCELED"
+    if not dispatch_ns:
+        return "REJECTED"  # never reached the model: queue timeout or rejection
+    if error.kind in (ErrorKind.INTERNAL, ErrorKind.UNKNOWN, ErrorKind.INVALID_ARG):
+        return "BACKEND"
+    return "OTHER"
 
 
 def _class_count(output: RequestedOutput) -> int:

@@ -241,6 +241,15 @@ class CoreServer:
                 )
             return found
 
+    def loaded_versions(self) -> list[ModelVersion]:
+        """Every loaded model version, ordered by name and version."""
+        with self._lock:
+            return [
+                entry.versions[v]
+                for name, entry in sorted(self._entries.items())
+                for v in sorted(entry.versions)
+            ]
+
     def model_ready(self, name: str, version: int = -1) -> bool:
         """Whether the model (version) is loaded and ready."""
         try:

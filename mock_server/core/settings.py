@@ -93,24 +93,24 @@ class TraceSettings:
         """Apply ``changes`` (None clears a per-model override) and return the new settings."""
         checked = {k: (None if v is None else self._check(k, v)) for k, v in changes.items()}
         with self._lock:
+            new_global = dict(self._global)
+            new_model = dict(self._models.get(model, {})) if model else {}
+            for key, value in checked.items():
+                if model and value is None:
+                    new_model.pop(key, None)
+                elif model:
+                    new_model[key] = value
+                elif value is not None:
+                    new_global[key] = value
+            effective = {**new_global, **new_model}
+            # Validate the result before keeping any of it.
+            if effective["trace_level"] != ["OFF"] and not effective["trace_file"]:
+                raise ServerError.invalid_arg(
+                    "Attempting to set invalid trace setting :trace file name is not given"
+                )
+            self._global = new_global
             if model:
-                target = self._models.setdefault(model, {})
-                for key, value in checked.items():
-                    if value is None:
-                        target.pop(key, None)
-                    else:
-                        target[key] = value
-            else:
-                for key, value in checked.items():
-                    if value is not None:
-                        self._global[key] = value
-            effective = dict(self._global)
-            if model:
-                effective.update(self._models.get(model, {}))
-        if effective["trace_level"] != ["OFF"] and not effective["trace_file"]:
-            raise ServerError.invalid_arg(
-                "Attempting to set invalid trace setting :trace file name is not given"
-            )
+                self._models[model] = new_model
         return self.get(model)
 
 

@@ -1,0 +1,276 @@
+"""Run the core with its HTTP, gRPC and metrics frontends: :class:`MockServer`.
+
+The frontends share one asyncio event loop on a background thread; model code runs on the
+core's instance threads.  ``python -m mock_server`` (see :mod:`mock_server.__main__`) is a thin
+command line over this class, and tests and users embed it directly::
+
+    with MockServer(ServerOptions(model_repository=[path]), FrontendOptions(http_port=0)) as srv:
+        print(srv.http_url, srv.grpc_url)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from .core.server import CoreServer, ServerOptions
+
+__all__ = ["BUNDLED_MODELS", "FrontendOptions", "MockServer", "parse_restricted"]
+
+#: The model repository shipped with the package.
+BUNDLED_MODELS = Path(__file__).resolve().parent / "models"
+
+#: API groups that can be restricted (Triton's names).
+API_GROUPS = (
+    "health",
+    "metadata",
+    "inference",
+    "shared-memory",
+    "model-config",
+    "model-repository",
+    "statistics",
+    "trace",
+    "logging",
+)
+
+
+def parse_restricted(specs: list[str]) -> dict[str, tuple[str, str]]:
+    """Parse ``<api>[,<api>...]:<key>=<value>`` specs into ``{api: (key, value)}``.
+
+    Raises
+    ------
+    ValueError
+        For a malformed spec, an unknown API group, or a group restricted twice.
+    """
+    out: dict[str, tuple[str, str]] = {}
+    for spec in specs:
+        apis, sep, header = spec.partition(":")
+        key, eq, value = header.partition("=")
+        if not sep or not eq or not key or not apis:
+            raise ValueError(
+                f"restricted API spec {spec!r}: expected <api>[,<api>...]:<key>=<value>"
+            )
+        for api in apis.split(","):
+            api = api.strip()
+            if api not in API_GROUPS:
+                raise ValueError(
+                    f"restricted API spec {spec!r}: unknown API '{api}'; expected one of "
+                    f"{', '.join(API_GROUPS)}"
+                )
+            if api in out:
+                raise ValueError(f"API '{api}' is restricted more than once")
+            out[api] = (key, value)
+    return out
+
+
+@dataclass
+class FrontendOptions:
+    """Network options of :class:`MockServer`.
+
+    Attributes
+    ----------
+    host : str
+        Address all services listen on (127.0.0.1 by default; "0.0.0.0" for every interface).
+    http_port, grpc_port, metrics_port : int
+        Ports; 0 picks a free one (the chosen port is in ``MockServer.http_port`` etc.).
+    allow_http, allow_grpc, allow_metrics : bool
+        Which services to start.
+    http_ssl_cert, http_ssl_key : str or None
+        PEM certificate and key: serve HTTPS instead of HTTP.
+    http_ssl_ca : str or None
+        PEM CA bundle: require and verify client certificates on HTTPS.
+    grpc_ssl_cert, grpc_ssl_key, grpc_ssl_ca : str or None
+        The same for gRPC; with ``grpc_ssl_mutual`` the client must present a certificate.
+    http_restricted_api, grpc_restricted_protocol : dict
+        ``{api group: (header key, value)}`` (see :func:`parse_restricted`).
+    grpc_max_message_bytes : int
+        Largest gRPC message accepted or sent.
+    """
+
+    host: str = "127.0.0.1"
+    http_port: int = 8000
+    grpc_port: int = 8001
+    metrics_port: int = 8002
+    allow_http: bool = True
+    allow_grpc: bool = True
+    allow_metrics: bool = True
+    http_ssl_cert: str | None = None
+    http_ssl_key: str | None = None
+    http_ssl_ca: str | None = None
+    grpc_ssl_cert: str | None = None
+    grpc_ssl_key: str | None = None
+    grpc_ssl_ca: str | None = None
+    grpc_ssl_mutual: bool = False
+    http_restricted_api: dict[str, tuple[str, str]] = field(default_factory=dict)
+    grpc_restricted_protocol: dict[str, tuple[str, str]] = field(default_factory=dict)
+    grpc_max_message_bytes: int = 2**31 - 1
+
+
+def _http_ssl_context(options: FrontendOptions) -> ssl.SSLContext | None:
+    if not options.http_ssl_cert:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(options.http_ssl_cert, options.http_ssl_key)
+    if options.http_ssl_ca:
+        context.load_verify_locations(options.http_ssl_ca)
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+def _grpc_credentials(options: FrontendOptions) -> Any:
+    if not options.grpc_ssl_cert:
+        return None
+    import grpc
+
+    key = Path(options.grpc_ssl_key or "").read_bytes()
+    cert = Path(options.grpc_ssl_cert).read_bytes()
+    ca = Path(options.grpc_ssl_ca).read_bytes() if options.grpc_ssl_ca else None
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=ca, require_client_auth=options.grpc_ssl_mutual
+    )
+
+
+class MockServer:
+    """The core plus its network frontends, running in the background.
+
+    Parameters
+    ----------
+    options : ServerOptions, optional
+        Core options; by default the bundled model repository in NONE control mode.
+    frontends : FrontendOptions, optional
+        Network options; by default 127.0.0.1 on Triton's ports 8000/8001/8002.
+    """
+
+    def __init__(
+        self, options: ServerOptions | None = None, frontends: FrontendOptions | None = None
+    ) -> None:
+        self.options = options or ServerOptions(model_repository=[BUNDLED_MODELS])
+        self.frontend_options = frontends or FrontendOptions()
+        self.core = CoreServer(self.options)
+        self.http_port: int | None = None
+        self.grpc_port: int | None = None
+        self.metrics_port: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._services: list[Any] = []
+
+    # -- URLs ----------------------------------------------------------------------------
+    def _url(self, port: int | None) -> str:
+        host = self.frontend_options.host
+        host = "127.0.0.1" if host in ("0.0.0.0", "") else host
+        return f"{host}:{port}" if port is not None else ""
+
+    @property
+    def http_url(self) -> str:
+        """``host:port`` of the HTTP service (empty if not running)."""
+        return self._url(self.http_port)
+
+    @property
+    def grpc_url(self) -> str:
+        """``host:port`` of the gRPC service (empty if not running)."""
+        return self._url(self.grpc_port)
+
+    @property
+    def metrics_url(self) -> str:
+        """``host:port`` of the metrics service (empty if not running)."""
+        return self._url(self.metrics_port)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def _run(self, coro: Any, timeout: float) -> Any:
+        assert self._loop is not None
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return future.result(timeout)
+
+    def start(self, timeout: float = 120.0) -> MockServer:
+        """Load the models, then start the frontends; returns self.
+
+        Raises
+        ------
+        OSError
+            If a port cannot be bound.
+        """
+        self.core.start()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="mock_server-frontends", daemon=True
+        )
+        self._thread.start()
+        try:
+            self._run(self._start_services(), timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    async def _start_services(self) -> None:
+        fo = self.frontend_options
+        if fo.allow_http:
+            from .http_frontend import HttpFrontend
+
+            http = HttpFrontend(
+                self.core,
+                host=fo.host,
+                port=fo.http_port,
+                ssl_context=_http_ssl_context(fo),
+                restricted_apis=fo.http_restricted_api or None,
+            )
+            self.http_port = await http.start()
+            self._services.append(http)
+        if fo.allow_grpc:
+            from .grpc_frontend import GrpcFrontend
+
+            grpc_frontend = GrpcFrontend(
+                self.core,
+                host=fo.host,
+                port=fo.grpc_port,
+                server_credentials=_grpc_credentials(fo),
+                restricted_apis=fo.grpc_restricted_protocol or None,
+                max_message_bytes=fo.grpc_max_message_bytes,
+            )
+            self.grpc_port = await grpc_frontend.start()
+            self._services.append(grpc_frontend)
+        if fo.allow_metrics:
+            from .metrics import MetricsFrontend
+
+            metrics = MetricsFrontend(self.core, host=fo.host, port=fo.metrics_port)
+            self.metrics_port = await metrics.start()
+            self._services.append(metrics)
+
+    async def _stop_services(self) -> None:
+        for service in reversed(self._services):
+            with contextlib.suppress(Exception):  # keep stopping the others
+                await service.stop()
+        self._services.clear()
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop the frontends, unload every model and stop the event loop."""
+        if self._loop is not None and self._thread is not None:
+            try:
+                self._run(self._stop_services(), timeout)
+            finally:
+                self._loop.call_soon_threadsafe(self._loop.stop)
+                self._thread.join(timeout)
+                self._loop.close()
+                self._loop = None
+                self._thread = None
+        if self.core.live():
+            self.core.stop()
+        self.http_port = self.grpc_port = self.metrics_port = None
+
+    def __enter__(self) -> MockServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
