@@ -45,8 +45,9 @@ from tritonclient.utils import (
     TRITON_RESERVED_REQUEST_PARAMS,
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
 )
-from tritonclient.utils._dtypes import DATATYPES, config_to_triton_dtype
+from tritonclient.utils._dtypes import DATATYPES
 
+from .config import datatype_of
 from .errors import ServerError
 from .types import InferRequest, Tensor
 
@@ -108,10 +109,9 @@ def _names_str(names: Sequence[str]) -> str:
 def _config_protocol_dtype(data_type: int) -> str:
     """Protocol datatype for a config ``DataType`` value; ``<invalid>`` if it has none."""
     try:
-        name = DataType.Name(data_type)
-    except ValueError:
+        return datatype_of(data_type)
+    except ServerError:
         return "<invalid>"
-    return config_to_triton_dtype(name) or "<invalid>"
 
 
 def implicit_input_names(config: ModelConfig) -> frozenset[str]:

@@ -1,0 +1,211 @@
+"""``python -m mock_server`` as a real process: ports, TLS, restricted APIs, clean shutdown."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from tests.tls import TlsFiles, make_tls_files
+from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY_REPO_MODELS = ("simple",)
+
+
+@contextmanager
+def serve(tmp_path: Path, *args: str, timeout: float = 90) -> Iterator[dict[str, Any]]:
+    port_file = tmp_path / f"ports-{time.monotonic_ns()}.json"
+    repo = tmp_path / "repo"
+    if not repo.exists():
+        import shutil
+
+        repo.mkdir()
+        for name in TINY_REPO_MODELS:
+            shutil.copytree(ROOT / "mock_server" / "models" / name, repo / name)
+    command = [
+        sys.executable,
+        "-m",
+        "mock_server",
+        "--model-repository",
+        str(repo),
+        "--http-port",
+        "0",
+        "--grpc-port",
+        "0",
+        "--metrics-port",
+        "0",
+        "--port-file",
+        str(port_file),
+        *args,
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    log = (tmp_path / "server.log").open("w")
+    process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + timeout
+        while not port_file.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(
+                    f"server did not start (rc={process.poll()}):\n"
+                    + (tmp_path / "server.log").read_text()
+                )
+            time.sleep(0.1)
+        time.sleep(0.05)
+        info = json.loads(port_file.read_text())
+        info["process"] = process
+        yield info
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(10)
+        log.close()
+
+
+def test_serves_http_grpc_metrics_and_stops_on_sigterm(tmp_path: Path) -> None:
+    with serve(tmp_path) as info:
+        assert info["ready"] is True
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{info['http']}/v2/health/ready", timeout=10
+        ) as response:
+            assert response.status == 200
+        with grpc.insecure_channel(f"127.0.0.1:{info['grpc']}") as channel:
+            stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+            assert stub.ServerLive(service_pb2.ServerLiveRequest(), timeout=10).live
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{info['metrics']}/metrics", timeout=10
+        ) as response:
+            assert b"nv_inference_count" in response.read()
+        process = info["process"]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    log = (tmp_path / "server.log").read_text()
+    assert "Started HTTPService at 127.0.0.1:" in log
+    assert "Started GRPCInferenceService at 127.0.0.1:" in log
+
+
+def test_bad_arguments_exit_with_usage_error() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mock_server", "--http-restricted-api", "bogus:k=v"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert result.returncode == 2
+    assert "unknown API 'bogus'" in result.stderr
+
+
+def test_restricted_api(tmp_path: Path) -> None:
+    with serve(
+        tmp_path,
+        "--http-restricted-api",
+        "model-repository,statistics:admin-key=secret",
+        "--grpc-restricted-protocol",
+        "statistics:admin-key=secret",
+    ) as info:
+        url = f"http://127.0.0.1:{info['http']}/v2/repository/index"
+        request = urllib.request.Request(url, method="POST", data=b"{}")
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(request, timeout=10)
+        assert error.value.code == 403
+        assert "admin-key" in json.loads(error.value.read())["error"]
+        request.add_header("admin-key", "secret")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+        # Unrestricted groups stay open.
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{info['http']}/v2/health/live", timeout=10
+        ) as response:
+            assert response.status == 200
+        with grpc.insecure_channel(f"127.0.0.1:{info['grpc']}") as channel:
+            stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as rpc_error:
+                stub.ModelStatistics(service_pb2.ModelStatisticsRequest(), timeout=10)
+            assert rpc_error.value.code() is grpc.StatusCode.UNAVAILABLE
+            stats = stub.ModelStatistics(
+                service_pb2.ModelStatisticsRequest(),
+                timeout=10,
+                metadata=[("triton-grpc-protocol-admin-key", "secret")],
+            )
+            assert stats.model_stats
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    return make_tls_files(tmp_path_factory.mktemp("tls"))
+
+
+def test_https_and_grpc_tls(tmp_path: Path, tls: TlsFiles) -> None:
+    with serve(
+        tmp_path,
+        "--http-ssl-cert",
+        str(tls.server_cert),
+        "--http-ssl-key",
+        str(tls.server_key),
+        "--grpc-use-ssl",
+        "true",
+        "--grpc-server-cert",
+        str(tls.server_cert),
+        "--grpc-server-key",
+        str(tls.server_key),
+    ) as info:
+        context = ssl.create_default_context(cafile=str(tls.ca_cert))
+        with urllib.request.urlopen(
+            f"https://127.0.0.1:{info['http']}/v2/health/live", timeout=10, context=context
+        ) as response:
+            assert response.status == 200
+        with pytest.raises(urllib.error.URLError):  # plain HTTP is not served
+            urllib.request.urlopen(f"http://127.0.0.1:{info['http']}/v2/health/live", timeout=10)
+        credentials = grpc.ssl_channel_credentials(root_certificates=tls.ca_cert.read_bytes())
+        with grpc.secure_channel(f"127.0.0.1:{info['grpc']}", credentials) as channel:
+            stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+            assert stub.ServerReady(service_pb2.ServerReadyRequest(), timeout=10).ready
+
+
+def test_grpc_mutual_tls_requires_client_certificate(tmp_path: Path, tls: TlsFiles) -> None:
+    with serve(
+        tmp_path,
+        "--allow-http",
+        "false",
+        "--grpc-use-ssl-mutual",
+        "true",
+        "--grpc-server-cert",
+        str(tls.server_cert),
+        "--grpc-server-key",
+        str(tls.server_key),
+        "--grpc-root-cert",
+        str(tls.ca_cert),
+    ) as info:
+        assert info["http"] is None
+        target = f"127.0.0.1:{info['grpc']}"
+        anonymous = grpc.ssl_channel_credentials(root_certificates=tls.ca_cert.read_bytes())
+        with grpc.secure_channel(target, anonymous) as channel:
+            stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+            with pytest.raises(grpc.RpcError):
+                stub.ServerLive(service_pb2.ServerLiveRequest(), timeout=10)
+        with_cert = grpc.ssl_channel_credentials(
+            root_certificates=tls.ca_cert.read_bytes(),
+            private_key=tls.client_key.read_bytes(),
+            certificate_chain=tls.client_cert.read_bytes(),
+        )
+        with grpc.secure_channel(target, with_cert) as channel:
+            stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+            assert stub.ServerLive(service_pb2.ServerLiveRequest(), timeout=10).live
