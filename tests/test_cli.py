@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -172,7 +173,8 @@ def test_https_and_grpc_tls(tmp_path: Path, tls: TlsFiles) -> None:
             f"https://127.0.0.1:{info['http']}/v2/health/live", timeout=10, context=context
         ) as response:
             assert response.status == 200
-        with pytest.raises(urllib.error.URLError):  # plain HTTP is not served
+        # Plain HTTP is not served on the HTTPS port.
+        with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
             urllib.request.urlopen(f"http://127.0.0.1:{info['http']}/v2/health/live", timeout=10)
         credentials = grpc.ssl_channel_credentials(root_certificates=tls.ca_cert.read_bytes())
         with grpc.secure_channel(f"127.0.0.1:{info['grpc']}", credentials) as channel:
