@@ -200,9 +200,15 @@ def test_instances_run_concurrently() -> None:
     assert elapsed < 0.75, elapsed  # 4 x 0.2 s serially would be 0.8 s
 
 
+POLICY = (
+    'name: "m" max_batch_size: 1 dynamic_batching { default_queue_policy { '
+    "default_timeout_microseconds: 5000000 allow_timeout_override: %s } }"
+)
+
+
 def test_queue_timeout_rejects_with_unavailable() -> None:
     inst = EchoInstance(delay=0.3)
-    version = make_version(config('name: "m"'), [inst])
+    version = make_version(config(POLICY % "true"), [inst])
     rec = Recorder()
     try:
         version.enqueue(request(rec, 1), 1)
@@ -212,7 +218,24 @@ def test_queue_timeout_rejects_with_unavailable() -> None:
         version.stop(5)
     late = next(r for r in responses if r.id == "2")
     assert late.error is not None and late.error.kind is ErrorKind.UNAVAILABLE
-    assert "timeout" in late.error.message.lower()
+    assert late.error.message == "Request timeout expired"
+
+
+@pytest.mark.parametrize(
+    ("cfg", "client_us", "expected_us"),
+    [
+        ('name: "m"', 50_000, 0),  # no queue policy: the client's timeout is ignored
+        (POLICY % "false", 50_000, 5_000_000),  # override not allowed: the default applies
+        (POLICY % "true", 50_000, 50_000),  # override may lower the default
+        (POLICY % "true", 9_000_000, 5_000_000),  # ... but never raise it
+    ],
+)
+def test_timeout_rules(cfg: str, client_us: int, expected_us: int) -> None:
+    sched = QueueScheduler(config(cfg), lambda p, e: None)
+    pending = Pending(request(Recorder(), 1, timeout_us=client_us), 1)
+    sched.enqueue(pending)
+    got = pending.deadline_ns - pending.enqueue_ns if pending.deadline_ns else 0
+    assert got == expected_us * 1000
 
 
 def test_cancelled_while_queued() -> None:

@@ -196,19 +196,34 @@ def test_bls_model_calls_simple(server: CoreServer) -> None:
     assert np.array_equal(out["OUTPUT1"], 0 * a)
 
 
-def test_timeout_reaches_running_model_as_cancellation(server: CoreServer) -> None:
-    request = InferRequest(
-        model_name="slow",
-        inputs=[
-            tensor("INPUT0", np.array([1], np.int32), "INT32"),
-            tensor("DELAY_MS", np.array([5000], np.uint32), "UINT32"),
-        ],
-        timeout_us=200_000,
+def test_timeout_reaches_running_model_as_cancellation(tmp_path: Path) -> None:
+    # A queue policy that lets clients lower the timeout (Triton honours a request's
+    # timeout only then); the deadline passes while the model runs.
+    repo = make_repo(tmp_path, "slow")
+    config = (repo / "slow" / "config.pbtxt").read_text()
+    config = config.replace("max_batch_size: 0", "max_batch_size: 1")
+    config += (
+        "\ndynamic_batching { default_queue_policy { default_timeout_microseconds: 60000000 "
+        "allow_timeout_override: true } }\n"
     )
-    start = time.monotonic()
-    response = one(server, request)
-    assert time.monotonic() - start < 3
-    assert response.error is not None and response.error.kind is ErrorKind.CANCELLED
+    (repo / "slow" / "config.pbtxt").write_text(config)
+    core = CoreServer(ServerOptions(model_repository=[repo]))
+    core.start()
+    try:
+        request = InferRequest(
+            model_name="slow",
+            inputs=[
+                tensor("INPUT0", np.array([[1]], np.int32), "INT32"),
+                tensor("DELAY_MS", np.array([[5000]], np.uint32), "UINT32"),
+            ],
+            timeout_us=200_000,
+        )
+        start = time.monotonic()
+        response = one(core, request)
+        assert time.monotonic() - start < 3
+        assert response.error is not None and response.error.kind is ErrorKind.CANCELLED
+    finally:
+        core.stop()
 
 
 def test_client_cancellation_reaches_model(server: CoreServer) -> None:

@@ -12,6 +12,7 @@ from google.protobuf import text_format
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.types import InferRequest, RequestedOutput, Tensor
 from mock_server.core.validation import (
+    PASSED_THROUGH_PARAMS,
     batch_size_of,
     effective_priority,
     implicit_input_names,
@@ -469,10 +470,18 @@ def test_non_native_byte_order_is_accepted() -> None:
 # -- parameters -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", TRITON_RESERVED_REQUEST_PARAMS)
+@pytest.mark.parametrize(
+    "key", [k for k in TRITON_RESERVED_REQUEST_PARAMS if k not in PASSED_THROUGH_PARAMS]
+)
 def test_reserved_parameter_names(key: str) -> None:
     message = reject(batched_request(parameters={key: 1}), BATCHED)
     assert message == f"parameter '{key}' is reserved for Triton usage and should not be specified."
+
+
+@pytest.mark.parametrize("key", sorted(PASSED_THROUGH_PARAMS))
+def test_headers_and_binary_data_output_reach_the_model(key: str) -> None:
+    # A real Triton server delivers these reserved names as custom parameters.
+    validate_request(batched_request(parameters={key: "x"}), BATCHED, version=1)
 
 
 def test_triton_prefix_is_reserved() -> None:

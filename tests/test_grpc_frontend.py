@@ -323,7 +323,7 @@ def test_load_and_unload_in_explicit_mode(loop: asyncio.AbstractEventLoop) -> No
         stub.RepositoryModelUnload(unload, timeout=T)
         assert not stub.ModelReady(pb.ModelReadyRequest(name="simple"), timeout=T).ready
         stub.RepositoryModelUnload(pb.RepositoryModelUnloadRequest(model_name="nope"), timeout=T)
-        fails(stub.ModelInfer, simple_request(A, B), Code.UNAVAILABLE, "no available versions")
+        fails(stub.ModelInfer, simple_request(A, B), Code.NOT_FOUND, "no available versions")
     finally:
         served.close()
         explicit.stop()

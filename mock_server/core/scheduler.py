@@ -72,11 +72,16 @@ class Scheduler:
 
 
 def _timeout_ns(policy: mc.ModelQueuePolicy | None, request: InferRequest) -> int:
-    """The queue timeout that applies to ``request`` under ``policy``, in ns (0 = none)."""
-    default_us = policy.default_timeout_microseconds if policy is not None else 0
-    allow_override = policy.allow_timeout_override if policy is not None else True
-    timeout_us = default_us
-    if request.timeout_us and (allow_override or not default_us):
+    """The queue timeout that applies to ``request`` under ``policy``, in ns (0 = none).
+
+    As in Triton: the policy's ``default_timeout_microseconds``; a request's own ``timeout``
+    counts only where the policy has ``allow_timeout_override`` and a non-zero default, and
+    only to lower it.
+    """
+    if policy is None or not policy.default_timeout_microseconds:
+        return 0
+    timeout_us = policy.default_timeout_microseconds
+    if policy.allow_timeout_override and 0 < request.timeout_us < timeout_us:
         timeout_us = request.timeout_us
     return timeout_us * 1000
 
@@ -369,8 +374,6 @@ class SequenceScheduler(Scheduler):
                 )
             seq.last_ns = now
             seq.ending = request.sequence_end
-            timeout = _timeout_ns(None, request)
-            pending.deadline_ns = pending.enqueue_ns + timeout if timeout else 0
             self._queues[seq.instance].append(pending)
             if request.sequence_end:
                 # The slot is free for new sequences once this request is queued; later

@@ -230,7 +230,7 @@ class CoreServer:
             entry = self._entry(name)
             if version < 0:
                 if not entry.versions:
-                    raise ServerError.unavailable(
+                    raise ServerError.not_found(
                         f"Request for unknown model: '{name}' has no available versions"
                     )
                 return entry.versions[max(entry.versions)]

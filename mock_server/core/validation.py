@@ -206,8 +206,12 @@ def _invalid(message: str) -> ServerError:
     return ServerError.invalid_arg(message)
 
 
+#: Reserved names a real Triton server still delivers to the model as custom parameters.
+PASSED_THROUGH_PARAMS: frozenset[str] = frozenset({"headers", "binary_data_output"})
+
+
 def _check_parameters(request: InferRequest) -> None:
-    reserved = set(TRITON_RESERVED_REQUEST_PARAMS)
+    reserved = set(TRITON_RESERVED_REQUEST_PARAMS) - PASSED_THROUGH_PARAMS
     for key in request.parameters:
         if key.startswith(TRITON_RESERVED_REQUEST_PARAMS_PREFIX):
             if key in ALLOWED_TRITON_PARAMS:

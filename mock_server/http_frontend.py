@@ -1,0 +1,944 @@
+"""The HTTP/REST frontend of the bundled server (KServe v2 + Triton extensions), on aiohttp.
+
+:class:`HttpFrontend` serves every endpoint of ``docs/protocol.md`` section 3.2 over a
+:class:`~mock_server.core.server.CoreServer`.  The wire format (JSON bodies, the binary tensor
+extension, raw binary requests, compression, generate bodies) is :mod:`tritonclient._codec.http`,
+shared with the HTTP clients; this module only routes, moves bytes and maps errors.
+
+Threads and the event loop
+    Model code never runs on the event loop: :meth:`CoreServer.infer` validates and queues a
+    request, and the model's instance threads deliver responses through the request's callback,
+    which hands them to the loop with ``loop.call_soon_threadsafe``.  Blocking core calls
+    (load/unload, statistics, repository scans, shared-memory registration) run in a small
+    thread pool, as does the decoding of large request bodies and the encoding of large
+    responses.  When a client disconnects, its handler is cancelled and so is its request
+    (:meth:`InferRequest.cancel`), which a running model sees as ``is_cancelled()``.
+
+Status codes
+    Core errors map by kind as in section 8 (INVALID_ARG, UNKNOWN, ALREADY_EXISTS,
+    CANCELLED: 400; NOT_FOUND: 404; INTERNAL: 500; UNSUPPORTED: 501; UNAVAILABLE: 503); codec
+    errors carry their own status (JSON parsing and typing: 500).  Frontend-only statuses: 404
+    ``{"error":"Not Found"}`` for unknown routes, 405 ``{"error":"Method Not Allowed"}``, 403 for
+    a restricted API without its header, 400 with an empty body for not-live / not-ready, 400
+    ``Model version not ready``, 501 plus ``Accept-Encoding: gzip, deflate`` for an unsupported
+    ``Content-Encoding``.
+
+Decisions where Triton's behaviour is not a good model
+    * Model and region names in paths are **percent-decoded** (Triton 2.51 does not decode,
+      which makes names that ``tritonclient`` quotes unreachable; see section 12.4).  A name
+      that decodes to something containing ``/`` is simply an unknown model.
+    * ``generate`` is listed in the server metadata extensions (Triton implements but does not
+      advertise it).
+    * A non-UTF-8 BYTES output requested as JSON is written raw into the JSON string, as
+      Triton does; the codec's JSON reader gives those bytes back exactly.
+    * ``shared_memory_region`` without ``shared_memory_byte_size`` is refused with a message
+      that says so (Triton 2.51 fails later with a bounds message).
+    * ``--http-max-input-size`` (``max_input_size``) limits the JSON part of a request (the
+      whole body when it has no binary data), raw binary requests, generate requests and the
+      JSON bodies of the other endpoints, after decompression; binary tensor data that follows
+      an inference JSON header is not limited by it.
+    * ``/generate`` answers a model that sends more than one response with status 200 and an
+      ``error`` body (observed Triton behaviour), having cancelled the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import re
+import ssl
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+import numpy as np
+from aiohttp import web, web_protocol, web_runner
+
+from tritonclient._codec import http as codec
+from tritonclient.utils import TRITON_RESERVED_REQUEST_PARAMS
+
+from .core.config import config_to_json, datatype_of
+from .core.errors import ErrorKind, ServerError
+from .core.server import CoreServer
+from .core.types import InferRequest, InferResponse, ParamValue, RequestedOutput, Tensor
+
+__all__ = ["API_GROUPS", "FRONTEND_EXTENSIONS", "HttpFrontend"]
+
+log = logging.getLogger("mock_server.http")
+
+#: The API groups of ``--http-restricted-api``.
+API_GROUPS = frozenset(
+    {
+        "health",
+        "metadata",
+        "inference",
+        "shared-memory",
+        "model-config",
+        "model-repository",
+        "statistics",
+        "trace",
+        "logging",
+    }
+)
+
+#: Extensions this frontend implements on top of the core's.
+FRONTEND_EXTENSIONS = (
+    "binary_tensor_data",
+    "system_shared_memory",
+    "cuda_shared_memory",
+    "trace",
+    "logging",
+    "generate",
+)
+
+#: Triton's order of the extension list in server metadata (others follow in their order).
+_EXTENSION_ORDER = (
+    "classification",
+    "sequence",
+    "model_repository",
+    "model_repository(unload_dependents)",
+    "schedule_policy",
+    "model_configuration",
+    "system_shared_memory",
+    "cuda_shared_memory",
+    "binary_tensor_data",
+    "parameters",
+    "statistics",
+    "trace",
+    "logging",
+)
+
+_STATUS_OF_KIND = {
+    ErrorKind.UNKNOWN: 400,
+    ErrorKind.INTERNAL: 500,
+    ErrorKind.NOT_FOUND: 404,
+    ErrorKind.INVALID_ARG: 400,
+    ErrorKind.UNAVAILABLE: 503,
+    ErrorKind.UNSUPPORTED: 501,
+    ErrorKind.ALREADY_EXISTS: 400,
+    ErrorKind.CANCELLED: 400,
+}
+
+#: Bodies (or outputs) larger than this are decoded (encoded) off the event loop.
+_OFFLOAD_BYTES = 1 << 20
+#: Responses smaller than this are sent as one joined buffer.
+_JOIN_BYTES = 1 << 16
+
+_HEADER_LENGTH = codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH
+_DECOUPLED_MESSAGE = "HTTP end point doesn't support models with decoupled transaction policy"
+
+_T = TypeVar("_T")
+
+
+class _HttpError(Exception):
+    """A response to send as ``{"error": message}`` with ``status``."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers or {}
+
+
+def _status_of(error: ServerError) -> int:
+    return _STATUS_OF_KIND.get(error.kind, 400)
+
+
+def _from_server_error(error: ServerError) -> _HttpError:
+    return _HttpError(_status_of(error), error.message)
+
+
+def _from_codec_error(error: codec.HttpCodecError) -> _HttpError:
+    headers = {}
+    if error.http_status == 501 and error.message() == "Unsupported compression type":
+        headers[codec.HEADER_ACCEPT_ENCODING] = "gzip, deflate"
+    return _HttpError(error.http_status, str(error.message()), headers)
+
+
+def _error_response(
+    status: int, message: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        status=status,
+        body=codec.encode_error(message),
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def _json_response(obj: Any) -> web.Response:
+    return web.Response(body=codec.dumps(obj, raw_strings=True), content_type="application/json")
+
+
+def _empty(status: int = 200, content_type: str = "application/json") -> web.Response:
+    return web.Response(status=status, body=b"", content_type=content_type)
+
+
+@dataclass(frozen=True)
+class _Route:
+    pattern: re.Pattern[str]
+    group: str
+    handler: str
+
+
+def _route(pattern: str, group: str, handler: str) -> _Route:
+    return _Route(re.compile(pattern), group, handler)
+
+
+# Routing precedence follows Triton: the exact stats/logging paths first, then the model route.
+_ROUTES = (
+    _route(r"/v2/models/stats", "statistics", "_all_stats"),
+    _route(r"/v2/logging", "logging", "_logging"),
+    _route(
+        r"/v2/models/(?P<model>[^/]+)(?:/versions/(?P<version>[0-9]+))?"
+        r"(?:/(?P<action>infer|generate|generate_stream|ready|config|stats|trace/setting))?",
+        "",
+        "_model",
+    ),
+    _route(r"/v2", "metadata", "_server_metadata"),
+    _route(r"/v2/health/(?P<what>live|ready)", "health", "_health"),
+    _route(
+        r"/v2/(?P<kind>system|cuda)sharedmemory(?:/region/(?P<region>[^/]+))?"
+        r"/(?P<action>status|register|unregister)",
+        "shared-memory",
+        "_shared_memory",
+    ),
+    _route(r"/v2/repository(?:/(?P<repo>[^/]+))?/index", "model-repository", "_index"),
+    _route(
+        r"/v2/repository(?:/(?P<repo>[^/]+))?/models/(?P<model>[^/]+)/(?P<action>load|unload)",
+        "model-repository",
+        "_load_unload",
+    ),
+    _route(r"/v2/trace/setting", "trace", "_global_trace"),
+)
+
+# The API group and allowed methods of each action on the model route.
+_MODEL_ACTIONS: dict[str | None, tuple[str, tuple[str, ...]]] = {
+    None: ("metadata", ("GET",)),
+    "infer": ("inference", ("POST",)),
+    "generate": ("inference", ("POST",)),
+    "generate_stream": ("inference", ("POST",)),
+    "ready": ("health", ("GET",)),
+    "config": ("model-config", ("GET",)),
+    "stats": ("statistics", ("GET",)),
+    "trace/setting": ("trace", ("GET", "POST")),
+}
+
+
+def _filter_kwargs(target: Callable[..., Any], **kwargs: Any) -> dict[str, Any]:
+    """The keyword arguments ``target`` accepts (older aiohttp lacks some)."""
+    try:
+        parameters = inspect.signature(target).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return {}
+    return {k: v for k, v in kwargs.items() if k in parameters}
+
+
+class HttpFrontend:
+    """Serve a :class:`CoreServer` over HTTP/REST.
+
+    Parameters
+    ----------
+    core : CoreServer
+        The started core.
+    host : str, optional
+        Address to bind (default ``127.0.0.1``).
+    port : int, optional
+        Port to bind (default 8000); 0 picks a free one (see the value :meth:`start` returns).
+    ssl_context : ssl.SSLContext, optional
+        Serve HTTPS with this context.
+    restricted_apis : dict, optional
+        ``{group: (header, value)}``: requests to an endpoint of ``group`` (one of
+        :data:`API_GROUPS`) must carry header ``header`` with ``value``, else 403.
+    max_input_size : int, optional
+        ``--http-max-input-size``: the largest JSON request part / raw binary input accepted
+        (default 64 MiB).
+    header_forward_pattern : str, optional
+        ``--http-header-forward-pattern``: request headers whose name matches this regular
+        expression are passed to inference requests as string parameters.
+    worker_threads : int, optional
+        Threads for blocking core calls and large (de)serializations (default 8).
+    shutdown_timeout : float, optional
+        How long :meth:`stop` waits for in-flight requests (default 5 s).
+
+    Raises
+    ------
+    ValueError
+        For an unknown API group or an invalid header-forward pattern.
+    """
+
+    def __init__(
+        self,
+        core: CoreServer,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        ssl_context: ssl.SSLContext | None = None,
+        restricted_apis: dict[str, tuple[str, str]] | None = None,
+        max_input_size: int = 2**26,
+        header_forward_pattern: str | None = None,
+        worker_threads: int = 8,
+        shutdown_timeout: float = 5.0,
+    ) -> None:
+        unknown = set(restricted_apis or {}) - API_GROUPS
+        if unknown:
+            raise ValueError(
+                f"unknown restricted API group(s) {sorted(unknown)}; expected some of "
+                f"{sorted(API_GROUPS)}"
+            )
+        self._core = core
+        self._host = host
+        self._port = port
+        self._ssl_context = ssl_context
+        self._restricted = dict(restricted_apis or {})
+        self._max_input_size = max_input_size
+        try:
+            self._forward = re.compile(header_forward_pattern) if header_forward_pattern else None
+        except re.error as exc:
+            raise ValueError(f"invalid header forward pattern: {exc}") from exc
+        self._worker_threads = worker_threads
+        self._shutdown_timeout = shutdown_timeout
+        self._runner: web.ServerRunner | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._bound_port: int | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+    @property
+    def port(self) -> int | None:
+        """The bound port once started, else None."""
+        return self._bound_port
+
+    async def start(self) -> int:
+        """Bind and start serving.
+
+        Returns
+        -------
+        int
+            The bound port (useful with ``port=0``).
+        """
+        if self._runner is not None:
+            raise RuntimeError("the HTTP frontend is already started")
+        self._executor = ThreadPoolExecutor(
+            max_workers=self._worker_threads, thread_name_prefix="http-frontend"
+        )
+        server_kwargs = _filter_kwargs(web.Server.__init__, handler_cancellation=True)
+        # Compressed bodies are inflated here (with Triton's errors), not by aiohttp.
+        server_kwargs.update(
+            _filter_kwargs(web_protocol.RequestHandler.__init__, auto_decompress=False)
+        )
+        server = web.Server(self._handle, **server_kwargs)
+        runner_kwargs = _filter_kwargs(
+            web_runner.BaseRunner.__init__, shutdown_timeout=self._shutdown_timeout
+        )
+        runner = web.ServerRunner(server, **runner_kwargs)
+        await runner.setup()
+        site_kwargs: dict[str, Any] = (
+            {} if runner_kwargs else {"shutdown_timeout": self._shutdown_timeout}
+        )
+        site = web.TCPSite(
+            runner, self._host, self._port, ssl_context=self._ssl_context, **site_kwargs
+        )
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            self._executor.shutdown(wait=False)
+            self._executor = None
+            raise
+        self._runner = runner
+        self._bound_port = int(runner.addresses[0][1])
+        log.info("HTTP frontend listening on %s:%d", self._host, self._bound_port)
+        return self._bound_port
+
+    async def stop(self) -> None:
+        """Stop serving: close the listening socket and connections (in-flight requests get up
+        to ``shutdown_timeout`` to finish) and the worker threads."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+        self._bound_port = None
+
+    # -- plumbing ------------------------------------------------------------------------
+    async def _blocking(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run ``fn(*args)`` in the worker threads."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, *args)
+
+    async def _maybe_blocking(self, size: int, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run ``fn`` inline when the work is small, in the worker threads otherwise."""
+        if size > _OFFLOAD_BYTES:
+            return await self._blocking(fn, *args)
+        return fn(*args)
+
+    async def _read_body(self, request: web.BaseRequest) -> codec.Buffer:
+        """The whole request body, read into one buffer (one copy from the socket).
+
+        The buffer is read-only whichever way it was assembled, so input arrays decoded from it
+        are consistently read-only.
+        """
+        length = request.content_length
+        if length is None:
+            pieces = []
+            while True:
+                piece = await request.content.readany()
+                if not piece:
+                    break
+                pieces.append(piece)
+            return b"".join(pieces)
+        if length == 0:
+            return b""
+        first = await request.content.readany()
+        if len(first) >= length:
+            return first[:length]
+        buffer = bytearray(length)
+        view = memoryview(buffer)
+        view[: len(first)] = first
+        position = len(first)
+        while position < length:
+            piece = await request.content.readany()
+            if not piece:
+                raise _HttpError(400, "the request body is shorter than its Content-Length")
+            end = min(position + len(piece), length)
+            view[position:end] = piece[: end - position]
+            position = end
+        return view.toreadonly()
+
+    def _decompressed(
+        self, request: web.BaseRequest, body: codec.Buffer, limit: bool
+    ) -> codec.Buffer:
+        try:
+            return codec.decompress(
+                body,
+                request.headers.get(codec.HEADER_CONTENT_ENCODING),
+                max_size=self._max_input_size if limit else None,
+            )
+        except codec.HttpCodecError as exc:
+            raise _from_codec_error(exc) from None
+
+    async def _json_body(self, request: web.BaseRequest) -> codec.Buffer:
+        """The decompressed body of a JSON-only endpoint, size-checked."""
+        body = self._decompressed(request, await self._read_body(request), True)
+        self._check_size(len(body), "JSON")
+        return body
+
+    def _check_size(self, size: int, what: str) -> None:
+        if size > self._max_input_size:
+            raise _HttpError(
+                400,
+                f"Request {what} size of {size} bytes exceeds the maximum allowed value of "
+                f"{self._max_input_size} bytes. Use --http-max-input-size to increase the "
+                "limit.",
+            )
+
+    def _restricted_error(self, request: web.BaseRequest, group: str) -> web.Response | None:
+        rule = self._restricted.get(group)
+        if rule is None:
+            return None
+        key, value = rule
+        if request.headers.get(key) == value:
+            return None
+        return _error_response(403, f"This API is restricted, expecting header '{key}'")
+
+    # -- dispatch ------------------------------------------------------------------------
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        path = request.rel_url.raw_path
+        for route in _ROUTES:
+            match = route.pattern.fullmatch(path)
+            if match is None:
+                continue
+            params = {k: v for k, v in match.groupdict().items() if v is not None}
+            group = route.group
+            if route.handler == "_model":
+                group = _MODEL_ACTIONS[params.get("action")][0]
+            denied = self._restricted_error(request, group)
+            if denied is not None:
+                return denied
+            handler: Callable[..., Awaitable[web.StreamResponse]] = getattr(self, route.handler)
+            try:
+                return await handler(request, **params)
+            except _HttpError as exc:
+                return _error_response(exc.status, exc.message, exc.headers)
+            except ServerError as exc:
+                return _error_response(_status_of(exc), exc.message)
+            except codec.HttpCodecError as exc:
+                error = _from_codec_error(exc)
+                return _error_response(error.status, error.message, error.headers)
+            except (asyncio.CancelledError, ConnectionResetError):
+                raise
+            except Exception as exc:
+                log.exception("unexpected error handling %s %s", request.method, path)
+                return _error_response(500, f"unexpected server error: {exc}")
+        return _error_response(404, "Not Found")
+
+    @staticmethod
+    def _check_method(request: web.BaseRequest, *allowed: str) -> None:
+        if request.method not in allowed:
+            raise _HttpError(405, "Method Not Allowed")
+
+    # -- health and metadata -------------------------------------------------------------
+    async def _health(self, request: web.BaseRequest, what: str) -> web.StreamResponse:
+        self._check_method(request, "GET")
+        ok = self._core.live() if what == "live" else self._core.ready()
+        return _empty(200 if ok else 400, "text/plain")
+
+    async def _server_metadata(self, request: web.BaseRequest) -> web.StreamResponse:
+        self._check_method(request, "GET")
+        metadata = self._core.metadata()
+        available = list(metadata.get("extensions", [])) + list(FRONTEND_EXTENSIONS)
+        ordered = [e for e in _EXTENSION_ORDER if e in available]
+        ordered += [e for e in dict.fromkeys(available) if e not in ordered]
+        return _json_response(
+            {"name": metadata["name"], "version": metadata["version"], "extensions": ordered}
+        )
+
+    async def _model(
+        self,
+        request: web.BaseRequest,
+        model: str,
+        version: str | None = None,
+        action: str | None = None,
+    ) -> web.StreamResponse:
+        self._check_method(request, *_MODEL_ACTIONS[action][1])
+        name = unquote(model)
+        number = int(version) if version is not None else -1
+        if action is None:
+            metadata = await self._blocking(self._core.model_metadata, name, number)
+            return _json_response(metadata)
+        if action == "ready":
+            if self._core.model_ready(name, number):
+                return _empty(200, "text/plain")
+            raise _HttpError(400, "Model version not ready")
+        if action == "config":
+            config = self._core.model_config(name, number)
+            return _json_response(config_to_json(config))
+        if action == "stats":
+            stats = await self._blocking(self._core.statistics, name, number)
+            return _json_response({"model_stats": stats})
+        if action == "trace/setting":
+            if version is not None:
+                raise _HttpError(404, "Not Found")
+            return await self._trace(request, name)
+        if action == "infer":
+            return await self._infer(request, name, number)
+        return await self._generate(request, name, number, stream=action == "generate_stream")
+
+    async def _all_stats(self, request: web.BaseRequest) -> web.StreamResponse:
+        self._check_method(request, "GET")
+        stats = await self._blocking(self._core.statistics)
+        return _json_response({"model_stats": stats})
+
+    # -- inference -----------------------------------------------------------------------
+    async def _infer(self, request: web.BaseRequest, name: str, version: int) -> web.StreamResponse:
+        model = self._core.model_version(name, version)
+        if model.config.model_transaction_policy.decoupled:
+            raise _HttpError(501, _DECOUPLED_MESSAGE)
+        raw_body = await self._read_body(request)
+        body = await self._maybe_blocking(
+            len(raw_body), self._decompressed, request, raw_body, False
+        )
+        header_length = codec.parse_header_length(request.headers.get(_HEADER_LENGTH), len(body))
+        if header_length == 0:
+            self._check_size(len(body), "raw input")
+            config = model.config
+            parsed = codec.parse_raw_request(
+                body,
+                model_name=name,
+                inputs=[(i.name, datatype_of(i.data_type), list(i.dims)) for i in config.input],
+                max_batch_size=int(config.max_batch_size),
+            )
+        else:
+            self._check_size(len(body) if header_length is None else header_length, "JSON")
+            parsed = await self._maybe_blocking(len(body), _parse_infer, body, header_length, name)
+        core_request, output_views = await self._maybe_blocking(
+            len(body), self._core_request, request, parsed, name, version
+        )
+        final = await self._run(core_request)
+        if final.error is not None:
+            raise _from_server_error(final.error)
+        size = sum(int(t.data.nbytes) for t in final.outputs if t.data.dtype != np.object_)
+        encoded = await self._maybe_blocking(
+            size, self._encode_response, final, parsed, output_views, name
+        )
+        encoding = codec.negotiate_encoding(request.headers.get(codec.HEADER_ACCEPT_ENCODING))
+        if encoding is not None:
+            encoded = await self._maybe_blocking(encoded.nbytes, encoded.compressed, encoding)
+        return await self._send(request, encoded)
+
+    def _forwarded_headers(self, request: web.BaseRequest) -> dict[str, ParamValue]:
+        if self._forward is None:
+            return {}
+        out: dict[str, ParamValue] = {}
+        for key, value in request.headers.items():
+            if not self._forward.search(key):
+                continue
+            if key in TRITON_RESERVED_REQUEST_PARAMS or key.lower().startswith("triton_"):
+                raise _HttpError(
+                    400, f"Header '{key}' is reserved for Triton usage and cannot be forwarded."
+                )
+            out[str(key)] = value
+        return out
+
+    def _shm_view(self, placement: codec.SharedMemoryRef) -> memoryview:
+        """A bounds-checked view of a tensor in a registered region, with Triton's messages."""
+        shm = self._core.shm
+        region = placement.region
+        try:
+            status = shm.system_status(region)
+        except ServerError:
+            try:
+                shm.cuda_status(region)
+            except ServerError:
+                raise ServerError.not_found(
+                    f"Unable to find shared memory region: '{region}'"
+                ) from None
+            return shm.view(region, placement.offset, placement.byte_size)  # CUDA: unsupported
+        size = int(status[0]["byte_size"])
+        if placement.offset >= size and not (placement.offset == 0 and placement.byte_size == 0):
+            raise ServerError.invalid_arg(f"Invalid offset for shared memory region: '{region}'")
+        if placement.offset + placement.byte_size > size:
+            raise ServerError.invalid_arg(
+                f"Invalid offset + byte size for shared memory region: '{region}'"
+            )
+        return shm.view(region, placement.offset, placement.byte_size)
+
+    def _core_request(
+        self,
+        request: web.BaseRequest,
+        parsed: codec.ParsedInferRequest,
+        name: str,
+        version: int,
+    ) -> tuple[InferRequest, dict[str, memoryview]]:
+        """Turn a parsed request into a core request; resolve shared-memory placements."""
+        inputs = []
+        for each in parsed.inputs:
+            buffer = self._shm_view(each.shared_memory) if each.shared_memory else None
+            data = codec.decode_input(each, buffer, model_name=name, request_id=parsed.id)
+            inputs.append(Tensor(each.name, each.datatype, tuple(each.shape), data))
+        outputs = []
+        views: dict[str, memoryview] = {}
+        for wanted in parsed.outputs:
+            parameters: dict[str, ParamValue] = {}
+            if wanted.class_count:
+                parameters["classification"] = wanted.class_count
+            outputs.append(RequestedOutput(wanted.name, parameters))
+            if wanted.shared_memory is not None:
+                views[wanted.name] = self._shm_view(wanted.shared_memory)
+        interpreted = parsed.parameters
+        custom = dict(interpreted.custom)
+        custom.update(self._forwarded_headers(request))
+        core_request = InferRequest(
+            model_name=name,
+            model_version=version,
+            id=parsed.id,
+            inputs=inputs,
+            outputs=outputs,
+            parameters=custom,
+            correlation_id=interpreted.sequence_id,
+            sequence_start=interpreted.sequence_start,
+            sequence_end=interpreted.sequence_end,
+            priority=interpreted.priority,
+            timeout_us=interpreted.timeout or 0,
+        )
+        return core_request, views
+
+    def _submit(self, core_request: InferRequest) -> asyncio.Queue[InferResponse]:
+        """Queue ``core_request`` in the core; its responses arrive on the returned queue."""
+        loop = asyncio.get_running_loop()
+        responses: asyncio.Queue[InferResponse] = asyncio.Queue()
+
+        def deliver(response: InferResponse) -> None:  # called from model threads
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+                loop.call_soon_threadsafe(responses.put_nowait, response)
+
+        core_request.response_callback = deliver
+        self._core.infer(core_request)
+        return responses
+
+    async def _run(self, core_request: InferRequest) -> InferResponse:
+        """Run a non-decoupled request; return its response (the one with outputs, or the
+        final one)."""
+        responses = self._submit(core_request)
+        answer: InferResponse | None = None
+        try:
+            while True:
+                response = await responses.get()
+                if response.error is not None:
+                    return response
+                if response.outputs or answer is None:
+                    answer = response
+                if response.final:
+                    return answer
+        except BaseException:
+            core_request.cancel()
+            raise
+
+    def _encode_response(
+        self,
+        final: InferResponse,
+        parsed: codec.ParsedInferRequest,
+        views: dict[str, memoryview],
+        name: str,
+    ) -> codec.EncodedBody:
+        outputs = []
+        for tensor in final.outputs:
+            view = views.get(tensor.name)
+            if view is not None:
+                raw = memoryview(codec.tensor_to_buffer(tensor.datatype, tensor.data)).cast("B")
+                if raw.nbytes > view.nbytes:
+                    raise ServerError.internal(
+                        f"shared memory size specified with the request for output "
+                        f"'{tensor.name}' ({view.nbytes} bytes) should be at least "
+                        f"{raw.nbytes} bytes to hold the results"
+                    )
+                view[: raw.nbytes] = raw
+                outputs.append(
+                    codec.ResponseOutput(tensor.name, tensor.datatype, tensor.shape, None)
+                )
+            else:
+                outputs.append(
+                    codec.ResponseOutput(
+                        tensor.name,
+                        tensor.datatype,
+                        tensor.shape,
+                        tensor.data,
+                        parsed.output_binary(tensor.name),
+                    )
+                )
+        return codec.encode_infer_response(
+            final.model_name or name,
+            final.model_version,
+            outputs,
+            request_id=final.id or parsed.id,
+            parameters=final.parameters,
+        )
+
+    async def _send(self, request: web.BaseRequest, body: codec.EncodedBody) -> web.StreamResponse:
+        headers = body.headers()
+        if len(body.chunks) == 1 or body.nbytes <= _JOIN_BYTES:
+            return web.Response(body=body.tobytes(), headers=headers)
+        response = web.StreamResponse(headers=headers)
+        response.content_length = body.nbytes
+        await response.prepare(request)
+        for chunk in body.chunks:
+            await response.write(chunk)
+        await response.write_eof()
+        return response
+
+    # -- generate ------------------------------------------------------------------------
+    async def _generate(
+        self, request: web.BaseRequest, name: str, version: int, *, stream: bool
+    ) -> web.StreamResponse:
+        model = self._core.model_version(name, version)
+        encoding = (request.headers.get(codec.HEADER_CONTENT_ENCODING) or "").strip().lower()
+        if encoding not in ("", "identity"):
+            raise _HttpError(
+                400, f"Unsupported Content-Encoding '{encoding}' for the generate endpoints"
+            )
+        body = await self._read_body(request)
+        self._check_size(len(body), "JSON")
+        model_inputs = {i.name: datatype_of(i.data_type) for i in model.config.input}
+        parsed = codec.parse_generate_request(body, model_inputs=model_inputs)
+        core_request, _ = self._core_request(request, parsed, name, version)
+        responses = self._submit(core_request)
+        try:
+            if stream:
+                return await self._generate_stream(request, core_request, responses, name)
+            return await self._generate_one(core_request, responses, name)
+        except BaseException:
+            core_request.cancel()
+            raise
+
+    @staticmethod
+    def _generate_payload(response: InferResponse, name: str, request_id: str) -> bytes:
+        return codec.encode_generate_response(
+            response.model_name or name,
+            response.model_version,
+            [(t.name, t.datatype, t.data) for t in response.outputs],
+            request_id=response.id or request_id,
+        )
+
+    async def _generate_one(
+        self,
+        core_request: InferRequest,
+        responses: asyncio.Queue[InferResponse],
+        name: str,
+    ) -> web.StreamResponse:
+        answer: InferResponse | None = None
+        while True:
+            response = await responses.get()
+            if response.error is not None:
+                raise _from_server_error(response.error)
+            if response.outputs:
+                if answer is not None:
+                    core_request.cancel()
+                    return _error_response(
+                        200,
+                        "generate expects model to produce exactly 1 response, use generate "
+                        f"stream for model '{name}'",
+                    )
+                answer = response
+            if response.final:
+                break
+        if answer is None:
+            return _error_response(
+                200,
+                f"generate expects model to produce exactly 1 response, model '{name}' "
+                "produced none",
+            )
+        payload = self._generate_payload(answer, name, core_request.id)
+        return web.Response(body=payload, content_type="application/json")
+
+    async def _generate_stream(
+        self,
+        request: web.BaseRequest,
+        core_request: InferRequest,
+        responses: asyncio.Queue[InferResponse],
+        name: str,
+    ) -> web.StreamResponse:
+        stream: web.StreamResponse | None = None
+
+        async def open_stream() -> web.StreamResponse:
+            opened = web.StreamResponse(
+                headers={"Content-Type": "text/event-stream; charset=utf-8"}
+            )
+            await opened.prepare(request)
+            return opened
+
+        while True:
+            response = await responses.get()
+            if response.error is not None:
+                if stream is None:
+                    raise _from_server_error(response.error)
+                await stream.write(
+                    codec.encode_sse_event(codec.encode_error(response.error.message))
+                )
+            elif response.outputs:
+                if stream is None:
+                    stream = await open_stream()
+                payload = self._generate_payload(response, name, core_request.id)
+                await stream.write(codec.encode_sse_event(payload))
+            if response.final:
+                break
+        if stream is None:
+            stream = await open_stream()
+        await stream.write_eof()
+        return stream
+
+    # -- repository ----------------------------------------------------------------------
+    async def _index(self, request: web.BaseRequest, repo: str | None = None) -> web.StreamResponse:
+        self._check_method(request, "POST")
+        ready = codec.parse_index_request(await self._json_body(request))
+        rows = await self._blocking(self._core.repository_index, ready)
+        cleaned = [{k: v for k, v in row.items() if v not in ("", None)} for row in rows]
+        return _json_response(cleaned)
+
+    async def _load_unload(
+        self, request: web.BaseRequest, model: str, action: str, repo: str | None = None
+    ) -> web.StreamResponse:
+        self._check_method(request, "POST")
+        if repo is not None:
+            raise _HttpError(501, "'repository_name' specification is not supported")
+        name = unquote(model)
+        body = await self._json_body(request)
+        if action == "load":
+            config, files = codec.parse_load_request(body)
+            await self._blocking(self._core.load_model, name, config, files)
+        else:
+            dependents = codec.parse_unload_request(body)
+            await self._blocking(self._core.unload_model, name, dependents)
+        return _empty()
+
+    # -- shared memory -------------------------------------------------------------------
+    async def _shared_memory(
+        self, request: web.BaseRequest, kind: str, action: str, region: str | None = None
+    ) -> web.StreamResponse:
+        shm = self._core.shm
+        name = unquote(region) if region is not None else None
+        if action == "status":
+            self._check_method(request, "GET")
+            status = shm.system_status(name) if kind == "system" else shm.cuda_status(name)
+            return _json_response(status)
+        self._check_method(request, "POST")
+        if action == "unregister":
+            await self._read_body(request)
+            if kind == "system":
+                await self._blocking(shm.unregister_system, name)
+            else:
+                await self._blocking(shm.unregister_cuda, name)
+            return _empty()
+        what = "system" if kind == "system" else "cuda"
+        if not name:
+            raise _HttpError(
+                400, f"'region name' is necessary to register {what} shared memory region"
+            )
+        body = await self._json_body(request)
+        if kind == "system":
+            key, offset, byte_size = codec.parse_system_shm_register(body)
+            await self._blocking(shm.register_system, name, key, offset, byte_size)
+        else:
+            raw_handle, device_id, byte_size = codec.parse_cuda_shm_register(body)
+            await self._blocking(shm.register_cuda, name, raw_handle, device_id, byte_size)
+        return _empty()
+
+    # -- trace and logging ---------------------------------------------------------------
+    async def _global_trace(self, request: web.BaseRequest) -> web.StreamResponse:
+        return await self._trace(request, None)
+
+    async def _trace(self, request: web.BaseRequest, model: str | None) -> web.StreamResponse:
+        self._check_method(request, "GET", "POST")
+        if request.method == "GET":
+            return _json_response(self._core.trace_settings(model))
+        changes = codec.parse_json_object(await self._json_body(request))
+        for key, value in changes.items():
+            if value is None:
+                continue
+            if key == "trace_level":
+                if not isinstance(value, list):
+                    raise _HttpError(
+                        500,
+                        "Unable to parse 'trace_level': attempt to access JSON non-array as array",
+                    )
+                if not all(isinstance(v, str) for v in value):
+                    raise _HttpError(
+                        500,
+                        "Unable to parse 'trace_level': attempt to access JSON non-string as "
+                        "string",
+                    )
+            elif not isinstance(value, str):
+                raise _HttpError(
+                    500, f"Unable to parse '{key}': attempt to access JSON non-string as string"
+                )
+        return _json_response(self._core.update_trace_settings(changes, model))
+
+    async def _logging(self, request: web.BaseRequest) -> web.StreamResponse:
+        self._check_method(request, "GET", "POST")
+        settings = self._core.log_settings
+        if request.method == "GET":
+            return _json_response(settings.get())
+        changes = codec.parse_json_object(await self._json_body(request))
+        for key in ("log_info", "log_warning", "log_error"):
+            if key in changes and not isinstance(changes[key], bool):
+                raise _HttpError(500, "attempt to access JSON non-boolean as boolean")
+        level = changes.get("log_verbose_level", 0)
+        if isinstance(level, bool) or not isinstance(level, int) or level < 0:
+            raise _HttpError(500, "attempt to access JSON non-unsigned-integer as unsigned-integer")
+        log_format = changes.get("log_format", "default")
+        if not isinstance(log_format, str):
+            raise _HttpError(500, "attempt to access JSON non-string as string")
+        if log_format not in ("default", "ISO8601"):
+            # Triton's HTTP frontend reports this one as UNAVAILABLE (503).
+            raise _HttpError(503, f"invalid argument for --log_format, got: {log_format}")
+        return _json_response(settings.update(changes))
+
+
+def _parse_infer(
+    body: codec.Buffer, header_length: int | None, model_name: str
+) -> codec.ParsedInferRequest:
+    return codec.parse_infer_request(body, header_length, model_name=model_name)

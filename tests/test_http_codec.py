@@ -1,0 +1,861 @@
+"""The sans-I/O HTTP codec: client build -> server parse -> server build -> client parse."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import zlib
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from tritonclient._codec import http as codec
+from tritonclient.utils import InferenceServerException
+from tritonclient.utils._dtypes import DATATYPES
+
+FIXED = [name for name, info in DATATYPES.items() if info.byte_size is not None]
+JSON_OK = [name for name in DATATYPES if name not in ("FP16", "BF16")]
+
+
+def np_dtype(datatype: str) -> np.dtype[Any]:
+    return np.dtype(DATATYPES[datatype].numpy_type)
+
+
+def same(a: np.ndarray, b: np.ndarray, *, bits: bool = True) -> bool:
+    """Equal shape, dtype and values.  ``bits``: byte-identical (binary paths); otherwise NaN
+    equals NaN whatever its payload (JSON has one NaN) and -0.0 still differs from 0.0."""
+    if a.shape != b.shape:
+        return False
+    if a.dtype == np.object_ or b.dtype == np.object_:
+        return a.tolist() == b.tolist()
+    if a.dtype != b.dtype:
+        return False
+    if bits or a.dtype.kind != "f":
+        return a.tobytes() == b.tobytes()
+    both_nan = np.isnan(a) & np.isnan(b)
+    return bool(np.all(both_nan | ((a == b) & (np.signbit(a) == np.signbit(b)))))
+
+
+def to_bytes_elements(array: np.ndarray) -> np.ndarray:
+    """BYTES as the server sees them: ``bytes`` elements."""
+    out = np.empty(array.shape, dtype=np.object_)
+    for index, item in np.ndenumerate(array):
+        out[index] = item.encode("utf-8") if isinstance(item, str) else bytes(item)
+    return out
+
+
+def round_trip(
+    inputs: list[codec.RequestInput], binary_out: bool, **kw: Any
+) -> tuple[codec.ParsedInferRequest, list[np.ndarray], codec.DecodedResponse]:
+    """Client encode -> server parse/decode -> server encode (identity) -> client decode."""
+    body = codec.encode_infer_request(inputs, **kw)
+    wire = body.tobytes()
+    header = body.headers().get(codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH)
+    parsed = codec.parse_infer_request(
+        wire, codec.parse_header_length(header, len(wire)), model_name="m"
+    )
+    arrays = [codec.decode_input(p, model_name="m", request_id=parsed.id) for p in parsed.inputs]
+    outputs = [
+        codec.ResponseOutput(p.name, p.datatype, p.shape, a, binary_out)
+        for p, a in zip(parsed.inputs, arrays, strict=True)
+    ]
+    response = codec.encode_infer_response("m", "1", outputs, request_id=parsed.id)
+    decoded = codec.decode_infer_response(response.tobytes(), response.json_size)
+    return parsed, arrays, decoded
+
+
+# ---------------------------------------------------------------------------------------------
+# Round trips, property-based
+# ---------------------------------------------------------------------------------------------
+
+shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)
+
+
+def fixed_arrays(datatype: str) -> st.SearchStrategy[np.ndarray]:
+    if datatype == "BF16":
+        return hnp.arrays(np.float32, shapes).map(lambda a: a.astype(ml_dtypes.bfloat16))
+    return hnp.arrays(np_dtype(datatype), shapes)
+
+
+@pytest.mark.parametrize("datatype", FIXED)
+@pytest.mark.parametrize("binary_in", [True, False])
+@pytest.mark.parametrize("binary_out", [True, False])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_fixed_size_round_trip(
+    datatype: str, binary_in: bool, binary_out: bool, data: st.DataObject
+) -> None:
+    array = data.draw(fixed_arrays(datatype))
+    if datatype in ("FP16", "BF16") and not (binary_in and binary_out):
+        return  # JSON is refused for these; see the error tests
+    item = codec.encode_input("IN", datatype, array.shape, array, binary_data=binary_in)
+    parsed, arrays, decoded = round_trip([item], binary_out, request_id="rid")
+    assert parsed.id == "rid"
+    assert same(arrays[0], array, bits=binary_in)
+    assert same(decoded.as_numpy("IN"), array, bits=binary_in and binary_out)
+    assert decoded.response["id"] == "rid"
+
+
+text_elements = st.text(max_size=8)
+raw_elements = st.binary(max_size=8)
+
+
+@pytest.mark.parametrize("binary_out", [True, False])
+@settings(max_examples=40, deadline=None)
+@given(shape=shapes, data=st.data())
+def test_bytes_round_trip_text(binary_out: bool, shape: tuple[int, ...], data: Any) -> None:
+    """UTF-8 text (non-ASCII included) survives JSON and binary, both directions."""
+    count = math.prod(shape)
+    items = data.draw(st.lists(text_elements, min_size=count, max_size=count))
+    array = np.empty(count, dtype=np.object_)
+    array[:] = items
+    array = array.reshape(shape)
+    for binary_in in (True, False):
+        item = codec.encode_input("S", "BYTES", shape, array, binary_data=binary_in)
+        _, arrays, decoded = round_trip([item], binary_out)
+        assert same(arrays[0], to_bytes_elements(array))
+        out = decoded.as_numpy("S")
+        assert out is not None and out.shape == shape
+        if binary_out:
+            assert same(out, to_bytes_elements(array))
+        else:  # JSON outputs come back as str, as tritonclient returns them
+            assert same(out, array)
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=shapes, data=st.data())
+def test_bytes_round_trip_arbitrary_bytes(shape: tuple[int, ...], data: Any) -> None:
+    """Arbitrary bytes in binary; as JSON output they are written raw (as Triton does) and the
+    reader gives the raw bytes back through surrogateescape."""
+    count = math.prod(shape)
+    items = data.draw(st.lists(raw_elements, min_size=count, max_size=count))
+    array = np.empty(count, dtype=np.object_)
+    array[:] = items
+    array = array.reshape(shape)
+    item = codec.encode_input("S", "BYTES", shape, array)
+    _, arrays, decoded = round_trip([item], True)
+    assert same(arrays[0], array) and same(decoded.as_numpy("S"), array)
+    _, _, decoded = round_trip([item], False)
+    out = decoded.as_numpy("S")
+    assert out is not None
+    back = [s.encode("utf-8", "surrogateescape") for s in out.reshape(-1).tolist()]
+    assert back == array.reshape(-1).tolist()
+
+
+def test_non_utf8_json_output_is_raw_in_the_body() -> None:
+    words = np.array([b"\xff\xfe", b'q"\\'], dtype=np.object_)
+    body = codec.encode_infer_response(
+        "m", "1", [codec.ResponseOutput("S", "BYTES", [2], words, False)]
+    ).tobytes()
+    assert b'"data":["\xff\xfe","q\\"\\\\"]' in body
+    with pytest.raises(UnicodeDecodeError):
+        body.decode("utf-8")
+
+
+def test_mixed_binary_and_json_inputs_keep_order() -> None:
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    b = np.array([[True, False]])
+    c = np.array([b"x", b"yz"], dtype=np.object_)
+    d = np.linspace(0, 1, 4, dtype=np.float64)
+    inputs = [
+        codec.encode_input("A", "INT32", a.shape, a),
+        codec.encode_input("B", "BOOL", b.shape, b, binary_data=False),
+        codec.encode_input("C", "BYTES", c.shape, c),
+        codec.encode_input("D", "FP64", d.shape, d, binary_data=False),
+    ]
+    body = codec.encode_infer_request(inputs)
+    header = json.loads(body.chunks[0])
+    assert header["parameters"] == {"binary_data_output": True}
+    assert body.json_size == len(body.chunks[0]) and len(body.chunks) == 3
+    parsed, arrays, _ = round_trip(inputs, True)
+    assert [p.name for p in parsed.inputs] == ["A", "B", "C", "D"]
+    assert parsed.inputs[1].raw is None and parsed.inputs[1].data == [True, False]
+    for original, got in zip([a, b, c, d], arrays, strict=True):
+        assert same(got, original)
+    assert parsed.output_binary("A")  # nothing listed: binary_data_output decides
+
+
+def test_json_only_request_has_no_header_length() -> None:
+    a = np.array([1, 2], dtype=np.int64)
+    body = codec.encode_infer_request([codec.encode_input("A", "INT64", [2], a, binary_data=False)])
+    assert body.json_size is None and len(body.chunks) == 1
+    assert codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH not in body.headers()
+    assert body.headers()["Content-Type"] == "application/json"
+
+
+def test_zero_copy_both_ways() -> None:
+    array = np.arange(1024, dtype=np.float32).reshape(32, 32)
+    item = codec.encode_input("A", "FP32", array.shape, array)
+    assert isinstance(item.raw, memoryview)
+    assert np.shares_memory(np.frombuffer(item.raw, dtype=np.float32), array)
+    body = bytearray(codec.encode_infer_request([item]).tobytes())
+    parsed = codec.parse_infer_request(body, len(body) - array.nbytes)
+    decoded = codec.decode_input(parsed.inputs[0])
+    assert np.shares_memory(decoded, np.frombuffer(body, dtype=np.uint8))
+    response = codec.encode_infer_response(
+        "m", "1", [codec.ResponseOutput("A", "FP32", array.shape, decoded, True)]
+    )
+    assert np.shares_memory(np.frombuffer(response.chunks[1], dtype=np.float32), decoded)
+    wire = bytearray(response.tobytes())
+    out = codec.decode_infer_response(wire, response.json_size).as_numpy("A")
+    assert out is not None and np.shares_memory(out, np.frombuffer(wire, dtype=np.uint8))
+
+
+def test_non_contiguous_and_big_endian_inputs() -> None:
+    base = np.arange(12, dtype=np.int32).reshape(3, 4)
+    strided = base[:, ::2]
+    big = np.arange(4, dtype=">i4")
+    _, arrays, _ = round_trip(
+        [
+            codec.encode_input("S", "INT32", strided.shape, strided),
+            codec.encode_input("B", "INT32", big.shape, big),
+        ],
+        True,
+    )
+    assert arrays[0].tolist() == strided.tolist()
+    assert arrays[1].tolist() == [0, 1, 2, 3]
+
+
+def test_bf16_accepts_float32_and_returns_bfloat16() -> None:
+    values = np.array([1.5, -2.0, 3.140625], dtype=np.float32)
+    _, arrays, decoded = round_trip([codec.encode_input("X", "BF16", [3], values)], True)
+    assert arrays[0].dtype == ml_dtypes.bfloat16
+    assert decoded.as_numpy("X").astype(np.float32).tolist() == values.tolist()
+
+
+def test_json_number_rules() -> None:
+    # wider values wrap modulo 2**bits (Triton's behaviour), uint64 beyond 2**63 is exact
+    assert codec.tensor_from_json("INT8", [2], [300, -129]).tolist() == [44, 127]
+    assert codec.tensor_from_json("UINT64", [1], [2**64 - 1]).tolist() == [2**64 - 1]
+    assert codec.tensor_from_json("INT64", [1], [-(2**63)]).tolist() == [-(2**63)]
+    assert codec.tensor_from_json("FP32", [3], [1, 0.5, -0.0]).tolist() == [1.0, 0.5, -0.0]
+    nested = codec.tensor_from_json("INT32", [2, 2], [[1, 2], [3, 4]])
+    assert nested.tolist() == [[1, 2], [3, 4]]
+    assert codec.tensor_from_json("INT32", [0], []).shape == (0,)
+    special = codec.tensor_from_json("FP64", [3], [math.nan, math.inf, -math.inf])
+    assert np.isnan(special[0]) and special[1] == math.inf and special[2] == -math.inf
+    # FP32 outputs are widened to double and printed shortest-round-trip
+    assert codec.tensor_to_json("FP32", np.array([0.1, 1.0], np.float32)) == [
+        0.10000000149011612,
+        1.0,
+    ]
+    body = codec.encode_infer_response(
+        "m",
+        "1",
+        [codec.ResponseOutput("X", "FP64", [3], np.array([math.nan, math.inf, -math.inf]))],
+    ).tobytes()
+    assert b"[NaN,Infinity,-Infinity]" in body
+    big = codec.encode_infer_response(
+        "m", "1", [codec.ResponseOutput("X", "INT64", [1], np.array([2**63 - 1]))]
+    ).tobytes()
+    assert b"[9223372036854775807]" in big
+
+
+@pytest.mark.parametrize(
+    ("datatype", "data", "status", "message"),
+    [
+        ("BOOL", [1], 500, "non-boolean as boolean"),
+        ("INT32", [1.5], 500, "non-signed-integer as signed-integer"),
+        ("INT32", [True], 500, "non-signed-integer as signed-integer"),
+        ("INT64", [2**63], 500, "non-signed-integer as signed-integer"),
+        ("UINT8", [-1], 500, "non-unsigned-integer as unsigned-integer"),
+        ("UINT64", [2**64], 500, "non-unsigned-integer as unsigned-integer"),
+        ("FP32", ["1"], 500, "non-number as number"),
+        ("BYTES", [1], 500, "Unable to parse JSON bytes array"),
+        ("INT32", [1, 2, 3], 500, "Shape does not match true shape of 'data' field"),
+        ("FP16", [1.0, 2.0], 400, "receiving FP16 data via JSON is not supported"),
+        ("BF16", [1.0, 2.0], 400, "receiving BF16 data via JSON is not supported"),
+        ("FLOAT", [1.0, 2.0], 400, "invalid datatype for input X"),
+    ],
+)
+def test_json_data_errors(datatype: str, data: list[Any], status: int, message: str) -> None:
+    shape = [2] if "Shape" in message else [len(data)]
+    with pytest.raises(codec.HttpCodecError) as info:
+        codec.tensor_from_json(datatype, shape, data, name="X")
+    assert info.value.http_status == status and message in str(info.value.message())
+    assert info.value.status() == str(status)
+
+
+def test_json_nesting_limit() -> None:
+    deep: Any = [1]
+    for _ in range(codec.MAX_JSON_DEPTH):
+        deep = [deep]
+    with pytest.raises(codec.HttpCodecError, match="depth") as info:
+        codec.tensor_from_json("INT32", [1], deep)
+    assert info.value.http_status == 500
+    ok: Any = [1]
+    for _ in range(49):
+        ok = [ok]
+    assert codec.tensor_from_json("INT32", [1], ok).tolist() == [1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Request parsing errors
+# ---------------------------------------------------------------------------------------------
+
+
+def parse(obj: Any, tail: bytes = b"") -> codec.ParsedInferRequest:
+    header = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+    body = header + tail
+    return codec.parse_infer_request(body, len(header) if tail else None, model_name="m")
+
+
+def input_json(**kw: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"name": "X", "shape": [2], "datatype": "INT32", "data": [1, 2]}
+    base.update(kw)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+@pytest.mark.parametrize(
+    ("request_obj", "status", "message"),
+    [
+        (b"{not json", 500, "failed to parse the request JSON buffer"),
+        (b"[1]", 500, "non-object as object"),
+        ({}, 500, "Unable to parse 'inputs': attempt to access non-existing object member"),
+        ({"inputs": {}}, 500, "Unable to parse 'inputs'"),
+        ({"id": 5, "inputs": []}, 500, "Unable to parse 'id'"),
+        ({"inputs": [input_json(shape=[-2])]}, 500, "non-unsigned-integer as unsigned-integer"),
+        ({"inputs": [input_json(name=None)]}, 500, "Unable to parse 'name'"),
+        ({"inputs": [input_json(datatype="STRING")]}, 400, "invalid datatype for input X"),
+        ({"inputs": [input_json(data=None)]}, 400, "But no field is set"),
+        (
+            {"inputs": [input_json(parameters={"binary_data_size": 8})]},
+            400,
+            "But set 'data' 'binary_data_size'",
+        ),
+        (
+            {"inputs": [input_json(parameters={"shared_memory_region": "r"})]},
+            400,
+            "'shared_memory_byte_size' must be specified",
+        ),
+        (
+            {"inputs": [input_json(datatype="FP16", data=[1.0, 2.0])]},
+            400,
+            "receiving FP16 data via JSON is not supported",
+        ),
+        (
+            {"inputs": [], "parameters": {"triton_enable_empty_final_response": True}},
+            400,
+            "reserved for Triton usage",
+        ),
+        ({"inputs": [], "parameters": {"custom": [1]}}, 400, "parameter 'custom' has invalid"),
+        ({"inputs": [], "parameters": {"custom": None}}, 400, "parameter 'custom' has invalid"),
+        ({"inputs": [], "parameters": {"sequence_id": 1.5}}, 500, "Unable to parse 'sequence_id'"),
+        ({"inputs": [], "parameters": {"sequence_id": -1}}, 500, "Unable to parse 'sequence_id'"),
+        ({"inputs": [], "parameters": {"sequence_start": 1}}, 500, "'sequence_start'"),
+        ({"inputs": [], "parameters": {"priority": -1}}, 500, "Unable to parse 'priority'"),
+        ({"inputs": [], "parameters": {"timeout": "1"}}, 500, "Unable to parse 'timeout'"),
+        ({"inputs": [], "parameters": {"binary_data_output": 1}}, 500, "'binary_data_output'"),
+        ({"inputs": [], "outputs": [{"name": "Y", "parameters": {"binary_data": 1}}]}, 500, ""),
+        (
+            {"inputs": [], "outputs": [{"name": "Y", "parameters": {"classification": -1}}]},
+            500,
+            "Unable to set 'classification'",
+        ),
+        (
+            {
+                "inputs": [],
+                "outputs": [
+                    {
+                        "name": "Y",
+                        "parameters": {
+                            "classification": 2,
+                            "shared_memory_region": "r",
+                            "shared_memory_byte_size": 4,
+                        },
+                    }
+                ],
+            },
+            400,
+            "Output can't set both 'shared_memory_region' and 'classification'",
+        ),
+        (
+            {
+                "inputs": [],
+                "outputs": [
+                    {
+                        "name": "Y",
+                        "parameters": {
+                            "binary_data": True,
+                            "shared_memory_region": "r",
+                            "shared_memory_byte_size": 4,
+                        },
+                    }
+                ],
+            },
+            400,
+            "Output can't set both 'shared_memory_region' and 'binary_data'",
+        ),
+    ],
+)
+def test_request_errors(request_obj: Any, status: int, message: str) -> None:
+    with pytest.raises(codec.HttpCodecError) as info:
+        parse(request_obj)
+    assert info.value.http_status == status
+    assert message in str(info.value.message())
+
+
+def test_request_parameters_are_interpreted() -> None:
+    parsed = parse(
+        {
+            "inputs": [],
+            "parameters": {
+                "sequence_id": "abc",
+                "sequence_start": True,
+                "sequence_end": False,
+                "priority": 2,
+                "timeout": 100,
+                "binary_data_output": True,
+                "i": 2**63,
+                "s": "x",
+                "b": False,
+                "f": 0.5,
+                "headers": "kept",
+            },
+        }
+    )
+    p = parsed.parameters
+    assert (p.sequence_id, p.sequence_start, p.priority, p.timeout) == ("abc", True, 2, 100)
+    assert p.binary_data_output is True
+    assert p.custom == {"i": float(2**63), "s": "x", "b": False, "f": 0.5, "headers": "kept"}
+    assert parse({"inputs": [], "parameters": {"sequence_id": 2**64 - 1}}).parameters.sequence_id
+
+
+def test_binary_chunk_accounting() -> None:
+    header = {"inputs": [input_json(data=None, parameters={"binary_data_size": 8})]}
+    assert codec.decode_input(parse(header, bytes(8)).inputs[0]).tolist() == [0, 0]
+    with pytest.raises(codec.HttpCodecError, match="expecting 8 additional bytes for model 'm'"):
+        parse(header, bytes(5))
+    with pytest.raises(codec.HttpCodecError, match="unexpected additional input data for model"):
+        parse(header, bytes(9))
+    # without the header the whole body is the JSON part (trailing bytes are not a parse error)
+    wire = json.dumps(header).encode() + bytes(8)
+    with pytest.raises(codec.HttpCodecError, match="expecting 8 additional bytes") as info:
+        codec.parse_infer_request(wire, None, model_name="m")
+    assert info.value.http_status == 400
+    short = {"inputs": [input_json(data=None, parameters={"binary_data_size": 4})]}
+    with pytest.raises(codec.HttpCodecError) as info:
+        codec.decode_input(parse(short, bytes(4)).inputs[0], model_name="m", request_id="r")
+    assert info.value.http_status == 400
+    assert str(info.value.message()) == (
+        "[request id: r] input byte size mismatch for input 'X' for model 'm'. Expected 8, got 4"
+    )
+    zero = {"inputs": [input_json(shape=[0], data=None, parameters={"binary_data_size": 0})]}
+    assert codec.decode_input(parse(zero, b"").inputs[0]).shape == (0,)
+
+
+def test_header_length_parsing() -> None:
+    assert codec.parse_header_length(None, 10) is None
+    assert codec.parse_header_length("0", 10) == 0
+    assert codec.parse_header_length(" 7 ", 10) == 7
+    for bad in ("x", "-1", "1.5"):
+        with pytest.raises(codec.HttpCodecError, match="Unable to parse Inference-Header"):
+            codec.parse_header_length(bad, 10)
+    with pytest.raises(codec.HttpCodecError, match=r"should be in range \(0, 10\), got: 11"):
+        codec.parse_header_length("11", 10)
+    with pytest.raises(codec.HttpCodecError, match="should be in range"):
+        codec.parse_header_length(str(2**31), 2**32)
+
+
+@pytest.mark.parametrize(
+    ("buffer", "message"),
+    [
+        (b"\x01\x00\x00\x00a", "expected 2 string elements for inference input 'S' for model 'm'"),
+        (
+            b"\x01\x00\x00\x00a\x00\x00\x00\x00\x00\x00\x00\x00",
+            "unexpected number of string elements 3 for inference input 'S'",
+        ),
+        (b"\x05\x00\x00\x00ab", "expecting string of length 5 but only 2 bytes available"),
+        (b"\x01\x00\x00\x00a\x01\x00", "expecting 4 bytes but only 2 bytes available"),
+    ],
+)
+def test_bytes_buffer_errors(buffer: bytes, message: str) -> None:
+    with pytest.raises(codec.HttpCodecError, match=message):
+        codec.tensor_from_buffer("BYTES", [2], buffer, name="S", model_name="m")
+
+
+# ---------------------------------------------------------------------------------------------
+# Outputs: selection, shared memory, classification, FP16
+# ---------------------------------------------------------------------------------------------
+
+
+def test_output_selection_rules() -> None:
+    outputs = [
+        codec.encode_output("A"),
+        codec.encode_output("B", binary_data=False),
+        codec.encode_output("C", class_count=3),
+        codec.encode_output("D", shared_memory=codec.SharedMemoryRef("r", 64, 8)),
+    ]
+    body = codec.encode_infer_request([], outputs, priority=1, timeout=5, parameters={"k": "v"})
+    header = json.loads(body.tobytes())
+    assert header["parameters"] == {"priority": 1, "timeout": 5, "k": "v"}
+    assert header["outputs"][3]["parameters"] == {
+        "binary_data": False,
+        "shared_memory_region": "r",
+        "shared_memory_byte_size": 64,
+        "shared_memory_offset": 8,
+    }
+    parsed = codec.parse_infer_request(body.tobytes())
+    assert [o.binary_data for o in parsed.outputs] == [True, False, True, False]
+    assert parsed.outputs[2].class_count == 3
+    assert parsed.outputs[3].shared_memory == codec.SharedMemoryRef("r", 64, 8)
+    assert not parsed.output_binary("E")  # unlisted while others are listed: JSON
+    listed = parse(
+        {"inputs": [], "outputs": [{"name": "A"}], "parameters": {"binary_data_output": True}}
+    )
+    assert not listed.output_binary("A")  # request-level flag does not flip a listed output
+
+
+def test_shared_memory_input_and_output() -> None:
+    region = bytearray(64)
+    values = np.arange(4, dtype=np.int32)
+    region[16:32] = values.tobytes()
+    item = codec.encode_input_shm("X", "INT32", [4], "reg", 16, 16)
+    assert item.parameters == {
+        "shared_memory_region": "reg",
+        "shared_memory_byte_size": 16,
+        "shared_memory_offset": 16,
+    }
+    body = codec.encode_infer_request([item])
+    assert body.json_size is None
+    parsed = codec.parse_infer_request(body.tobytes())
+    ref = parsed.inputs[0].shared_memory
+    assert ref == codec.SharedMemoryRef("reg", 16, 16)
+    view = memoryview(region)[ref.offset : ref.offset + ref.byte_size]
+    array = codec.decode_input(parsed.inputs[0], view)
+    assert array.tolist() == [0, 1, 2, 3] and np.shares_memory(
+        array, np.frombuffer(region, np.uint8)
+    )
+    response = codec.encode_infer_response(
+        "m", "1", [codec.ResponseOutput("Y", "INT32", [4], None)]
+    )
+    decoded = codec.decode_infer_response(response.tobytes(), response.json_size)
+    assert decoded.get_output("Y") == {"name": "Y", "datatype": "INT32", "shape": [4]}
+    assert decoded.as_numpy("Y") is None and decoded.as_numpy("missing") is None
+
+
+def test_classification_output_round_trip() -> None:
+    classes = np.array([[b"3.300000:1:dog", b"2.400000:3:fish"]], dtype=np.object_)
+    for binary in (True, False):
+        response = codec.encode_infer_response(
+            "m", "1", [codec.ResponseOutput("P", "BYTES", [1, 2], classes, binary)]
+        )
+        decoded = codec.decode_infer_response(response.tobytes(), response.json_size)
+        out = decoded.as_numpy("P")
+        assert out is not None
+        assert [x if isinstance(x, bytes) else x.encode() for x in out.ravel()] == [
+            b"3.300000:1:dog",
+            b"2.400000:3:fish",
+        ]
+
+
+@pytest.mark.parametrize("datatype", ["FP16", "BF16"])
+def test_half_precision_output_as_json_is_refused(datatype: str) -> None:
+    array = np.zeros(0, dtype=np_dtype(datatype))
+    with pytest.raises(codec.HttpCodecError) as info:
+        codec.encode_infer_response("m", "1", [codec.ResponseOutput("Y", datatype, [0], array)])
+    assert info.value.http_status == 400
+    assert f"sending {datatype} data via JSON is not supported" in str(info.value.message())
+
+
+def test_response_key_order_and_parameters() -> None:
+    response = codec.encode_infer_response(
+        "m",
+        "3",
+        [codec.ResponseOutput("Y", "INT32", [1], np.array([7], np.int32))],
+        request_id="42",
+        parameters={"p": 1},
+    )
+    text = response.tobytes().decode()
+    assert text == (
+        '{"id":"42","model_name":"m","model_version":"3","parameters":{"p":1},'
+        '"outputs":[{"name":"Y","datatype":"INT32","shape":[1],"data":[7]}]}'
+    )
+    without_id = codec.encode_infer_response("m", "1", []).tobytes()
+    assert without_id == b'{"model_name":"m","model_version":"1","outputs":[]}'
+
+
+# ---------------------------------------------------------------------------------------------
+# Client-side errors
+# ---------------------------------------------------------------------------------------------
+
+
+def test_client_encoding_errors() -> None:
+    a = np.zeros((2, 2), np.float32)
+    with pytest.raises(InferenceServerException, match="unexpected datatype FP32"):
+        codec.encode_input("X", "INT32", [2, 2], a)
+    with pytest.raises(InferenceServerException, match="unexpected numpy array shape"):
+        codec.encode_input("X", "FP32", [4], a)
+    with pytest.raises(InferenceServerException, match="must be a numpy array"):
+        codec.encode_input("X", "FP32", [2], [1.0, 2.0])  # type: ignore[arg-type]
+    bf = np.zeros(2, ml_dtypes.bfloat16)
+    with pytest.raises(InferenceServerException, match="BF16 inputs must be sent as binary"):
+        codec.encode_input("X", "BF16", [2], bf, binary_data=False)
+    raw = np.array([b"\xff"], dtype=np.object_)
+    with pytest.raises(InferenceServerException, match="UTF-8"):
+        codec.encode_input("X", "BYTES", [1], raw, binary_data=False)
+    for key in ("sequence_id", "binary_data_output", "triton_x", "headers"):
+        with pytest.raises(InferenceServerException, match="reserved parameter"):
+            codec.encode_infer_request([], parameters={key: 1})
+    # FP16 as JSON goes out as numbers (tritonclient does the same; the server refuses it)
+    half = codec.encode_input("X", "FP16", [2], np.array([1.5, 2], np.float16), binary_data=False)
+    assert half.data == [1.5, 2.0]
+
+
+def test_sequence_parameters_as_tritonclient_writes_them() -> None:
+    body = codec.encode_infer_request([], [codec.encode_output("Y")], sequence_id="s1")
+    assert json.loads(body.tobytes())["parameters"] == {
+        "sequence_id": "s1",
+        "sequence_start": False,
+        "sequence_end": False,
+    }
+    body = codec.encode_infer_request([], [codec.encode_output("Y")], sequence_id=0)
+    assert "parameters" not in json.loads(body.tobytes())
+
+
+def test_raw_input_and_requests_of_raw_bytes() -> None:
+    item = codec.encode_input_raw("X", "INT32", [2], b"\x01\x00\x00\x00\x02\x00\x00\x00")
+    _, arrays, _ = round_trip([item], True)
+    assert arrays[0].tolist() == [1, 2]
+
+
+def test_error_from_response() -> None:
+    assert codec.error_from_response(200, b"") is None
+    error = codec.error_from_response(404, b'{"error":"Not Found"}')
+    assert error is not None and error.status() == "404" and error.message() == "Not Found"
+    empty = codec.error_from_response(400, b"")
+    assert empty is not None and empty.status() == "400"
+    garbage = codec.error_from_response(502, b"<html>")
+    assert garbage is not None and garbage.debug_details() == "<html>"
+
+
+def test_decode_response_errors() -> None:
+    with pytest.raises(InferenceServerException, match="failed to parse"):
+        codec.decode_infer_response(b"{", None)
+    with pytest.raises(InferenceServerException, match="outside the body"):
+        codec.decode_infer_response(b"{}", 9)
+    body = (
+        b'{"outputs":[{"name":"Y","datatype":"INT32","shape":[1],'
+        b'"parameters":{"binary_data_size":4}}]}'
+    )
+    with pytest.raises(InferenceServerException, match="declares 4 bytes"):
+        codec.decode_infer_response(body + b"\x00", len(body))
+
+
+# ---------------------------------------------------------------------------------------------
+# Raw binary requests
+# ---------------------------------------------------------------------------------------------
+
+
+def test_raw_request_deduces_shape() -> None:
+    body = np.arange(8, dtype=np.float32).tobytes()
+    parsed = codec.parse_raw_request(
+        body, model_name="m", inputs=[("IN", "FP32", [-1, 4])], max_batch_size=8
+    )
+    assert parsed.raw_binary and parsed.output_binary("anything")
+    assert parsed.inputs[0].shape == [1, 2, 4]
+    assert codec.decode_input(parsed.inputs[0]).reshape(-1).tolist() == list(range(8))
+    fixed = codec.parse_raw_request(body, model_name="m", inputs=[("IN", "FP32", [8])])
+    assert fixed.inputs[0].shape == [8]
+    text = b"\x02\x00\x00\x00hi"
+    strings = codec.parse_raw_request(text, model_name="m", inputs=[("S", "BYTES", [1])])
+    assert codec.decode_input(strings.inputs[0]).tolist() == [b"hi"]
+
+
+@pytest.mark.parametrize(
+    ("inputs", "body", "message"),
+    [
+        ([("A", "FP32", [4]), ("B", "FP32", [4])], bytes(16), "must only have 1 input"),
+        ([("A", "FP32", [-1, -1])], bytes(16), "more than one variable-sized dimension"),
+        ([("A", "BYTES", [-1])], bytes(16), "must have input shape [1]"),
+        ([("A", "FP32", [4])], bytes(125), "'raw_input' for model 'm'. Expected 16, got 125"),
+        ([("A", "FP32", [-1])], bytes(5), "Expected a multiple of 4, got 5"),
+    ],
+)
+def test_raw_request_errors(inputs: list[Any], body: bytes, message: str) -> None:
+    with pytest.raises(codec.HttpCodecError) as info:
+        codec.parse_raw_request(body, model_name="m", inputs=inputs)
+    assert info.value.http_status == 400 and message in str(info.value.message())
+
+
+# ---------------------------------------------------------------------------------------------
+# Compression
+# ---------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(chunks=st.lists(st.binary(max_size=300), max_size=5))
+def test_compression_round_trip(chunks: list[bytes]) -> None:
+    joined = b"".join(chunks)
+    for algorithm in codec.SUPPORTED_ENCODINGS:
+        packed = codec.compress(chunks, algorithm)
+        assert bytes(codec.decompress(packed, algorithm)) == joined
+    assert gzip.decompress(codec.compress(chunks, "gzip")) == joined
+    assert zlib.decompress(codec.compress(chunks, "deflate")) == joined
+
+
+def test_decompress_rules() -> None:
+    data = b"x" * 1000
+    assert codec.decompress(data, None) is data and codec.decompress(data, "identity") is data
+    raw_deflate = zlib.compressobj(wbits=-15)
+    packed = raw_deflate.compress(data) + raw_deflate.flush()
+    assert codec.decompress(packed, "deflate") == data
+    assert codec.decompress(gzip.compress(data), "deflate") == data  # auto-detected
+    with pytest.raises(codec.HttpCodecError) as info:
+        codec.decompress(data, "br")
+    assert info.value.http_status == 501 and info.value.message() == "Unsupported compression type"
+    with pytest.raises(codec.HttpCodecError) as info:
+        codec.decompress(b"not gzip", "gzip")
+    assert info.value.http_status == 500
+    with pytest.raises(codec.HttpCodecError, match="exceeds the maximum"):
+        codec.decompress(gzip.compress(data), "gzip", max_size=100)
+    with pytest.raises(InferenceServerException, match="unsupported compression"):
+        codec.compress(data, "br")
+
+
+def test_compressed_body_keeps_json_size() -> None:
+    a = np.arange(100, dtype=np.int64)
+    body = codec.encode_infer_request([codec.encode_input("A", "INT64", [100], a)])
+    packed = body.compressed("gzip")
+    assert packed.json_size == body.json_size and packed.headers()["Content-Encoding"] == "gzip"
+    parsed = codec.parse_infer_request(codec.decompress(packed.tobytes(), "gzip"), body.json_size)
+    assert codec.decode_input(parsed.inputs[0]).tolist() == a.tolist()
+    assert body.compressed(None) is body
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (None, None),
+        ("", None),
+        ("gzip", "gzip"),
+        ("deflate", "deflate"),
+        ("identity", None),
+        ("br", None),
+        ("gzip;q=0.5, deflate;q=0.8", "deflate"),
+        ("deflate, gzip", "deflate"),
+        ("gzip;q=0, deflate;q=0", None),
+        ("br;q=1.0, gzip;q=0.1", "gzip"),
+        ("identity;q=1, gzip;q=0.5", None),
+    ],
+)
+def test_negotiate_encoding(header: str | None, expected: str | None) -> None:
+    assert codec.negotiate_encoding(header) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# Generate, other endpoints
+# ---------------------------------------------------------------------------------------------
+
+
+def test_generate_request_and_response() -> None:
+    body = json.dumps(
+        {
+            "id": "g1",
+            "IN": [1, 2, 3],
+            "WAIT": 5,
+            "temperature": 0.5,
+            "parameters": {"DELAY": [0, 0, 0], "mode": "x", "sequence_id": 7},
+        }
+    ).encode()
+    parsed = codec.parse_generate_request(
+        body, model_inputs={"IN": "INT32", "DELAY": "UINT32", "WAIT": "UINT32"}
+    )
+    assert parsed.id == "g1"
+    shapes = {p.name: p.shape for p in parsed.inputs}
+    assert shapes == {"IN": [3], "WAIT": [1], "DELAY": [3]}
+    assert codec.decode_input(parsed.inputs[1]).tolist() == [5]
+    assert parsed.parameters.custom == {"temperature": 0.5, "mode": "x"}
+    assert parsed.parameters.sequence_id == 7
+    payload = codec.encode_generate_response(
+        "m",
+        "1",
+        [
+            ("OUT", "INT32", np.array([4])),
+            ("V", "INT32", np.array([1, 2])),
+            ("S", "BYTES", np.array([b"hi"], np.object_)),
+        ],
+        request_id="g1",
+    )
+    assert json.loads(payload) == {
+        "OUT": 4,
+        "V": [1, 2],
+        "S": "hi",
+        "id": "g1",
+        "model_name": "m",
+        "model_version": "1",
+    }
+    assert codec.encode_sse_event(b"{}") == b"data: {}\n\n"
+    with pytest.raises(codec.HttpCodecError) as info:
+        codec.parse_generate_request(b"", model_inputs={})
+    assert info.value.http_status == 500
+
+
+def test_repository_bodies() -> None:
+    assert codec.encode_index_request() == b""
+    assert codec.parse_index_request(b"") is False
+    assert codec.parse_index_request(codec.encode_index_request(True)) is True
+    with pytest.raises(codec.HttpCodecError) as info:
+        codec.parse_index_request(b'{"ready": 1}')
+    assert info.value.http_status == 400
+    body = codec.encode_load_request('{"name":"m"}', {"file:1/model.py": b"\x00code"})
+    assert codec.parse_load_request(body) == ('{"name":"m"}', {"file:1/model.py": b"\x00code"})
+    assert codec.parse_load_request(b"") == (None, {})
+    assert codec.parse_load_request(codec.encode_load_request()) == (None, {})
+    for bad, message in [
+        (b'{"parameters":{"other":"x"}}', "unexpected error on creating Triton parameter"),
+        (b'{"parameters":{"config":1}}', "attempt to access JSON non-string as string"),
+    ]:
+        with pytest.raises(codec.HttpCodecError, match=message) as info:
+            codec.parse_load_request(bad)
+        assert info.value.http_status == 500
+    with pytest.raises(codec.HttpCodecError, match="base64"):
+        codec.parse_load_request(b'{"parameters":{"file:1/a":"!!"}}')
+    assert codec.parse_unload_request(codec.encode_unload_request(True)) is True
+    assert codec.parse_unload_request(b"") is False
+    with pytest.raises(codec.HttpCodecError):
+        codec.parse_unload_request(b'{"parameters":{"unload_dependents":"yes"}}')
+
+
+def test_shared_memory_bodies_and_paths() -> None:
+    body = codec.encode_system_shm_register("/k", 8, 64)
+    assert codec.parse_system_shm_register(body) == ("/k", 8, 64)
+    assert codec.parse_system_shm_register(b'{"key":"/k","byte_size":4}') == ("/k", 0, 4)
+    for bad, message in [
+        (b'{"byte_size":4}', "has no 'key' field"),
+        (b'{"key":"/k"}', "has no 'byte_size' field"),
+    ]:
+        with pytest.raises(codec.HttpCodecError, match=message) as info:
+            codec.parse_system_shm_register(bad)
+        assert info.value.http_status == 400
+    handle = bytes(range(64))
+    assert codec.parse_cuda_shm_register(codec.encode_cuda_shm_register(handle, 1, 32)) == (
+        handle,
+        1,
+        32,
+    )
+    with pytest.raises(codec.HttpCodecError, match="valid base64 encoded cudaIpcMemHandle_t"):
+        codec.parse_cuda_shm_register(b'{"raw_handle":{"b64":"%%"},"device_id":0,"byte_size":1}')
+    assert codec.system_shm_path("status") == "/v2/systemsharedmemory/status"
+    assert (
+        codec.system_shm_path("register", "a b") == "/v2/systemsharedmemory/region/a%20b/register"
+    )
+    assert codec.cuda_shm_path("unregister", "r") == "/v2/cudasharedmemory/region/r/unregister"
+    assert codec.encode_query({"a": 1, "b": ["x y", "z"]}) == "a=1&b=x+y&b=z"
+    assert codec.encode_query(None) == ""
+    assert codec.model_path("simple") == "/v2/models/simple"
+    assert codec.model_path("a b", "2", "infer") == "/v2/models/a%20b/versions/2/infer"
+
+
+def test_codec_error_pickles() -> None:
+    import pickle
+
+    error = codec.HttpCodecError("bad", 501)
+    again = pickle.loads(pickle.dumps(error))
+    assert again.http_status == 501 and again.message() == "bad" and again.status() == "501"

@@ -1,0 +1,2323 @@
+"""The HTTP/REST wire format of the KServe v2 / Triton protocol, as pure functions (sans-I/O).
+
+One module for both sides of the connection, so that each piece of protocol knowledge lives in
+one place (``docs/protocol.md`` section 3):
+
+* **client side** -- :func:`encode_input`, :func:`encode_output`, :func:`encode_infer_request`
+  build an inference request body (a list of buffers, zero-copy for numpy inputs, plus the JSON
+  length for ``Inference-Header-Content-Length``); :func:`decode_infer_response` splits a
+  response body and turns outputs into numpy arrays with :func:`numpy.frombuffer` over the
+  received bytes; :func:`error_from_response` maps a non-200 answer to
+  :class:`~tritonclient.utils.InferenceServerException`.  Helpers for the other endpoints build
+  paths (:func:`model_path`) and request bodies (:func:`encode_load_request`, ...).
+* **server side** -- :func:`parse_header_length`, :func:`parse_infer_request` (JSON plus the
+  binary tensor extension), :func:`parse_raw_request` (``Inference-Header-Content-Length: 0``),
+  :func:`decode_input` (JSON data or raw bytes to numpy), :func:`encode_infer_response`, the
+  generate extension (:func:`parse_generate_request`, :func:`encode_generate_response`,
+  :func:`encode_sse_event`) and the bodies of the other endpoints.  Every problem is a
+  :class:`HttpCodecError` carrying the HTTP status Triton answers with (JSON parsing and typing
+  failures are 500, validation failures 400, see section 8).
+* **both** -- compression (:func:`compress`, :func:`decompress`, :func:`negotiate_encoding`).
+
+Buffers
+    Bodies are passed around as :data:`Buffer` objects (``bytes``, ``bytearray`` or
+    ``memoryview``).  Request bodies are built as a list of chunks so that a transport can
+    write numpy arrays without joining them; received bodies are sliced with ``memoryview`` and
+    numbers decoded with :func:`numpy.frombuffer`, so an output array shares memory with the
+    body it came from.
+
+Non-UTF-8 BYTES in JSON
+    Triton writes the raw bytes of a BYTES element into JSON strings without escaping them, so
+    a JSON body may not be valid UTF-8 (section 3.7.3).  This module does the same when it
+    encodes, and decodes every JSON body as UTF-8 with ``surrogateescape``: the raw bytes of
+    such an element survive the round trip (``str.encode("utf-8", "surrogateescape")`` gives
+    them back), for this server and for Triton alike.
+
+Error messages follow Triton 2.51 (section 10) where it has one.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, NoReturn
+from urllib.parse import quote, quote_plus
+
+import ml_dtypes
+import numpy as np
+import numpy.typing as npt
+
+from tritonclient.utils import (
+    TRITON_RESERVED_REQUEST_PARAMS,
+    TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
+    InferenceServerException,
+    deserialize_bytes_tensor,
+    np_to_triton_dtype,
+    raise_error,
+    serialize_bf16_tensor,
+    serialize_byte_tensor,
+)
+from tritonclient.utils._dtypes import DATATYPES
+
+__all__ = [
+    "HEADER_ACCEPT_ENCODING",
+    "HEADER_CONTENT_ENCODING",
+    "HEADER_INFERENCE_HEADER_CONTENT_LENGTH",
+    "MAX_JSON_DEPTH",
+    "SUPPORTED_ENCODINGS",
+    "Buffer",
+    "DecodedResponse",
+    "EncodedBody",
+    "HttpCodecError",
+    "ParamValue",
+    "ParsedInferRequest",
+    "ParsedInput",
+    "ParsedOutput",
+    "RequestInput",
+    "RequestOutput",
+    "RequestParameters",
+    "ResponseOutput",
+    "SharedMemoryRef",
+    "compress",
+    "cuda_shm_path",
+    "decode_infer_response",
+    "decode_input",
+    "decompress",
+    "dumps",
+    "encode_cuda_shm_register",
+    "encode_error",
+    "encode_generate_response",
+    "encode_index_request",
+    "encode_infer_request",
+    "encode_infer_response",
+    "encode_input",
+    "encode_input_raw",
+    "encode_input_shm",
+    "encode_load_request",
+    "encode_output",
+    "encode_query",
+    "encode_sse_event",
+    "encode_system_shm_register",
+    "encode_unload_request",
+    "error_from_response",
+    "loads",
+    "model_path",
+    "negotiate_encoding",
+    "parse_cuda_shm_register",
+    "parse_generate_request",
+    "parse_header_length",
+    "parse_index_request",
+    "parse_infer_request",
+    "parse_json_object",
+    "parse_load_request",
+    "parse_raw_request",
+    "parse_request_parameters",
+    "parse_system_shm_register",
+    "parse_unload_request",
+    "system_shm_path",
+    "tensor_from_buffer",
+    "tensor_from_json",
+    "tensor_to_buffer",
+    "tensor_to_json",
+]
+
+#: A body or a piece of one.
+Buffer = bytes | bytearray | memoryview
+#: A request/response parameter value as JSON carries it.
+ParamValue = bool | int | float | str
+
+HEADER_INFERENCE_HEADER_CONTENT_LENGTH = "Inference-Header-Content-Length"
+HEADER_CONTENT_ENCODING = "Content-Encoding"
+HEADER_ACCEPT_ENCODING = "Accept-Encoding"
+#: Content codings this module compresses and decompresses.
+SUPPORTED_ENCODINGS = ("gzip", "deflate")
+#: The deepest nesting of an input's JSON ``data`` that is accepted (as current Triton).
+MAX_JSON_DEPTH = 100
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+_UINT64_MAX = 2**64 - 1
+_INT32_MAX = 2**31 - 1
+_INT_TYPES = frozenset({"INT8", "INT16", "INT32", "INT64"})
+_FLOAT_TYPES = frozenset({"FP32", "FP64"})
+_NO_JSON_TYPES = frozenset({"FP16", "BF16"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------------
+
+
+class HttpCodecError(InferenceServerException):
+    """A request or response that does not follow the protocol.
+
+    Raised by the server-side functions; ``http_status`` is the status Triton answers with
+    (the same number is the exception's :meth:`status`, as a string).
+
+    Parameters
+    ----------
+    msg : str
+        What was wrong, in Triton's words where it has them.
+    http_status : int, optional
+        The HTTP status for the error response.  Default 400.
+    """
+
+    def __init__(self, msg: str, http_status: int = 400) -> None:
+        super().__init__(msg, status=str(http_status))
+        self.http_status = http_status
+
+    def __reduce__(self) -> tuple[type[HttpCodecError], tuple[object, ...]]:
+        return (type(self), (self.message(), self.http_status))
+
+
+def _bad(msg: str) -> HttpCodecError:
+    """A validation error (400)."""
+    return HttpCodecError(msg, 400)
+
+
+def _internal(msg: str) -> HttpCodecError:
+    """A JSON parsing/typing error (Triton reports these as INTERNAL, 500)."""
+    return HttpCodecError(msg, 500)
+
+
+def _type_error(field_name: str, expected: str, verb: str = "parse") -> HttpCodecError:
+    return _internal(
+        f"Unable to {verb} '{field_name}': attempt to access JSON non-{expected} as {expected}"
+    )
+
+
+def _missing(field_name: str) -> HttpCodecError:
+    return _internal(
+        f"Unable to parse '{field_name}': attempt to access non-existing object member "
+        f"'{field_name}'"
+    )
+
+
+def _request_prefix(request_id: str) -> str:
+    """Triton's ``[request id: <id>] `` message prefix."""
+    return f"[request id: {request_id or '<id_unknown>'}] "
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON
+# ---------------------------------------------------------------------------------------------
+
+
+def dumps(obj: Any, *, raw_strings: bool = False) -> bytes:
+    """Serialize ``obj`` as compact JSON.
+
+    Parameters
+    ----------
+    obj : Any
+        A JSON-serializable object.  Non-finite floats become the bare tokens ``NaN``,
+        ``Infinity`` and ``-Infinity``, as Triton writes them.
+    raw_strings : bool, optional
+        Write non-ASCII characters unescaped and turn ``surrogateescape`` characters back into
+        the raw bytes they stand for (Triton's output for BYTES tensors).  Default False: the
+        output is ASCII with ``\\uXXXX`` escapes.
+
+    Returns
+    -------
+    bytes
+        The JSON text.
+    """
+    if raw_strings:
+        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+        return text.encode("utf-8", "surrogateescape")
+    return json.dumps(obj, separators=(",", ":")).encode("ascii")
+
+
+def loads(data: Buffer) -> Any:
+    """Parse JSON leniently: big integers, ``NaN``/``Infinity`` and non-UTF-8 strings.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The JSON text.  Bytes that are not valid UTF-8 become ``surrogateescape`` characters.
+
+    Returns
+    -------
+    Any
+        The parsed value.
+
+    Raises
+    ------
+    ValueError
+        If ``data`` is not JSON (``json.JSONDecodeError``) or nests too deeply.
+    """
+    text = bytes(data).decode("utf-8", "surrogateescape")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nesting is too deep") from None
+
+
+def _loads_prefix(data: Buffer) -> Any:
+    """Parse the JSON value at the start of ``data``, ignoring what follows it (Triton's
+    parser stops when the value is done)."""
+    text = bytes(data).decode("utf-8", "surrogateescape")
+    start = len(text) - len(text.lstrip())
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, start)
+    except RecursionError:
+        raise ValueError("JSON nesting is too deep") from None
+    return value
+
+
+def _parse_json_body(data: Buffer, what: str = "request", *, prefix: bool = False) -> Any:
+    try:
+        return _loads_prefix(data) if prefix else loads(data)
+    except ValueError as exc:
+        raise _internal(f"failed to parse the {what} JSON buffer: {exc}") from None
+
+
+def parse_json_object(data: Buffer, *, allow_empty: bool = True) -> dict[str, Any]:
+    """Parse a request body that must be a JSON object (server side).
+
+    Parameters
+    ----------
+    data : bytes-like
+        The body.
+    allow_empty : bool, optional
+        Whether an empty (or all-whitespace) body is accepted as ``{}``.  Default True.
+
+    Returns
+    -------
+    dict
+        The object.
+
+    Raises
+    ------
+    HttpCodecError
+        500 when the body is not JSON or not an object.
+    """
+    if allow_empty and not bytes(data).strip():
+        return {}
+    parsed = _parse_json_body(data)
+    if not isinstance(parsed, dict):
+        raise _internal(
+            "failed to parse the request JSON buffer: attempt to access JSON non-object as object"
+        )
+    return parsed
+
+
+def _is_uint(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= _UINT64_MAX
+
+
+def _is_int64(value: Any) -> bool:
+    return type(value) is int and _INT64_MIN <= value <= _INT64_MAX
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensors <-> wire
+# ---------------------------------------------------------------------------------------------
+
+
+def _element_count(shape: Sequence[int]) -> int:
+    return math.prod(int(d) for d in shape)
+
+
+def tensor_to_buffer(datatype: str, array: npt.NDArray[Any]) -> Buffer:
+    """The raw (binary) wire form of a tensor (section 2.2), zero-copy where possible.
+
+    Parameters
+    ----------
+    datatype : str
+        Protocol datatype of the tensor.
+    array : numpy.ndarray
+        The values.  Fixed-size types: C-contiguous little-endian arrays are not copied (the
+        result is a ``memoryview`` of the array); BYTES is serialized (a new ``bytes``); BF16
+        accepts ``ml_dtypes.bfloat16`` (not copied) or ``float32`` (truncated, copied).
+
+    Returns
+    -------
+    bytes or memoryview
+        The bytes, row-major.
+    """
+    if datatype == "BYTES":
+        packed = serialize_byte_tensor(array)
+        return bytes(packed.item()) if packed.size else b""
+    if datatype == "BF16" and array.dtype != ml_dtypes.bfloat16:
+        packed = serialize_bf16_tensor(array)
+        return bytes(packed.item()) if packed.size else b""
+    contiguous = np.ascontiguousarray(array)
+    if contiguous.dtype.byteorder == ">":
+        contiguous = contiguous.astype(contiguous.dtype.newbyteorder("<"))
+    return contiguous.reshape(-1).view(np.uint8).data
+
+
+def tensor_from_buffer(
+    datatype: str,
+    shape: Sequence[int],
+    buffer: Buffer,
+    *,
+    name: str = "",
+    model_name: str = "",
+    request_id: str = "",
+) -> npt.NDArray[Any]:
+    """Decode the raw wire form of a tensor into a numpy array shaped ``shape``.
+
+    Fixed-size datatypes are decoded with :func:`numpy.frombuffer` (no copy: the array shares
+    memory with ``buffer``); BYTES elements become ``bytes`` in an object array.
+
+    Parameters
+    ----------
+    datatype : str
+        Protocol datatype.
+    shape : sequence of int
+        The tensor's shape.
+    buffer : bytes-like
+        The raw bytes.
+    name, model_name, request_id : str, optional
+        Used in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        The tensor.
+
+    Raises
+    ------
+    HttpCodecError
+        400 for an unknown datatype, a byte size that does not match the shape (Triton's
+        ``input byte size mismatch`` message) or a BYTES buffer that does not hold exactly
+        product(shape) well-formed elements.
+    """
+    info = DATATYPES.get(datatype)
+    if info is None:
+        raise _bad(f"invalid datatype for input {name}")
+    view = memoryview(buffer).cast("B")
+    expected_count = _element_count(shape)
+    prefix = _request_prefix(request_id)
+    if info.byte_size is None:
+        items = _split_bytes_elements(view, name, model_name, prefix, expected_count)
+        return items.reshape(tuple(shape))
+    expected = expected_count * info.byte_size
+    if len(view) != expected:
+        raise _bad(
+            f"{prefix}input byte size mismatch for input '{name}' for model '{model_name}'. "
+            f"Expected {expected}, got {len(view)}"
+        )
+    return np.frombuffer(view, dtype=np.dtype(info.numpy_type)).reshape(tuple(shape))
+
+
+def _split_bytes_elements(
+    view: Buffer, name: str, model_name: str, prefix: str, expected: int
+) -> npt.NDArray[np.object_]:
+    """Split a BYTES buffer, with Triton's messages for malformed ones."""
+    try:
+        items = deserialize_bytes_tensor(view) if len(view) else np.empty(0, np.object_)
+    except InferenceServerException:
+        _walk_bytes_elements(view, name, prefix)
+    if len(items) < expected:
+        raise _bad(
+            f"{prefix}expected {expected} string elements for inference input '{name}' for "
+            f"model '{model_name}', got {len(items)}"
+        )
+    if len(items) > expected:
+        raise _bad(
+            f"{prefix}unexpected number of string elements {len(items)} for inference input "
+            f"'{name}' for model '{model_name}', expecting {expected}"
+        )
+    return items
+
+
+def _walk_bytes_elements(view: Buffer, name: str, prefix: str) -> NoReturn:
+    """Find where a malformed BYTES buffer goes wrong and raise Triton's message for it."""
+    data = bytes(view)
+    offset = 0
+    while offset < len(data):
+        remaining = len(data) - offset
+        if remaining < 4:
+            raise _bad(
+                f"{prefix}incomplete string length for inference input '{name}', expecting "
+                f"4 bytes but only {remaining} bytes available"
+            )
+        length = int.from_bytes(data[offset : offset + 4], "little")
+        if length > remaining - 4:
+            raise _bad(
+                f"{prefix}incomplete string data for inference input '{name}', expecting "
+                f"string of length {length} but only {remaining - 4} bytes available"
+            )
+        offset += 4 + length
+    raise _bad(f"{prefix}malformed string data for inference input '{name}'")  # pragma: no cover
+
+
+def _flatten(data: Any, depth: int = 1) -> list[Any]:
+    """Leaves of a (possibly nested) JSON array, row-major."""
+    if depth > MAX_JSON_DEPTH:
+        raise _internal(
+            f"Unable to parse 'data': JSON array nesting exceeds the maximum depth of "
+            f"{MAX_JSON_DEPTH}"
+        )
+    if not any(type(item) is list for item in data):
+        return list(data)
+    out: list[Any] = []
+    for item in data:
+        if type(item) is list:
+            out.extend(_flatten(item, depth + 1))
+        else:
+            out.append(item)
+    return out
+
+
+def tensor_from_json(
+    datatype: str, shape: Sequence[int], data: Any, *, name: str = ""
+) -> npt.NDArray[Any]:
+    """Decode an input's JSON ``data`` (flat or nested, section 3.7.3) into a numpy array.
+
+    Parameters
+    ----------
+    datatype : str
+        Protocol datatype.
+    shape : sequence of int
+        The tensor's shape; the number of leaves must equal its element count.
+    data : list or scalar
+        The parsed JSON ``data`` value.
+    name : str, optional
+        The input name, for error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        The tensor (BYTES as ``bytes`` elements: the UTF-8 of each string).  Integers wider
+        than the datatype wrap modulo 2**bits, as in Triton.
+
+    Raises
+    ------
+    HttpCodecError
+        400 for an unknown datatype and for FP16/BF16 (JSON is not allowed for them); 500 for a
+        wrong element count or element type (Triton's JSON-typing errors).
+    """
+    info = DATATYPES.get(datatype)
+    if info is None:
+        raise _bad(f"invalid datatype for input {name}")
+    if datatype in _NO_JSON_TYPES:
+        raise _bad(
+            f"receiving {datatype} data via JSON is not supported. Please use the binary data "
+            f"format for input {name}"
+        )
+    flat = _flatten(data) if type(data) is list else [data]
+    if len(flat) != _element_count(shape):
+        raise _internal("Unable to parse 'data': Shape does not match true shape of 'data' field")
+    target = np.dtype(info.numpy_type)
+    kinds = set(map(type, flat))
+    if datatype == "BOOL":
+        if not kinds <= {bool}:
+            raise _type_error("data", "boolean")
+        return np.array(flat, dtype=target).reshape(tuple(shape))
+    if datatype == "BYTES":
+        if not kinds <= {str}:
+            raise _internal(
+                "Unable to parse JSON bytes array: attempt to access JSON non-string as string"
+            )
+        try:
+            items = [s.encode("utf-8", "surrogateescape") for s in flat]
+        except UnicodeEncodeError:
+            raise _internal(
+                "Unable to parse JSON bytes array: string is not valid Unicode"
+            ) from None
+        out = np.empty(len(items), dtype=np.object_)
+        out[:] = items
+        return out.reshape(tuple(shape))
+    if datatype in _FLOAT_TYPES:
+        if not kinds <= {int, float}:
+            raise _type_error("data", "number")
+        try:
+            values = np.array(flat, dtype=np.float64)
+        except OverflowError:
+            raise _type_error("data", "number") from None
+        return values.astype(target).reshape(tuple(shape))
+    if not kinds <= {int}:
+        signed = datatype in _INT_TYPES
+        raise _type_error("data", "signed-integer" if signed else "unsigned-integer")
+    if datatype in _INT_TYPES:
+        if flat and (min(flat) < _INT64_MIN or max(flat) > _INT64_MAX):
+            raise _type_error("data", "signed-integer")
+        wide = np.array(flat, dtype=np.int64)
+    else:
+        if flat and (min(flat) < 0 or max(flat) > _UINT64_MAX):
+            raise _type_error("data", "unsigned-integer")
+        wide = np.array(flat, dtype=np.uint64)
+    return wide.astype(target).reshape(tuple(shape))
+
+
+def tensor_to_json(datatype: str, array: npt.NDArray[Any], *, bytes_as: str = "str") -> list[Any]:
+    """The flat JSON ``data`` list of a tensor (section 3.7.3, output rules).
+
+    Parameters
+    ----------
+    datatype : str
+        Protocol datatype.
+    array : numpy.ndarray
+        The values (any shape; flattened row-major).
+    bytes_as : {"str", "surrogateescape"}, optional
+        For BYTES: ``"str"`` requires UTF-8 elements (the client rule, raising
+        InferenceServerException otherwise); ``"surrogateescape"`` keeps non-UTF-8 bytes as
+        escape characters, which :func:`dumps` with ``raw_strings=True`` writes raw (Triton's
+        output rule).  Default ``"str"``.
+
+    Returns
+    -------
+    list
+        The elements: bool, int (exact, also beyond 2**53), float (FP32 widened to double)
+        or str.
+
+    Raises
+    ------
+    InferenceServerException
+        For FP16/BF16 (an :class:`HttpCodecError` with status 400), or a BYTES element that
+        is not bytes/str or (with ``bytes_as="str"``) not UTF-8.
+    """
+    if datatype in _NO_JSON_TYPES:
+        raise _bad(
+            f"sending {datatype} data via JSON is not supported. Please use the binary data "
+            "format for output"
+        )
+    flat = np.asarray(array).reshape(-1)
+    if datatype == "BYTES":
+        errors = "surrogateescape" if bytes_as == "surrogateescape" else "strict"
+        out: list[Any] = []
+        for item in flat.tolist():
+            if isinstance(item, bytes):
+                try:
+                    out.append(item.decode("utf-8", errors))
+                except UnicodeDecodeError:
+                    raise_error(
+                        f'Failed to encode "{item!r}" using UTF-8. Please use binary_data=True, '
+                        "if you want to pass a byte array."
+                    )
+            elif isinstance(item, str):
+                out.append(item)
+            else:
+                raise_error(
+                    f"BYTES element of type '{type(item).__name__}' cannot be sent as JSON; "
+                    "expected bytes or str"
+                )
+        return out
+    if datatype == "BOOL":
+        return flat.astype(bool).tolist()  # type: ignore[no-any-return]
+    if datatype == "FP32":
+        return flat.astype(np.float64).tolist()  # type: ignore[no-any-return]
+    return flat.tolist()  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RequestParameters:
+    """The request-level ``parameters`` of an inference request, interpreted (section 7.1).
+
+    Attributes
+    ----------
+    custom : dict
+        Parameters passed to the model (every key that is not interpreted below).
+    sequence_id : int or str
+        Correlation id (0 / ``""``: none).
+    sequence_start, sequence_end : bool
+        Sequence flags.
+    priority : int
+        Priority level (0: the model's default).
+    timeout : int or None
+        Queue timeout in microseconds.
+    binary_data_output : bool or None
+        Default binary/JSON choice for outputs the request does not list.
+    """
+
+    custom: dict[str, ParamValue] = field(default_factory=dict)
+    sequence_id: int | str = 0
+    sequence_start: bool = False
+    sequence_end: bool = False
+    priority: int = 0
+    timeout: int | None = None
+    binary_data_output: bool | None = None
+
+
+def _custom_parameter(key: str, value: Any) -> ParamValue:
+    if isinstance(value, (bool, str)):
+        return value
+    if type(value) is int:
+        return value if _is_int64(value) else float(value)
+    if type(value) is float:
+        return value
+    raise _bad(
+        f"parameter '{key}' has invalid type. It should be either 'int', 'bool', or 'string'."
+    )
+
+
+def parse_request_parameters(parameters: Any) -> RequestParameters:
+    """Interpret a request's ``parameters`` object (server side).
+
+    Parameters
+    ----------
+    parameters : Any
+        The parsed JSON value of ``parameters`` (None when absent).
+
+    Returns
+    -------
+    RequestParameters
+        Reserved parameters parsed into fields, the rest in ``custom``.
+
+    Raises
+    ------
+    HttpCodecError
+        500 for a reserved parameter of the wrong JSON type (Triton's ``Unable to parse
+        'sequence_id': ...``); 400 for ``triton_``-prefixed keys and custom values that are
+        objects, arrays or null.
+    """
+    result = RequestParameters()
+    if parameters is None:
+        return result
+    if not isinstance(parameters, dict):
+        raise _type_error("parameters", "object")
+    for key, value in parameters.items():
+        if key.startswith(TRITON_RESERVED_REQUEST_PARAMS_PREFIX):
+            raise _bad(
+                f"parameter keys starting with '{TRITON_RESERVED_REQUEST_PARAMS_PREFIX}' are "
+                "reserved for Triton usage and should not be specified."
+            )
+        if key == "sequence_id":
+            if not (_is_uint(value) or isinstance(value, str)):
+                raise _type_error("sequence_id", "string")
+            result.sequence_id = value
+        elif key in ("sequence_start", "sequence_end", "binary_data_output"):
+            if not isinstance(value, bool):
+                raise _type_error(key, "boolean")
+            setattr(result, key, value)
+        elif key in ("priority", "timeout"):
+            if not _is_uint(value):
+                raise _type_error(key, "unsigned-integer")
+            setattr(result, key, value)
+        else:
+            result.custom[key] = _custom_parameter(key, value)
+    return result
+
+
+def _request_parameters_json(
+    sequence_id: int | str,
+    sequence_start: bool,
+    sequence_end: bool,
+    priority: int,
+    timeout: int | None,
+    parameters: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The client's request ``parameters`` object, as ``tritonclient`` writes it."""
+    out: dict[str, Any] = {}
+    if sequence_id != 0 and sequence_id != "":
+        out["sequence_id"] = sequence_id
+        out["sequence_start"] = bool(sequence_start)
+        out["sequence_end"] = bool(sequence_end)
+    if priority != 0:
+        out["priority"] = priority
+    if timeout is not None:
+        out["timeout"] = timeout
+    for key, value in (parameters or {}).items():
+        if key in TRITON_RESERVED_REQUEST_PARAMS or key.startswith(
+            TRITON_RESERVED_REQUEST_PARAMS_PREFIX
+        ):
+            raise_error(f'Parameter "{key}" is a reserved parameter and cannot be specified.')
+        out[key] = value
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Bodies
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class EncodedBody:
+    """A request or response body as a list of chunks to write in order.
+
+    Attributes
+    ----------
+    chunks : list of bytes-like
+        The pieces (the JSON first; then binary tensor data, often ``memoryview`` objects of
+        numpy arrays -- keep the arrays unchanged until the body is sent).
+    json_size : int or None
+        Byte length of the JSON part when binary data follows it (the value of
+        ``Inference-Header-Content-Length``), None when the body is all JSON.
+    content_encoding : str or None
+        ``"gzip"`` or ``"deflate"`` after :meth:`compressed`, else None.
+    """
+
+    chunks: list[Buffer]
+    json_size: int | None = None
+    content_encoding: str | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Total length of the body (``Content-Length``)."""
+        return sum(memoryview(c).nbytes for c in self.chunks)
+
+    def tobytes(self) -> bytes:
+        """The body as one ``bytes`` object (copies every chunk)."""
+        return b"".join(self.chunks)
+
+    def headers(self) -> dict[str, str]:
+        """The headers that describe this body.
+
+        Returns
+        -------
+        dict
+            ``Content-Type`` (``application/octet-stream`` with binary data, else
+            ``application/json``), ``Inference-Header-Content-Length`` when binary data
+            follows the JSON, and ``Content-Encoding`` when compressed.
+        """
+        out = {
+            "Content-Type": "application/json"
+            if self.json_size is None
+            else "application/octet-stream"
+        }
+        if self.json_size is not None:
+            out[HEADER_INFERENCE_HEADER_CONTENT_LENGTH] = str(self.json_size)
+        if self.content_encoding is not None:
+            out[HEADER_CONTENT_ENCODING] = self.content_encoding
+        return out
+
+    def compressed(self, algorithm: str | None) -> EncodedBody:
+        """This body compressed as one chunk (``json_size`` unchanged: it counts the JSON
+        before compression, section 3.10).
+
+        Parameters
+        ----------
+        algorithm : {"gzip", "deflate"} or None
+            None returns the body unchanged.
+
+        Returns
+        -------
+        EncodedBody
+        """
+        if algorithm is None:
+            return self
+        return EncodedBody([compress(self.chunks, algorithm)], self.json_size, algorithm)
+
+
+# ---------------------------------------------------------------------------------------------
+# Client side: requests
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SharedMemoryRef:
+    """A tensor placed in a registered shared-memory region.
+
+    Attributes
+    ----------
+    region : str
+        The region's registered name.
+    byte_size : int
+        Bytes of the tensor in the region.
+    offset : int
+        Where the tensor starts in the region.
+    """
+
+    region: str
+    byte_size: int
+    offset: int = 0
+
+    def to_parameters(self) -> dict[str, Any]:
+        """The tensor-level ``parameters`` entries for this placement."""
+        out: dict[str, Any] = {
+            "shared_memory_region": self.region,
+            "shared_memory_byte_size": self.byte_size,
+        }
+        if self.offset:
+            out["shared_memory_offset"] = self.offset
+        return out
+
+
+@dataclass
+class RequestInput:
+    """One input of a request being built (client side).
+
+    Attributes
+    ----------
+    name, datatype : str
+        Input name and protocol datatype.
+    shape : list of int
+        The shape.
+    parameters : dict
+        Tensor parameters (``binary_data_size``, shared-memory placement).
+    data : list or None
+        JSON ``data`` (flat), when sent as JSON.
+    raw : bytes-like or None
+        The binary chunk, when sent with the binary tensor extension.
+    """
+
+    name: str
+    datatype: str
+    shape: list[int]
+    parameters: dict[str, Any] = field(default_factory=dict)
+    data: list[Any] | None = None
+    raw: Buffer | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``$request_input`` object."""
+        out: dict[str, Any] = {"name": self.name, "shape": self.shape, "datatype": self.datatype}
+        if self.parameters:
+            out["parameters"] = self.parameters
+        if self.data is not None:
+            out["data"] = self.data
+        return out
+
+
+def _check_input_array(datatype: str, shape: Sequence[int], array: Any) -> npt.NDArray[Any]:
+    if not isinstance(array, np.ndarray):
+        raise_error("input_tensor must be a numpy array")
+    got = np_to_triton_dtype(array.dtype)
+    if got != datatype and not (datatype == "BF16" and array.dtype == np.float32):
+        raise_error(f"got unexpected datatype {got} from numpy array, expected {datatype}")
+    if list(array.shape) != [int(d) for d in shape]:
+        raise_error(
+            f"got unexpected numpy array shape [{str(array.shape)[1:-1]}], "
+            f"expected [{str(tuple(shape))[1:-1]}]"
+        )
+    return array
+
+
+def encode_input(
+    name: str,
+    datatype: str,
+    shape: Sequence[int],
+    tensor: npt.NDArray[Any],
+    *,
+    binary_data: bool = True,
+) -> RequestInput:
+    """Describe an input whose values come from a numpy array (``set_data_from_numpy``).
+
+    Parameters
+    ----------
+    name : str
+        Input name.
+    datatype : str
+        Protocol datatype; must match the array's dtype (BF16 also takes float32, truncated).
+    shape : sequence of int
+        The input shape; must equal the array's shape.
+    tensor : numpy.ndarray
+        The values.
+    binary_data : bool, optional
+        Send the values with the binary tensor extension (default, zero-copy for contiguous
+        arrays) rather than as JSON.
+
+    Returns
+    -------
+    RequestInput
+
+    Raises
+    ------
+    InferenceServerException
+        If the dtype or shape does not match, or the values cannot be sent as JSON (BF16;
+        BYTES elements that are not UTF-8).
+    """
+    array = _check_input_array(datatype, shape, tensor)
+    shape_list = [int(d) for d in shape]
+    if not binary_data:
+        if datatype == "BF16":
+            raise_error(
+                "BF16 inputs must be sent as binary data over HTTP. Please set binary_data=True"
+            )
+        if datatype == "FP16":
+            # JSON has no FP16; send the numbers and let the server answer (Triton: 400).
+            data = array.astype(np.float64).reshape(-1).tolist()
+        else:
+            data = tensor_to_json(datatype, array)
+        return RequestInput(name, datatype, shape_list, {}, data, None)
+    raw = tensor_to_buffer(datatype, array)
+    return RequestInput(
+        name, datatype, shape_list, {"binary_data_size": memoryview(raw).nbytes}, None, raw
+    )
+
+
+def encode_input_raw(name: str, datatype: str, shape: Sequence[int], raw: Buffer) -> RequestInput:
+    """Describe an input given as raw bytes in the wire layout (section 2.2).
+
+    Parameters
+    ----------
+    name, datatype : str
+        Input name and datatype.
+    shape : sequence of int
+        The shape.
+    raw : bytes-like
+        The tensor's bytes (BYTES: length-prefixed elements); sent as is.
+
+    Returns
+    -------
+    RequestInput
+    """
+    return RequestInput(
+        name,
+        datatype,
+        [int(d) for d in shape],
+        {"binary_data_size": memoryview(raw).nbytes},
+        None,
+        raw,
+    )
+
+
+def encode_input_shm(
+    name: str, datatype: str, shape: Sequence[int], region: str, byte_size: int, offset: int = 0
+) -> RequestInput:
+    """Describe an input whose data is in a registered shared-memory region.
+
+    Parameters
+    ----------
+    name, datatype : str
+        Input name and datatype.
+    shape : sequence of int
+        The shape.
+    region : str
+        Registered region name.
+    byte_size : int
+        Bytes of the tensor in the region.
+    offset : int, optional
+        Offset in the region (default 0; only sent when non-zero).
+
+    Returns
+    -------
+    RequestInput
+    """
+    placement = SharedMemoryRef(region, byte_size, offset)
+    return RequestInput(name, datatype, [int(d) for d in shape], placement.to_parameters())
+
+
+@dataclass
+class RequestOutput:
+    """One requested output (client side).
+
+    Attributes
+    ----------
+    name : str
+        Output name.
+    parameters : dict
+        ``binary_data``, ``classification``, shared-memory placement.
+    """
+
+    name: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``$request_output`` object."""
+        out: dict[str, Any] = {"name": self.name}
+        if self.parameters:
+            out["parameters"] = self.parameters
+        return out
+
+
+def encode_output(
+    name: str,
+    *,
+    binary_data: bool = True,
+    class_count: int = 0,
+    shared_memory: SharedMemoryRef | None = None,
+) -> RequestOutput:
+    """Describe a requested output (``InferRequestedOutput``).
+
+    Parameters
+    ----------
+    name : str
+        Output name.
+    binary_data : bool, optional
+        Return the output with the binary tensor extension (default True).  Ignored with
+        ``shared_memory`` (sent as ``false`` then, as ``tritonclient`` does).
+    class_count : int, optional
+        Return the top ``class_count`` classes instead of the tensor (0: off).
+    shared_memory : SharedMemoryRef, optional
+        Write the output into this registered region.
+
+    Returns
+    -------
+    RequestOutput
+    """
+    parameters: dict[str, Any] = {}
+    if class_count:
+        parameters["classification"] = class_count
+    if shared_memory is not None:
+        parameters["binary_data"] = False
+        parameters.update(shared_memory.to_parameters())
+    else:
+        parameters["binary_data"] = binary_data
+    return RequestOutput(name, parameters)
+
+
+def encode_infer_request(
+    inputs: Iterable[RequestInput],
+    outputs: Iterable[RequestOutput] | None = None,
+    *,
+    request_id: str = "",
+    sequence_id: int | str = 0,
+    sequence_start: bool = False,
+    sequence_end: bool = False,
+    priority: int = 0,
+    timeout: int | None = None,
+    parameters: Mapping[str, Any] | None = None,
+) -> EncodedBody:
+    """Build an inference request body: JSON header, then each binary input's bytes.
+
+    Parameters follow ``tritonclient``'s ``infer()`` (section 7.1 for how they are written):
+    the sequence parameters only when ``sequence_id`` is non-zero/non-empty, ``priority`` only
+    when non-zero, ``timeout`` only when given; without ``outputs`` the request asks for every
+    output in binary (``binary_data_output: true``).
+
+    Parameters
+    ----------
+    inputs : iterable of RequestInput
+        The inputs, in order (binary chunks follow in this order).
+    outputs : iterable of RequestOutput, optional
+        The outputs to return; None or empty returns every output.
+    request_id : str, optional
+        Request id (omitted when empty).
+    sequence_id : int or str, optional
+        Correlation id.
+    sequence_start, sequence_end : bool, optional
+        Sequence flags.
+    priority : int, optional
+        Priority level.
+    timeout : int, optional
+        Queue timeout in microseconds.
+    parameters : mapping, optional
+        Custom request parameters (reserved names are refused).
+
+    Returns
+    -------
+    EncodedBody
+        ``json_size`` is set when at least one input is binary.
+
+    Raises
+    ------
+    InferenceServerException
+        For a reserved custom parameter name.
+    """
+    inputs = list(inputs)
+    request: dict[str, Any] = {}
+    if request_id != "":
+        request["id"] = request_id
+    params = _request_parameters_json(
+        sequence_id, sequence_start, sequence_end, priority, timeout, None
+    )
+    request["inputs"] = [i.to_json() for i in inputs]
+    output_list = list(outputs or [])
+    if output_list:
+        request["outputs"] = [o.to_json() for o in output_list]
+    else:
+        params["binary_data_output"] = True
+    params.update(_request_parameters_json(0, False, False, 0, None, parameters))
+    if params:
+        request["parameters"] = params
+    header = dumps(request)
+    chunks: list[Buffer] = [header]
+    binary = False
+    for each in inputs:
+        if each.raw is not None:
+            binary = True
+            if memoryview(each.raw).nbytes:
+                chunks.append(each.raw)
+    return EncodedBody(chunks, len(header) if binary else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Client side: responses
+# ---------------------------------------------------------------------------------------------
+
+
+class DecodedResponse:
+    """An inference response body split into its JSON and its binary outputs (client side).
+
+    Parameters
+    ----------
+    response : dict
+        The parsed JSON (``$inference_response``).
+    buffer : memoryview
+        The bytes after the JSON.
+    """
+
+    def __init__(self, response: dict[str, Any], buffer: memoryview) -> None:
+        self._response = response
+        self._buffer = buffer
+        self._slices: dict[str, tuple[int, int]] = {}
+        offset = 0
+        for output in response.get("outputs") or []:
+            parameters = output.get("parameters") or {}
+            size = parameters.get("binary_data_size")
+            if size is not None:
+                self._slices[output["name"]] = (offset, int(size))
+                offset += int(size)
+        if offset > len(buffer):
+            raise_error(
+                f"the response declares {offset} bytes of binary output data but only "
+                f"{len(buffer)} bytes follow its JSON"
+            )
+
+    @property
+    def response(self) -> dict[str, Any]:
+        """The parsed JSON of the response."""
+        return self._response
+
+    def get_output(self, name: str) -> dict[str, Any] | None:
+        """The ``$response_output`` object of output ``name``, or None."""
+        for output in self._response.get("outputs") or []:
+            if output.get("name") == name:
+                return output  # type: ignore[no-any-return]
+        return None
+
+    def output_buffer(self, name: str) -> memoryview | None:
+        """The binary bytes of output ``name`` (a view of the body), or None if it has none."""
+        found = self._slices.get(name)
+        if found is None:
+            return None
+        offset, size = found
+        return self._buffer[offset : offset + size]
+
+    def as_numpy(self, name: str) -> npt.NDArray[Any] | None:
+        """Output ``name`` as a numpy array shaped as the response says.
+
+        Binary fixed-size outputs are decoded with :func:`numpy.frombuffer` over the body (no
+        copy; the array is read-only when the body is ``bytes``).  BYTES outputs hold
+        ``bytes`` when binary and ``str`` when sent as JSON (as ``tritonclient`` returns them).
+
+        Parameters
+        ----------
+        name : str
+            Output name.
+
+        Returns
+        -------
+        numpy.ndarray or None
+            None when there is no such output, or it was written to shared memory.
+        """
+        output = self.get_output(name)
+        if output is None:
+            return None
+        datatype = output["datatype"]
+        shape = [int(d) for d in output["shape"]]
+        view = self.output_buffer(name)
+        if view is not None:
+            if datatype == "BYTES":
+                items = deserialize_bytes_tensor(view) if len(view) else np.empty(0, np.object_)
+                return items.reshape(shape)
+            info = DATATYPES.get(datatype)
+            if info is None:
+                raise_error(f"unknown datatype '{datatype}' of output '{name}'")
+            return np.frombuffer(view, dtype=np.dtype(info.numpy_type)).reshape(shape)
+        if "data" not in output:
+            return None
+        info = DATATYPES.get(datatype)
+        if info is None:
+            raise_error(f"unknown datatype '{datatype}' of output '{name}'")
+        if datatype == "BYTES":
+            items = np.empty(len(output["data"]), dtype=np.object_)
+            items[:] = output["data"]
+            return items.reshape(shape)
+        return np.array(output["data"], dtype=np.dtype(info.numpy_type)).reshape(shape)
+
+
+def decode_infer_response(
+    body: Buffer, header_length: int | str | None = None, content_encoding: str | None = None
+) -> DecodedResponse:
+    """Parse an inference response body (client side).
+
+    Parameters
+    ----------
+    body : bytes-like
+        The body as received.
+    header_length : int or str, optional
+        The ``Inference-Header-Content-Length`` header (None: the whole body is JSON).
+    content_encoding : str, optional
+        The ``Content-Encoding`` header; the body is decompressed first.
+
+    Returns
+    -------
+    DecodedResponse
+
+    Raises
+    ------
+    InferenceServerException
+        If the body is not a valid response.
+    """
+    try:
+        data = decompress(body, content_encoding)
+    except HttpCodecError as exc:
+        raise_error(str(exc.message()))
+    view = memoryview(data).cast("B")
+    if header_length is None:
+        json_part, rest = view, view[len(view) :]
+    else:
+        try:
+            size = int(header_length)
+        except ValueError:
+            raise_error(f"invalid {HEADER_INFERENCE_HEADER_CONTENT_LENGTH}: {header_length!r}")
+        if not 0 <= size <= len(view):
+            raise_error(
+                f"{HEADER_INFERENCE_HEADER_CONTENT_LENGTH} {size} is outside the body of "
+                f"{len(view)} bytes"
+            )
+        json_part, rest = view[:size], view[size:]
+    try:
+        parsed = loads(json_part)
+    except ValueError as exc:
+        raise_error(f"failed to parse the inference response JSON: {exc}")
+    if not isinstance(parsed, dict):
+        raise_error("the inference response is not a JSON object")
+    return DecodedResponse(parsed, rest)
+
+
+def error_from_response(status: int, body: Buffer) -> InferenceServerException | None:
+    """The exception for a non-200 response, or None for 200.
+
+    Parameters
+    ----------
+    status : int
+        HTTP status code.
+    body : bytes-like
+        The (decompressed) body: ``{"error": "..."}``, possibly empty or not JSON.
+
+    Returns
+    -------
+    InferenceServerException or None
+        With ``status()`` the HTTP status as a string and the message from ``error``.
+    """
+    if status == 200:
+        return None
+    raw = bytes(body)
+    if not raw.strip():
+        return InferenceServerException(
+            msg="client received an empty response from the server.", status=str(status)
+        )
+    try:
+        parsed = loads(raw)
+        message = parsed["error"]
+    except (ValueError, KeyError, TypeError):
+        text = raw.decode("utf-8", "replace")
+        return InferenceServerException(
+            msg=f"an exception occurred in the client while decoding the response: {text}",
+            status=str(status),
+            debug_details=text,
+        )
+    return InferenceServerException(msg=str(message), status=str(status))
+
+
+# ---------------------------------------------------------------------------------------------
+# Server side: requests
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ParsedInput:
+    """One input of a parsed inference request (server side).
+
+    Attributes
+    ----------
+    name, datatype : str
+        Input name and datatype (not yet checked against the table for binary inputs).
+    shape : list of int
+        The shape.
+    parameters : dict
+        The input's ``parameters`` as sent.
+    data : Any
+        The JSON ``data`` (nested or flat), when the input is JSON.
+    raw : memoryview or None
+        The input's binary chunk (a view of the body), when it used ``binary_data_size``.
+    shared_memory : SharedMemoryRef or None
+        The placement, when the input is in shared memory.
+    """
+
+    name: str
+    datatype: str
+    shape: list[int]
+    parameters: dict[str, Any] = field(default_factory=dict)
+    data: Any = None
+    raw: memoryview | None = None
+    shared_memory: SharedMemoryRef | None = None
+
+
+@dataclass
+class ParsedOutput:
+    """One requested output of a parsed inference request (server side).
+
+    Attributes
+    ----------
+    name : str
+        Output name.
+    binary_data : bool
+        Return it with the binary extension.
+    class_count : int
+        Classification top-K (0: off).
+    shared_memory : SharedMemoryRef or None
+        Write it to this region.
+    parameters : dict
+        The output's ``parameters`` as sent.
+    """
+
+    name: str
+    binary_data: bool = False
+    class_count: int = 0
+    shared_memory: SharedMemoryRef | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ParsedInferRequest:
+    """A parsed inference request (server side).
+
+    Attributes
+    ----------
+    id : str
+        Request id ("" when absent).
+    inputs : list of ParsedInput
+        The inputs in request order.
+    outputs : list of ParsedOutput
+        The requested outputs (empty: every output).
+    parameters : RequestParameters
+        Interpreted request parameters.
+    raw_binary : bool
+        True for a raw binary request (``Inference-Header-Content-Length: 0``): every output
+        is returned in binary.
+    """
+
+    id: str = ""
+    inputs: list[ParsedInput] = field(default_factory=list)
+    outputs: list[ParsedOutput] = field(default_factory=list)
+    parameters: RequestParameters = field(default_factory=RequestParameters)
+    raw_binary: bool = False
+
+    def output_binary(self, name: str) -> bool:
+        """Whether output ``name`` goes back in binary (section 3.8.3).
+
+        A listed output is binary only when its own ``binary_data`` is true; with no
+        ``outputs`` listed the request-level ``binary_data_output`` decides; a raw binary
+        request returns everything in binary.
+        """
+        if self.raw_binary:
+            return True
+        if self.outputs:
+            for output in self.outputs:
+                if output.name == name:
+                    return output.binary_data
+            return False
+        return bool(self.parameters.binary_data_output)
+
+    def output(self, name: str) -> ParsedOutput | None:
+        """The requested output ``name``, or None when not listed."""
+        for output in self.outputs:
+            if output.name == name:
+                return output
+        return None
+
+
+def parse_header_length(value: str | None, body_size: int) -> int | None:
+    """Interpret the ``Inference-Header-Content-Length`` request header.
+
+    Parameters
+    ----------
+    value : str or None
+        The header value (None when absent).
+    body_size : int
+        Length of the (decompressed) body.
+
+    Returns
+    -------
+    int or None
+        None when absent (the body is all JSON), 0 for a raw binary request, else the JSON
+        length.
+
+    Raises
+    ------
+    HttpCodecError
+        400 when the value is not a decimal integer (current Triton), or is larger than the
+        body or than 2**31-1.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if not text.isdigit():
+        raise _bad(f"Unable to parse {HEADER_INFERENCE_HEADER_CONTENT_LENGTH}, got: {value}")
+    size = int(text)
+    if size > body_size or size > _INT32_MAX:
+        raise _bad(f"inference header size should be in range (0, {body_size}), got: {size}")
+    return size
+
+
+def _opt_str(obj: Mapping[str, Any], key: str, default: str = "") -> str:
+    value = obj.get(key, default)
+    if not isinstance(value, str):
+        raise _type_error(key, "string")
+    return value
+
+
+def _req_str(obj: Mapping[str, Any], key: str) -> str:
+    if key not in obj:
+        raise _missing(key)
+    return _opt_str(obj, key)
+
+
+def _shape_of(obj: Mapping[str, Any]) -> list[int]:
+    if "shape" not in obj:
+        raise _missing("shape")
+    shape = obj["shape"]
+    if not isinstance(shape, list):
+        raise _type_error("shape", "array")
+    if not all(_is_uint(d) for d in shape):
+        raise _type_error("shape", "unsigned-integer")
+    return [int(d) for d in shape]
+
+
+def _tensor_parameters(obj: Mapping[str, Any]) -> dict[str, Any]:
+    parameters = obj.get("parameters", {})
+    if not isinstance(parameters, dict):
+        raise _type_error("parameters", "object")
+    return parameters
+
+
+def _shared_memory_of(parameters: Mapping[str, Any]) -> SharedMemoryRef | None:
+    if "shared_memory_region" not in parameters:
+        return None
+    region = _opt_str(parameters, "shared_memory_region")
+    for key in ("shared_memory_byte_size", "shared_memory_offset"):
+        if key in parameters and not _is_uint(parameters[key]):
+            raise _type_error(key, "unsigned-integer")
+    if "shared_memory_byte_size" not in parameters:
+        raise _bad(
+            "'shared_memory_byte_size' must be specified along with 'shared_memory_region' "
+            "parameter"
+        )
+    return SharedMemoryRef(
+        region,
+        int(parameters["shared_memory_byte_size"]),
+        int(parameters.get("shared_memory_offset", 0)),
+    )
+
+
+def _parse_input(obj: Any) -> ParsedInput:
+    if not isinstance(obj, dict):
+        raise _type_error("inputs", "object")
+    name = _req_str(obj, "name")
+    shape = _shape_of(obj)
+    datatype = _req_str(obj, "datatype")
+    parameters = _tensor_parameters(obj)
+    placement = _shared_memory_of(parameters)
+    sources = [
+        label
+        for label, present in (
+            ("data", "data" in obj),
+            ("binary_data_size", "binary_data_size" in parameters),
+            ("shared_memory_region", placement is not None),
+        )
+        if present
+    ]
+    if len(sources) != 1:
+        detail = "no field is set" if not sources else "set " + " ".join(f"'{s}'" for s in sources)
+        raise _bad(
+            "Input must set only one of the following fields: 'data', 'binary_data_size' in "
+            "'parameters', 'shared_memory_region' in 'parameters'. But " + detail
+        )
+    parsed = ParsedInput(name, datatype, shape, parameters, shared_memory=placement)
+    if "data" in obj:
+        if datatype not in DATATYPES:
+            raise _bad(f"invalid datatype for input {name}")
+        if datatype in _NO_JSON_TYPES:
+            raise _bad(
+                f"receiving {datatype} data via JSON is not supported. Please use the binary "
+                f"data format for input {name}"
+            )
+        parsed.data = obj["data"]
+    elif "binary_data_size" in parameters and not _is_uint(parameters["binary_data_size"]):
+        raise _type_error("binary_data_size", "unsigned-integer")
+    return parsed
+
+
+def _parse_output(obj: Any) -> ParsedOutput:
+    if not isinstance(obj, dict):
+        raise _type_error("outputs", "object")
+    name = _req_str(obj, "name")
+    parameters = _tensor_parameters(obj)
+    binary = parameters.get("binary_data", False)
+    if not isinstance(binary, bool):
+        raise _type_error("binary_data", "boolean")
+    class_count = parameters.get("classification", 0)
+    if not _is_uint(class_count):
+        raise _type_error("classification", "unsigned-integer", verb="set")
+    placement = _shared_memory_of(parameters)
+    if placement is not None and class_count:
+        raise _bad("Output can't set both 'shared_memory_region' and 'classification'")
+    if placement is not None and binary:
+        raise _bad("Output can't set both 'shared_memory_region' and 'binary_data'")
+    return ParsedOutput(name, binary, int(class_count), placement, parameters)
+
+
+def parse_infer_request(
+    body: Buffer, header_length: int | None = None, *, model_name: str = ""
+) -> ParsedInferRequest:
+    """Parse an inference request body (JSON, optionally followed by binary input data).
+
+    Parameters
+    ----------
+    body : bytes-like
+        The decompressed body.
+    header_length : int or None, optional
+        The JSON length (``Inference-Header-Content-Length``); None: the whole body is JSON.
+        For 0 (raw binary requests) use :func:`parse_raw_request`.
+    model_name : str, optional
+        For error messages.
+
+    Returns
+    -------
+    ParsedInferRequest
+        Binary inputs hold ``memoryview`` slices of ``body`` (no copy).
+
+    Raises
+    ------
+    HttpCodecError
+        500 for malformed JSON and JSON typing errors; 400 for the validation failures of
+        sections 3.7 and 3.8 (data sources, JSON FP16/BF16, binary chunk accounting,
+        ``triton_`` parameters, ...).
+    """
+    view = memoryview(body).cast("B") if not isinstance(body, memoryview) else body.cast("B")
+    size = len(view) if header_length is None else header_length
+    if not 0 < size <= len(view) and not (size == 0 and len(view) == 0):
+        raise _bad(f"inference header size should be in range (0, {len(view)}), got: {size}")
+    # Like Triton, bytes after the JSON value are not a parse error: without the header they
+    # are taken as the JSON's own, and the binary accounting below reports them.
+    request = _parse_json_body(view[:size], prefix=True)
+    if not isinstance(request, dict):
+        raise _internal(
+            "failed to parse the request JSON buffer: attempt to access JSON non-object as object"
+        )
+    request_id = _opt_str(request, "id")
+    if "inputs" not in request:
+        raise _missing("inputs")
+    raw_inputs = request["inputs"]
+    if not isinstance(raw_inputs, list):
+        raise _type_error("inputs", "array")
+    inputs = [_parse_input(each) for each in raw_inputs]
+    raw_outputs = request.get("outputs", [])
+    if not isinstance(raw_outputs, list):
+        raise _type_error("outputs", "array")
+    outputs = [_parse_output(each) for each in raw_outputs]
+    parameters = parse_request_parameters(request.get("parameters"))
+
+    offset = size
+    for each in inputs:
+        declared = each.parameters.get("binary_data_size")
+        if declared is None or each.data is not None or each.shared_memory is not None:
+            continue
+        if len(view) - offset < declared:
+            raise _bad(
+                f"unexpected size for input '{each.name}', expecting {declared} additional "
+                f"bytes for model '{model_name}'"
+            )
+        each.raw = view[offset : offset + declared]
+        offset += declared
+    if offset != len(view):
+        raise _bad(f"unexpected additional input data for model '{model_name}'")
+    return ParsedInferRequest(request_id, inputs, outputs, parameters)
+
+
+def parse_raw_request(
+    body: Buffer,
+    *,
+    model_name: str,
+    inputs: Sequence[tuple[str, str, Sequence[int]]],
+    max_batch_size: int = 0,
+) -> ParsedInferRequest:
+    """Parse a raw binary request (``Inference-Header-Content-Length: 0``, section 3.9).
+
+    The body is the raw bytes of the model's single input; its shape is deduced from the
+    model's dims (at most one ``-1``, whose size follows from the byte count), with a batch
+    dimension of 1 for batching models.  Every output is returned in binary.
+
+    Parameters
+    ----------
+    body : bytes-like
+        The decompressed body.
+    model_name : str
+        The model.
+    inputs : sequence of (name, datatype, dims)
+        The model's inputs from its configuration (dims without the batch dimension).
+    max_batch_size : int, optional
+        The model's ``max_batch_size``.
+
+    Returns
+    -------
+    ParsedInferRequest
+        One input, ``raw`` a view of ``body``; ``raw_binary`` True.
+
+    Raises
+    ------
+    HttpCodecError
+        400 when the model does not have exactly one input, the shape cannot be deduced, or
+        the byte count does not fit the dims (``... for input 'raw_input' ...``).
+    """
+    view = memoryview(body).cast("B") if not isinstance(body, memoryview) else body.cast("B")
+    prefix = _request_prefix("")
+    if len(inputs) != 1:
+        raise _bad(
+            f"Raw request must only have 1 input (found 1) to be deduced but got "
+            f"{len(inputs)} inputs in '{model_name}' model configuration"
+        )
+    name, datatype, dims = inputs[0]
+    dims = [int(d) for d in dims]
+    if datatype == "BYTES":
+        if dims != [1]:
+            raise _bad(
+                f"For BYTES datatype raw input 'raw_input', the model '{model_name}' must have "
+                f"input shape [1], got {dims}"
+            )
+        shape = dims
+    else:
+        info = DATATYPES.get(datatype)
+        if info is None or info.byte_size is None:
+            raise _bad(f"invalid datatype for input {name}")
+        variable = [i for i, d in enumerate(dims) if d < 0]
+        if len(variable) > 1:
+            raise _bad(
+                f"The shape of the raw input 'raw_input' for model '{model_name}' can not be "
+                "deduced because there are more than one variable-sized dimension"
+            )
+        fixed = _element_count([d for d in dims if d >= 0]) * info.byte_size
+        shape = list(dims)
+        if variable:
+            if fixed == 0 or len(view) % fixed:
+                raise _bad(
+                    f"{prefix}input byte size mismatch for input 'raw_input' for model "
+                    f"'{model_name}'. Expected a multiple of {fixed}, got {len(view)}"
+                )
+            shape[variable[0]] = len(view) // fixed
+        elif len(view) != fixed:
+            raise _bad(
+                f"{prefix}input byte size mismatch for input 'raw_input' for model "
+                f"'{model_name}'. Expected {fixed}, got {len(view)}"
+            )
+    if max_batch_size > 0:
+        shape = [1, *shape]
+    parsed = ParsedInput(name, datatype, shape, {"binary_data_size": len(view)}, raw=view)
+    return ParsedInferRequest("", [parsed], [], RequestParameters(), raw_binary=True)
+
+
+def decode_input(
+    parsed: ParsedInput,
+    buffer: Buffer | None = None,
+    *,
+    model_name: str = "",
+    request_id: str = "",
+) -> npt.NDArray[Any]:
+    """The numpy value of a parsed input.
+
+    Parameters
+    ----------
+    parsed : ParsedInput
+        The input.
+    buffer : bytes-like, optional
+        The input's bytes when they are not in the body (the shared-memory view); by default
+        its binary chunk or JSON data is decoded.
+    model_name, request_id : str, optional
+        For error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shaped as the input; raw data is not copied (BYTES excepted).
+
+    Raises
+    ------
+    HttpCodecError
+        As :func:`tensor_from_buffer` and :func:`tensor_from_json`.
+    """
+    source = buffer if buffer is not None else parsed.raw
+    if source is not None:
+        return tensor_from_buffer(
+            parsed.datatype,
+            parsed.shape,
+            source,
+            name=parsed.name,
+            model_name=model_name,
+            request_id=request_id,
+        )
+    return tensor_from_json(parsed.datatype, parsed.shape, parsed.data, name=parsed.name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Server side: responses
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ResponseOutput:
+    """One output of a response being built (server side).
+
+    Attributes
+    ----------
+    name, datatype : str
+        Output name and datatype.
+    shape : sequence of int
+        The full shape.
+    data : numpy.ndarray or None
+        The values; None for an output written to shared memory (only name, datatype and
+        shape are reported then).
+    binary : bool
+        Send with the binary extension rather than as JSON ``data``.
+    """
+
+    name: str
+    datatype: str
+    shape: Sequence[int]
+    data: npt.NDArray[Any] | None
+    binary: bool = False
+
+
+def encode_infer_response(
+    model_name: str,
+    model_version: str,
+    outputs: Iterable[ResponseOutput],
+    *,
+    request_id: str = "",
+    parameters: Mapping[str, ParamValue] | None = None,
+) -> EncodedBody:
+    """Build an inference response body (section 3.7.2 key order; binary data in output order).
+
+    Parameters
+    ----------
+    model_name, model_version : str
+        The model and version that answered.
+    outputs : iterable of ResponseOutput
+        The outputs, in the order the model produced them.
+    request_id : str, optional
+        Echoed when non-empty.
+    parameters : mapping, optional
+        Response parameters (omitted when empty).
+
+    Returns
+    -------
+    EncodedBody
+        ``json_size`` set when at least one output is binary.  Binary chunks of fixed-size
+        outputs are views of the arrays (no copy).
+
+    Raises
+    ------
+    HttpCodecError
+        400 for an FP16/BF16 output requested as JSON (the whole request fails, as in
+        Triton).
+    """
+    response: dict[str, Any] = {}
+    if request_id:
+        response["id"] = request_id
+    response["model_name"] = model_name
+    response["model_version"] = model_version
+    if parameters:
+        response["parameters"] = dict(parameters)
+    entries: list[dict[str, Any]] = []
+    chunks: list[Buffer] = []
+    binary = False
+    for output in outputs:
+        entry: dict[str, Any] = {
+            "name": output.name,
+            "datatype": output.datatype,
+            "shape": [int(d) for d in output.shape],
+        }
+        if output.data is not None:
+            if output.binary:
+                raw = tensor_to_buffer(output.datatype, output.data)
+                size = memoryview(raw).nbytes
+                entry["parameters"] = {"binary_data_size": size}
+                binary = True
+                if size:
+                    chunks.append(raw)
+            else:
+                try:
+                    entry["data"] = tensor_to_json(
+                        output.datatype, output.data, bytes_as="surrogateescape"
+                    )
+                except HttpCodecError:
+                    raise
+                except InferenceServerException as exc:
+                    raise _internal(str(exc.message())) from None
+        entries.append(entry)
+    response["outputs"] = entries
+    header = dumps(response, raw_strings=True)
+    return EncodedBody([header, *chunks], len(header) if binary else None)
+
+
+def encode_error(message: str) -> bytes:
+    """The error body ``{"error": "<message>"}``."""
+    return dumps({"error": message}, raw_strings=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Generate extension (provisional, section 3.16)
+# ---------------------------------------------------------------------------------------------
+
+
+def _generate_shape(value: Any) -> list[int]:
+    shape: list[int] = []
+    current = value
+    while type(current) is list:
+        shape.append(len(current))
+        if not current:
+            break
+        current = current[0]
+    return shape or [1]
+
+
+def parse_generate_request(body: Buffer, *, model_inputs: Mapping[str, str]) -> ParsedInferRequest:
+    """Parse a generate / generate_stream request (server side).
+
+    Top-level keys (and members of a nested ``parameters`` object) named like a model input
+    become JSON input tensors: a scalar has shape ``[1]``, an array the shape of its nesting;
+    the datatype comes from the model.  ``id`` sets the request id; every other key becomes a
+    request parameter (reserved names interpreted as in an infer request).
+
+    Parameters
+    ----------
+    body : bytes-like
+        The decompressed body.
+    model_inputs : mapping of str to str
+        The model's input names and datatypes.
+
+    Returns
+    -------
+    ParsedInferRequest
+
+    Raises
+    ------
+    HttpCodecError
+        500 for malformed JSON; 400 for bad parameters.
+    """
+    request = parse_json_object(body, allow_empty=False)
+    request_id = _opt_str(request, "id")
+    inputs: dict[str, ParsedInput] = {}
+    params: dict[str, Any] = {}
+
+    def take(key: str, value: Any) -> None:
+        datatype = model_inputs.get(key)
+        if datatype is not None:
+            shape = _generate_shape(value)
+            inputs[key] = ParsedInput(key, datatype, shape, {}, data=value)
+        else:
+            params[key] = value
+
+    for key, value in request.items():
+        if key == "id":
+            continue
+        if key == "parameters" and isinstance(value, dict):
+            for inner_key, inner_value in value.items():
+                take(inner_key, inner_value)
+            continue
+        take(key, value)
+    return ParsedInferRequest(
+        request_id, list(inputs.values()), [], parse_request_parameters(params)
+    )
+
+
+def encode_generate_response(
+    model_name: str,
+    model_version: str,
+    outputs: Iterable[tuple[str, str, npt.NDArray[Any]]],
+    *,
+    request_id: str = "",
+) -> bytes:
+    """The JSON object of one generate response.
+
+    Parameters
+    ----------
+    model_name, model_version : str
+        The model that answered.
+    outputs : iterable of (name, datatype, array)
+        The outputs; a one-element output is written as a scalar, others as flat lists.
+    request_id : str, optional
+        Echoed as ``id`` when non-empty.
+
+    Returns
+    -------
+    bytes
+        ``{"<output>": ..., "id": ..., "model_name": ..., "model_version": ...}``.
+    """
+    response: dict[str, Any] = {}
+    for name, datatype, array in outputs:
+        if datatype in _NO_JSON_TYPES:
+            values: list[Any] = np.asarray(array, dtype=np.float32).reshape(-1).tolist()
+        else:
+            values = tensor_to_json(datatype, array, bytes_as="surrogateescape")
+        response[name] = values[0] if len(values) == 1 else values
+    if request_id:
+        response["id"] = request_id
+    response["model_name"] = model_name
+    response["model_version"] = model_version
+    return dumps(response, raw_strings=True)
+
+
+def encode_sse_event(payload: bytes) -> bytes:
+    """One server-sent event carrying ``payload`` (``data: <payload>\\n\\n``)."""
+    return b"data: " + payload + b"\n\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Compression (section 3.10)
+# ---------------------------------------------------------------------------------------------
+
+
+def compress(chunks: Buffer | Iterable[Buffer], algorithm: str) -> bytes:
+    """Compress a body.
+
+    Parameters
+    ----------
+    chunks : bytes-like or iterable of bytes-like
+        The body, whole or in pieces (not joined first).
+    algorithm : {"gzip", "deflate"}
+        ``gzip`` (RFC 1952) or ``deflate`` (zlib container, RFC 1950, as ``zlib.compress``).
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    InferenceServerException
+        For another algorithm.
+    """
+    if algorithm == "gzip":
+        compressor = zlib.compressobj(wbits=31)
+    elif algorithm == "deflate":
+        compressor = zlib.compressobj(wbits=15)
+    else:
+        raise_error(
+            f"unsupported compression algorithm '{algorithm}'; expected 'gzip' or 'deflate'"
+        )
+    pieces = [chunks] if isinstance(chunks, (bytes, bytearray, memoryview)) else chunks
+    out = [compressor.compress(piece) for piece in pieces]
+    out.append(compressor.flush())
+    return b"".join(out)
+
+
+def decompress(body: Buffer, encoding: str | None, *, max_size: int | None = None) -> Buffer:
+    """Decompress a body by its ``Content-Encoding``.
+
+    Parameters
+    ----------
+    body : bytes-like
+        The body as received.
+    encoding : str or None
+        The ``Content-Encoding`` value: None, ``""`` or ``identity`` (returned unchanged),
+        ``gzip`` or ``deflate`` (either container is detected automatically, and raw
+        deflate is accepted too).
+    max_size : int, optional
+        Refuse bodies that inflate to more than this many bytes.
+
+    Returns
+    -------
+    bytes-like
+
+    Raises
+    ------
+    HttpCodecError
+        501 ``Unsupported compression type`` for another encoding; 500 when the data is
+        corrupt; 400 when it exceeds ``max_size``.
+    """
+    name = (encoding or "").strip().lower()
+    if name in ("", "identity"):
+        return body
+    if name not in SUPPORTED_ENCODINGS:
+        raise HttpCodecError("Unsupported compression type", 501)
+    for wbits in (47, -15):
+        inflater = zlib.decompressobj(wbits=wbits)
+        try:
+            if max_size is None:
+                out = inflater.decompress(body) + inflater.flush()
+            else:
+                out = inflater.decompress(body, max_size + 1)
+                if len(out) > max_size or inflater.unconsumed_tail:
+                    raise _bad(
+                        f"decompressed request body exceeds the maximum allowed size of "
+                        f"{max_size} bytes"
+                    )
+                out += inflater.flush()
+        except zlib.error as exc:
+            if wbits == 47 and name == "deflate":
+                continue
+            raise _internal(f"failed to decompress the {name} body: {exc}") from None
+        if not inflater.eof:
+            raise _internal(f"failed to decompress the {name} body: truncated data")
+        return out
+    raise _internal(f"failed to decompress the {name} body")  # pragma: no cover
+
+
+def negotiate_encoding(accept_encoding: str | None) -> Literal["gzip", "deflate"] | None:
+    """Pick the response encoding from an ``Accept-Encoding`` header (section 3.10).
+
+    Parameters
+    ----------
+    accept_encoding : str or None
+        The header, e.g. ``"gzip;q=0.5, deflate"``.
+
+    Returns
+    -------
+    {"gzip", "deflate"} or None
+        The acceptable coding with the highest weight among gzip, deflate and identity (ties
+        keep the first listed); None for identity or when nothing applies.
+    """
+    if not accept_encoding:
+        return None
+    best: str | None = None
+    best_q = 0.0
+    for item in accept_encoding.split(","):
+        parts = [p.strip() for p in item.split(";")]
+        coding = parts[0].lower()
+        if coding not in ("gzip", "deflate", "identity"):
+            continue
+        weight = 1.0
+        for part in parts[1:]:
+            if part.lower().startswith("q="):
+                try:
+                    weight = float(part[2:])
+                except ValueError:
+                    weight = 0.0
+        if weight > best_q:
+            best, best_q = coding, weight
+    if best == "gzip":
+        return "gzip"
+    if best == "deflate":
+        return "deflate"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Other endpoints
+# ---------------------------------------------------------------------------------------------
+
+
+def model_path(model_name: str, model_version: str = "", suffix: str = "") -> str:
+    """The path of a model endpoint, with the name percent-encoded (as ``tritonclient``).
+
+    Parameters
+    ----------
+    model_name : str
+        The model.
+    model_version : str, optional
+        A version ("" for the server's choice).
+    suffix : str, optional
+        ``"infer"``, ``"ready"``, ``"config"``, ``"stats"``, ``"generate"``, ... ("" for
+        metadata).
+
+    Returns
+    -------
+    str
+        E.g. ``/v2/models/simple/versions/1/infer``.
+    """
+    path = "/v2/models/" + quote(model_name)
+    if model_version:
+        path += "/versions/" + quote(str(model_version))
+    if suffix:
+        path += "/" + suffix
+    return path
+
+
+def encode_query(query_params: Mapping[str, Any] | None) -> str:
+    """A query string from ``query_params`` as ``tritonclient`` builds it.
+
+    Parameters
+    ----------
+    query_params : mapping or None
+        ``{name: value}``; a list value repeats the name once per item.  Names and values are
+        ``quote_plus``-encoded (values through ``str``).
+
+    Returns
+    -------
+    str
+        ``"a=1&b=x+y"``, or ``""`` for no parameters (the server ignores query strings).
+    """
+    pairs: list[str] = []
+    for key, value in (query_params or {}).items():
+        for item in value if isinstance(value, list) else [value]:
+            pairs.append(f"{quote_plus(str(key))}={quote_plus(str(item))}")
+    return "&".join(pairs)
+
+
+def system_shm_path(action: str, region_name: str = "") -> str:
+    """``/v2/systemsharedmemory[/region/<name>]/<action>`` (action: status, register,
+    unregister)."""
+    region = f"/region/{quote(region_name)}" if region_name else ""
+    return f"/v2/systemsharedmemory{region}/{action}"
+
+
+def cuda_shm_path(action: str, region_name: str = "") -> str:
+    """``/v2/cudasharedmemory[/region/<name>]/<action>`` (action: status, register,
+    unregister)."""
+    region = f"/region/{quote(region_name)}" if region_name else ""
+    return f"/v2/cudasharedmemory{region}/{action}"
+
+
+def encode_index_request(ready: bool | None = None) -> bytes:
+    """Body of ``POST /v2/repository/index`` (empty unless ``ready`` is given)."""
+    return b"" if ready is None else dumps({"ready": bool(ready)})
+
+
+def parse_index_request(body: Buffer) -> bool:
+    """The ``ready`` flag of a repository index request (False when absent).
+
+    Raises
+    ------
+    HttpCodecError
+        500 for malformed JSON; 400 for a non-bool ``ready`` (current Triton).
+    """
+    request = parse_json_object(body)
+    ready = request.get("ready", False)
+    if not isinstance(ready, bool):
+        raise _bad("Unable to parse 'ready': attempt to access JSON non-boolean as boolean")
+    return ready
+
+
+def encode_load_request(
+    config: str | None = None, files: Mapping[str, bytes] | None = None
+) -> bytes:
+    """Body of ``POST /v2/repository/models/<m>/load``.
+
+    Parameters
+    ----------
+    config : str, optional
+        A JSON ``ModelConfig`` to use instead of the model's ``config.pbtxt``.
+    files : mapping of str to bytes, optional
+        ``{"file:<version>/<path>": content}``; contents are sent base64-encoded.
+
+    Returns
+    -------
+    bytes
+        ``{}`` or ``{"parameters": {...}}``.
+    """
+    parameters: dict[str, str] = {}
+    if config is not None:
+        parameters["config"] = config
+    for path, content in (files or {}).items():
+        parameters[path] = base64.b64encode(bytes(content)).decode("ascii")
+    return dumps({"parameters": parameters} if parameters else {})
+
+
+def parse_load_request(body: Buffer) -> tuple[str | None, dict[str, bytes]]:
+    """The override ``config`` and ``file:`` contents of a load request (server side).
+
+    Returns
+    -------
+    tuple of (str or None, dict)
+        The config JSON text (None when absent) and ``{"file:<path>": decoded bytes}``.
+
+    Raises
+    ------
+    HttpCodecError
+        500 for malformed JSON, unknown parameter keys (``unexpected error on creating
+        Triton parameter``) and non-string values; 400 for invalid base64.
+    """
+    request = parse_json_object(body)
+    parameters = request.get("parameters", {})
+    if not isinstance(parameters, dict):
+        raise _type_error("parameters", "object")
+    config: str | None = None
+    files: dict[str, bytes] = {}
+    for key, value in parameters.items():
+        if key != "config" and not key.startswith("file:"):
+            raise _internal("unexpected error on creating Triton parameter")
+        if not isinstance(value, str):
+            raise _internal("attempt to access JSON non-string as string")
+        if key == "config":
+            config = value
+            continue
+        try:
+            files[key] = base64.b64decode(value.encode("ascii"), validate=True)
+        except (ValueError, UnicodeEncodeError):
+            raise _bad(f"file parameter '{key}' is not valid base64") from None
+    return config, files
+
+
+def encode_unload_request(unload_dependents: bool = False) -> bytes:
+    """Body of ``POST /v2/repository/models/<m>/unload`` (as ``tritonclient`` sends it)."""
+    return dumps({"parameters": {"unload_dependents": bool(unload_dependents)}})
+
+
+def parse_unload_request(body: Buffer) -> bool:
+    """The ``unload_dependents`` flag of an unload request (False when absent).
+
+    Raises
+    ------
+    HttpCodecError
+        500 for malformed JSON or a non-bool ``unload_dependents``.
+    """
+    request = parse_json_object(body)
+    parameters = request.get("parameters", {})
+    if not isinstance(parameters, dict):
+        raise _type_error("parameters", "object")
+    value = parameters.get("unload_dependents", False)
+    if not isinstance(value, bool):
+        raise _type_error("unload_dependents", "boolean")
+    return value
+
+
+def encode_system_shm_register(key: str, offset: int, byte_size: int) -> bytes:
+    """Body of a system shared-memory register request."""
+    return dumps({"key": key, "offset": int(offset), "byte_size": int(byte_size)})
+
+
+def _register_field(request: Mapping[str, Any], key: str) -> Any:
+    if key not in request:
+        raise _bad(f"Shared memory register request has no '{key}' field")
+    return request[key]
+
+
+def _register_uint(request: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    value = request.get(key, default) if default is not None else _register_field(request, key)
+    if not _is_uint(value):
+        raise _type_error(key, "unsigned-integer")
+    return int(value)
+
+
+def parse_system_shm_register(body: Buffer) -> tuple[str, int, int]:
+    """``(key, offset, byte_size)`` of a system shared-memory register request.
+
+    Raises
+    ------
+    HttpCodecError
+        400 for a missing ``key`` or ``byte_size``; 500 for malformed JSON and wrong types.
+    """
+    request = parse_json_object(body)
+    key = _register_field(request, "key")
+    if not isinstance(key, str):
+        raise _type_error("key", "string")
+    offset = _register_uint(request, "offset", 0)
+    byte_size = _register_uint(request, "byte_size")
+    return key, offset, byte_size
+
+
+def encode_cuda_shm_register(raw_handle: bytes, device_id: int, byte_size: int) -> bytes:
+    """Body of a CUDA shared-memory register request (``raw_handle`` is base64-encoded)."""
+    return dumps(
+        {
+            "raw_handle": {"b64": base64.b64encode(bytes(raw_handle)).decode("ascii")},
+            "device_id": int(device_id),
+            "byte_size": int(byte_size),
+        }
+    )
+
+
+def parse_cuda_shm_register(body: Buffer) -> tuple[bytes, int, int]:
+    """``(raw_handle, device_id, byte_size)`` of a CUDA shared-memory register request.
+
+    Raises
+    ------
+    HttpCodecError
+        400 for a missing field or a handle that is not base64; 500 for malformed JSON and
+        wrong types.
+    """
+    request = parse_json_object(body)
+    handle = _register_field(request, "raw_handle")
+    if not isinstance(handle, dict) or not isinstance(handle.get("b64"), str):
+        raise _bad("'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t")
+    try:
+        raw = base64.b64decode(handle["b64"].encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError):
+        raise _bad("'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t") from None
+    device_id = _register_uint(request, "device_id")
+    byte_size = _register_uint(request, "byte_size")
+    return raw, device_id, byte_size
