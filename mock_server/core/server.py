@@ -78,7 +78,7 @@ class ServerOptions:
     startup_models : list of str
         Models to load at start in EXPLICIT mode; ``"*"`` means all.
     repository_poll_secs : float
-        Rescan interval in POLL mode.
+        Rescan interval in POLL mode; 0 polls only on request (``poll_model_repository``).
     strict_readiness : bool
         Whether the server is ready only when every model it tried to load at start is ready.
     exit_timeout_secs : float
@@ -182,7 +182,7 @@ class CoreServer:
                 ok = False
         self._startup_ok = ok
         self._started = True
-        if mode is ModelControlMode.POLL:
+        if mode is ModelControlMode.POLL and self.options.repository_poll_secs > 0:
             self._poller = threading.Thread(target=self._poll_loop, name="repo-poll", daemon=True)
             self._poller.start()
 
