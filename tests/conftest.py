@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,3 +27,14 @@ def codec_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
         monkeypatch.setattr(_codec, "_pack_bytes", _codec._py_pack_bytes)
         monkeypatch.setattr(_codec, "_unpack_bytes", _codec._py_unpack_bytes)
     yield request.param
+
+
+@pytest.fixture(scope="session")
+def nvidia_python() -> Path:
+    """Interpreter with NVIDIA's official tritonclient (skips the test when there is none)."""
+    from tests.peers import nvidia_client_python
+
+    python = nvidia_client_python()
+    if python is None:
+        pytest.skip("NVIDIA's tritonclient is not available")
+    return python

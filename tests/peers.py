@@ -43,6 +43,7 @@ __all__ = [
     "TritonInstall",
     "copy_repository_for_triton",
     "find_tritonserver",
+    "nvidia_client_python",
     "run_tritonserver",
 ]
 
@@ -377,3 +378,30 @@ def run_tritonserver(
         shutil.rmtree(workdir, ignore_errors=True)
         for cache in _pycache_dirs(repo_path) - caches_before:
             shutil.rmtree(cache, ignore_errors=True)
+
+
+NVIDIA_CLIENT_REQUIREMENT = "tritonclient[grpc,http]==2.73.0"
+
+
+def nvidia_client_python() -> Path | None:
+    """An interpreter with NVIDIA's official ``tritonclient``, for conformance tests.
+
+    ``TRITON_PEER_CLIENT_PYTHON`` if set; else ``/work/peer/venv/bin/python`` where it exists;
+    else a private venv under ``.cache/nvidia-client`` made with :data:`NVIDIA_CLIENT_REQUIREMENT`
+    (needs PyPI; ``TRITON_PEER_NO_INSTALL=1`` forbids it).  None when none can be had.
+    """
+    explicit = os.environ.get("TRITON_PEER_CLIENT_PYTHON")
+    if explicit:
+        return Path(explicit) if Path(explicit).exists() else None
+    default = Path("/work/peer/venv/bin/python")
+    if default.exists():
+        return default
+    if os.environ.get("TRITON_PEER_NO_INSTALL"):
+        return None
+    root = Path(__file__).resolve().parent.parent
+    try:
+        from tools.venvs import ensure_venv
+
+        return ensure_venv(root / ".cache" / "nvidia-client", [NVIDIA_CLIENT_REQUIREMENT])
+    except (OSError, subprocess.SubprocessError):
+        return None

@@ -37,7 +37,6 @@ from tritonclient.grpc import service_pb2_grpc
 from tritonclient.utils._dtypes import DATATYPES
 
 MODELS = Path(__file__).resolve().parent.parent / "mock_server" / "models"
-PEER_PYTHON = Path("/work/peer/venv/bin/python")
 T = 20.0  # timeout of every call
 Code = grpc.StatusCode
 CHANNEL_OPTIONS = [
@@ -1114,14 +1113,15 @@ PEER_SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(not PEER_PYTHON.exists(), reason="NVIDIA's tritonclient venv is not installed")
-def test_nvidia_tritonclient_against_this_server(served: Served, tmp_path: Path) -> None:
+def test_nvidia_tritonclient_against_this_server(
+    nvidia_python: Path, served: Served, tmp_path: Path
+) -> None:
     script = tmp_path / "peer.py"
     script.write_text(PEER_SCRIPT)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     key = f"/grpc_peer_test_{os.getpid()}"
     result = subprocess.run(
-        [str(PEER_PYTHON), str(script), f"127.0.0.1:{served.port}", key],
+        [str(nvidia_python), str(script), f"127.0.0.1:{served.port}", key],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -34,7 +34,6 @@ from tritonclient._codec import http as codec
 from tritonclient.utils._dtypes import DATATYPES
 
 MODELS = Path(__file__).resolve().parent.parent / "mock_server" / "models"
-PEER_PYTHON = Path("/work/peer/venv/bin/python")
 
 _T = TypeVar("_T")
 
@@ -1449,13 +1448,14 @@ print("PEER-OK")
 """
 
 
-@pytest.mark.skipif(not PEER_PYTHON.exists(), reason="NVIDIA's tritonclient venv is not installed")
-def test_official_tritonclient_against_this_server(server: Endpoint, tmp_path: Path) -> None:
+def test_official_tritonclient_against_this_server(
+    nvidia_python: Path, server: Endpoint, tmp_path: Path
+) -> None:
     script = tmp_path / "peer_client.py"
     script.write_text(PEER_SCRIPT)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     result = subprocess.run(
-        [str(PEER_PYTHON), str(script), f"127.0.0.1:{server.port}"],
+        [str(nvidia_python), str(script), f"127.0.0.1:{server.port}"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
