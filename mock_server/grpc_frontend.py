@@ -92,22 +92,6 @@ API_GROUP_OF_RPC: Mapping[str, str] = {
     "LogSettings": "logging",
 }
 
-#: Extension tokens in the order Triton reports them; the frontend adds the last group.
-_EXTENSION_ORDER = (
-    "classification",
-    "sequence",
-    "model_repository",
-    "model_repository(unload_dependents)",
-    "schedule_policy",
-    "model_configuration",
-    "system_shared_memory",
-    "cuda_shared_memory",
-    "binary_tensor_data",
-    "parameters",
-    "statistics",
-    "trace",
-    "logging",
-)
 _FRONTEND_EXTENSIONS = (
     "system_shared_memory",
     "cuda_shared_memory",
@@ -467,12 +451,9 @@ class GrpcFrontend:
         return pb.ModelReadyResponse(ready=self._core.model_ready(request.name, version))
 
     async def _server_metadata(self, request: pb.ServerMetadataRequest, context: Any) -> Any:
-        metadata = self._core.metadata()
-        tokens = set(metadata["extensions"]) | set(_FRONTEND_EXTENSIONS)
-        ordered = [t for t in _EXTENSION_ORDER if t in tokens]
-        ordered += [t for t in metadata["extensions"] if t not in _EXTENSION_ORDER]
+        metadata = self._core.metadata(_FRONTEND_EXTENSIONS)
         return pb.ServerMetadataResponse(
-            name=metadata["name"], version=metadata["version"], extensions=ordered
+            name=metadata["name"], version=metadata["version"], extensions=metadata["extensions"]
         )
 
     async def _model_metadata(self, request: pb.ModelMetadataRequest, context: Any) -> Any:

@@ -95,22 +95,6 @@ FRONTEND_EXTENSIONS = (
     "generate",
 )
 
-#: Triton's order of the extension list in server metadata (others follow in their order).
-_EXTENSION_ORDER = (
-    "classification",
-    "sequence",
-    "model_repository",
-    "model_repository(unload_dependents)",
-    "schedule_policy",
-    "model_configuration",
-    "system_shared_memory",
-    "cuda_shared_memory",
-    "binary_tensor_data",
-    "parameters",
-    "statistics",
-    "trace",
-    "logging",
-)
 
 _STATUS_OF_KIND = {
     ErrorKind.UNKNOWN: 400,
@@ -490,13 +474,7 @@ class HttpFrontend:
 
     async def _server_metadata(self, request: web.BaseRequest) -> web.StreamResponse:
         self._check_method(request, "GET")
-        metadata = self._core.metadata()
-        available = list(metadata.get("extensions", [])) + list(FRONTEND_EXTENSIONS)
-        ordered = [e for e in _EXTENSION_ORDER if e in available]
-        ordered += [e for e in dict.fromkeys(available) if e not in ordered]
-        return _json_response(
-            {"name": metadata["name"], "version": metadata["version"], "extensions": ordered}
-        )
+        return _json_response(self._core.metadata(FRONTEND_EXTENSIONS))
 
     async def _model(
         self,

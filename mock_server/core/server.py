@@ -47,6 +47,24 @@ CORE_EXTENSIONS = [
 ]
 
 
+#: Triton's order of the extension list in server metadata.
+EXTENSION_ORDER = (
+    "classification",
+    "sequence",
+    "model_repository",
+    "model_repository(unload_dependents)",
+    "schedule_policy",
+    "model_configuration",
+    "system_shared_memory",
+    "cuda_shared_memory",
+    "binary_tensor_data",
+    "parameters",
+    "statistics",
+    "trace",
+    "logging",
+)
+
+
 class ModelControlMode(enum.Enum):
     """How the set of loaded models is decided (Triton's ``--model-control-mode``)."""
 
@@ -209,13 +227,13 @@ class CoreServer:
             return False
         return self._startup_ok or not self.options.strict_readiness
 
-    def metadata(self) -> dict[str, Any]:
-        """Server name, version and the extensions the core implements."""
-        return {
-            "name": self.options.server_id,
-            "version": __version__,
-            "extensions": list(CORE_EXTENSIONS),
-        }
+    def metadata(self, frontend_extensions: tuple[str, ...] = ()) -> dict[str, Any]:
+        """Server name, version and extensions: the core's plus ``frontend_extensions``,
+        in the order Triton reports them (unknown tokens follow in their given order)."""
+        available = list(dict.fromkeys([*CORE_EXTENSIONS, *frontend_extensions]))
+        ordered = [e for e in EXTENSION_ORDER if e in available]
+        ordered += [e for e in available if e not in ordered]
+        return {"name": self.options.server_id, "version": __version__, "extensions": ordered}
 
     # -- lookup --------------------------------------------------------------------------
     def _entry(self, name: str) -> _Entry:
