@@ -78,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--grpc-restricted-protocol", action="append", default=[], metavar="API[,API...]:KEY=VALUE"
     )
+    p.add_argument(
+        "--http-header-forward-pattern",
+        metavar="REGEX",
+        help="forward matching HTTP headers to models as request parameters",
+    )
     p.add_argument("--http-ssl-cert", help="PEM certificate: serve HTTPS")
     p.add_argument("--http-ssl-key", help="PEM private key for --http-ssl-cert")
     p.add_argument("--http-ssl-root-cert", help="PEM CA: require client certificates on HTTPS")
@@ -133,6 +138,7 @@ def options_from_args(args: argparse.Namespace) -> tuple[ServerOptions, Frontend
         grpc_ssl_mutual=args.grpc_use_ssl_mutual,
         http_restricted_api=parse_restricted(args.http_restricted_api),
         grpc_restricted_protocol=parse_restricted(args.grpc_restricted_protocol),
+        http_header_forward_pattern=args.http_header_forward_pattern,
     )
     return core, frontends
 

@@ -92,6 +92,8 @@ class FrontendOptions:
         ``{api group: (header key, value)}`` (see :func:`parse_restricted`).
     grpc_max_message_bytes : int
         Largest gRPC message accepted or sent.
+    http_header_forward_pattern : str or None
+        Regular expression: matching HTTP headers reach the model as string parameters.
     """
 
     host: str = "127.0.0.1"
@@ -111,6 +113,7 @@ class FrontendOptions:
     http_restricted_api: dict[str, tuple[str, str]] = field(default_factory=dict)
     grpc_restricted_protocol: dict[str, tuple[str, str]] = field(default_factory=dict)
     grpc_max_message_bytes: int = 2**31 - 1
+    http_header_forward_pattern: str | None = None
 
 
 def _http_ssl_context(options: FrontendOptions) -> ssl.SSLContext | None:
@@ -220,6 +223,7 @@ class MockServer:
                 port=fo.http_port,
                 ssl_context=_http_ssl_context(fo),
                 restricted_apis=fo.http_restricted_api or None,
+                header_forward_pattern=fo.http_header_forward_pattern,
             )
             self.http_port = await http.start()
             self._services.append(http)

@@ -385,3 +385,23 @@ def test_poll_mode_reloads_changed_and_unloads_removed(tmp_path: Path) -> None:
         assert not core.model_ready("simple")
     finally:
         core.stop()
+
+
+def test_implicit_sequence_state_is_refused_clearly(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, "simple_sequence")
+    config = (repo / "simple_sequence" / "config.pbtxt").read_text()
+    config = config.replace(
+        "sequence_batching {",
+        'sequence_batching {\n  state [{ input_name: "IN_STATE" output_name: "OUT_STATE" '
+        "data_type: TYPE_INT32 dims: [1] }]",
+        1,
+    )
+    (repo / "simple_sequence" / "config.pbtxt").write_text(config)
+    core = CoreServer(ServerOptions(model_repository=[repo]))
+    core.start()
+    try:
+        rows = [r for r in core.repository_index() if r["name"] == "simple_sequence"]
+        assert rows[0]["state"] == "UNAVAILABLE"
+        assert "implicit sequence state" in rows[0]["reason"]
+    finally:
+        core.stop()

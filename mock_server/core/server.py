@@ -472,6 +472,11 @@ class CoreServer:
             has_gpu=self.has_gpu,
         )
         cfg.validate_config(config)
+        if config.sequence_batching.state:
+            raise ServerError.unsupported(
+                f"model '{name}': implicit sequence state (sequence_batching.state) is not "
+                "supported by this server"
+            )
         return config
 
     def _start_version(
