@@ -1,12 +1,94 @@
 """gRPC client for Triton / KServe v2 inference servers (``tritonclient.grpc``).
 
-This package currently provides the protocol modules generated from ``proto/``, under the
-names NVIDIA's package uses:
-
-* :mod:`tritonclient.grpc.service_pb2` and :mod:`tritonclient.grpc.service_pb2_grpc`
-  (``inference.GRPCInferenceService``),
-* :mod:`tritonclient.grpc.model_config_pb2` (``inference.ModelConfig``).
-
-The client classes (``InferenceServerClient``, ``InferInput``, ...) are not implemented
-yet; they are tracked in the gRPC clients issue.
+Drop-in compatible with NVIDIA's ``tritonclient.grpc``: :class:`InferenceServerClient`,
+:class:`InferInput`, :class:`InferRequestedOutput`, :class:`InferResult`,
+:class:`KeepAliveOptions`, plugins (:class:`InferenceServerClientPlugin`,
+:mod:`tritonclient.grpc.auth`), the utilities of :mod:`tritonclient.utils`, and the protocol
+modules generated from ``proto/``: :mod:`tritonclient.grpc.service_pb2`,
+:mod:`tritonclient.grpc.service_pb2_grpc` and :mod:`tritonclient.grpc.model_config_pb2`.
+The asyncio client is :mod:`tritonclient.grpc.aio`.
 """
+
+from __future__ import annotations
+
+try:
+    import google.protobuf  # noqa: F401
+    import grpc
+except ImportError as _error:
+    raise ImportError(
+        f"tritonclient.grpc needs grpcio and protobuf ({_error}); install them with "
+        "`pip install tritonclient-ng[grpc]`"
+    ) from _error
+
+from tritonclient._plugin import InferenceServerClientPlugin, Request
+from tritonclient.grpc import model_config_pb2, service_pb2, service_pb2_grpc
+from tritonclient.utils import (
+    TRITON_RESERVED_REQUEST_PARAMS,
+    TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
+    InferenceServerException,
+    config_to_triton_dtype,
+    deserialize_bf16_tensor,
+    deserialize_bytes_tensor,
+    np_to_triton_dtype,
+    raise_error,
+    serialize_bf16_tensor,
+    serialize_byte_tensor,
+    serialized_byte_size,
+    triton_dtype_byte_size,
+    triton_to_config_dtype,
+    triton_to_np_dtype,
+)
+
+from ._client import CallContext, InferenceServerClient
+from ._common import INT32_MAX, MAX_GRPC_MESSAGE_SIZE, KeepAliveOptions
+from ._tensors import InferInput, InferRequestedOutput, InferResult
+
+
+def raise_error_grpc(rpc_error: grpc.RpcError) -> None:
+    """Raise an :class:`InferenceServerException` for a gRPC error.
+
+    Parameters
+    ----------
+    rpc_error : grpc.RpcError
+        The gRPC error.
+
+    Raises
+    ------
+    InferenceServerException
+        With the error's details as message and ``str(code)`` as status.
+    """
+    from tritonclient._codec.grpc import exception_from_rpc_error
+
+    raise exception_from_rpc_error(rpc_error) from None
+
+
+__all__ = [
+    "INT32_MAX",
+    "MAX_GRPC_MESSAGE_SIZE",
+    "TRITON_RESERVED_REQUEST_PARAMS",
+    "TRITON_RESERVED_REQUEST_PARAMS_PREFIX",
+    "CallContext",
+    "InferInput",
+    "InferRequestedOutput",
+    "InferResult",
+    "InferenceServerClient",
+    "InferenceServerClientPlugin",
+    "InferenceServerException",
+    "KeepAliveOptions",
+    "Request",
+    "config_to_triton_dtype",
+    "deserialize_bf16_tensor",
+    "deserialize_bytes_tensor",
+    "model_config_pb2",
+    "np_to_triton_dtype",
+    "raise_error",
+    "raise_error_grpc",
+    "serialize_bf16_tensor",
+    "serialize_byte_tensor",
+    "serialized_byte_size",
+    "service_pb2",
+    "service_pb2_grpc",
+    "triton_dtype_byte_size",
+    "triton_to_config_dtype",
+    "triton_to_np_dtype",
+]

@@ -1,0 +1,122 @@
+"""The gRPC clients against NVIDIA's real Triton server (skipped when it is not installed).
+
+See ``tests/peers.py`` for how the peer server is found and run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tritonclient.grpc as grpcclient
+import tritonclient.grpc.aio as aioclient
+from tests.peers import (
+    RunningTritonServer,
+    copy_repository_for_triton,
+    find_tritonserver,
+    run_tritonserver,
+)
+from tritonclient.utils import InferenceServerException
+
+INSTALL = find_tritonserver()
+pytestmark = pytest.mark.skipif(
+    INSTALL is None,
+    reason="real Triton not installed (see tests/peers.py: TRITON_PEER_DIR, TRITON_STUB_VENV)",
+)
+REPO = Path(__file__).resolve().parent.parent / "mock_server" / "models"
+T = 30.0
+
+
+@pytest.fixture(scope="module")
+def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningTritonServer]:
+    assert INSTALL is not None
+    repo = copy_repository_for_triton(REPO, tmp_path_factory.mktemp("triton") / "models")
+    with run_tritonserver(INSTALL, repo, startup_timeout=120) as running:
+        yield running
+
+
+def _simple_inputs() -> list[grpcclient.InferInput]:
+    a = np.arange(16, dtype=np.int32).reshape(1, 16)
+    return [
+        grpcclient.InferInput("INPUT0", [1, 16], "INT32").set_data_from_numpy(a),
+        grpcclient.InferInput("INPUT1", [1, 16], "INT32").set_data_from_numpy(np.ones_like(a)),
+    ]
+
+
+def _repeat_inputs(values: list[int]) -> list[grpcclient.InferInput]:
+    n = len(values)
+    return [
+        grpcclient.InferInput("IN", [n], "INT32").set_data_from_numpy(np.array(values, np.int32)),
+        grpcclient.InferInput("DELAY", [n], "UINT32").set_data_from_numpy(np.zeros(n, np.uint32)),
+        grpcclient.InferInput("WAIT", [1], "UINT32").set_data_from_numpy(np.zeros(1, np.uint32)),
+    ]
+
+
+def test_health_metadata_infer(triton: RunningTritonServer) -> None:
+    with grpcclient.InferenceServerClient(triton.grpc_url) as c:
+        assert c.is_server_live(client_timeout=T) and c.is_server_ready(client_timeout=T)
+        assert c.is_model_ready("simple")
+        assert c.get_server_metadata().name == "triton"
+        assert c.get_model_config("simple", as_json=True)["config"]["name"] == "simple"
+        result = c.infer("simple", _simple_inputs(), client_timeout=T)
+        np.testing.assert_array_equal(
+            result.as_numpy("OUTPUT0"), np.arange(16, dtype=np.int32).reshape(1, 16) + 1
+        )
+        with pytest.raises(InferenceServerException) as e:
+            c.infer("no_such_model", _simple_inputs())
+        assert str(e.value.status()).startswith("StatusCode.")
+
+
+@pytest.mark.parametrize(
+    ("model", "datatype", "data"),
+    [
+        ("identity_bf16", "BF16", np.array([[1.5, -2.0]], ml_dtypes.bfloat16)),
+        ("identity_bytes", "BYTES", np.array([[b"a", b"\x00b"]], np.object_)),
+        ("identity_fp16", "FP16", np.array([[1.5, -2.0]], np.float16)),
+    ],
+)
+def test_identity(triton: RunningTritonServer, model: str, datatype: str, data: Any) -> None:
+    with grpcclient.InferenceServerClient(triton.grpc_url) as c:
+        inp = grpcclient.InferInput("INPUT0", list(data.shape), datatype)
+        inp.set_data_from_numpy(data)
+        out = c.infer(model, [inp], client_timeout=T).as_numpy("OUTPUT0")
+        assert out is not None and out.dtype == data.dtype
+        np.testing.assert_array_equal(out, data)
+
+
+def test_stream_empty_final_response(triton: RunningTritonServer) -> None:
+    got: queue.Queue[tuple[Any, Any]] = queue.Queue()
+    with grpcclient.InferenceServerClient(triton.grpc_url) as c:
+        c.start_stream(lambda result, error: got.put((result, error)), stream_timeout=T)
+        c.async_stream_infer(
+            "repeat_int32", _repeat_inputs([3, 4]), request_id="r", enable_empty_final_response=True
+        )
+        items = [got.get(timeout=T) for _ in range(3)]
+        c.stop_stream()
+    assert all(e is None for _, e in items)
+    assert [int(r.as_numpy("OUT")[0]) for r, _ in items[:2]] == [3, 4]
+    assert items[2][0].get_response().parameters["triton_final_response"].bool_param
+
+
+def test_aio_infer_and_stream(triton: RunningTritonServer) -> None:
+    async def main() -> list[Any]:
+        async with aioclient.InferenceServerClient(triton.grpc_url) as c:
+            assert await c.is_server_live()
+            r = await c.infer("simple", _simple_inputs(), client_timeout=T)
+            assert r.as_numpy("OUTPUT1") is not None
+
+            async def requests() -> AsyncIterator[dict[str, Any]]:
+                yield {"model_name": "repeat_int32", "inputs": _repeat_inputs([5])}
+
+            return [item async for item in c.stream_infer(requests(), stream_timeout=T)]
+
+    items = asyncio.run(asyncio.wait_for(main(), 2 * T))
+    assert len(items) == 1 and items[0][1] is None
+    assert int(items[0][0].as_numpy("OUT")[0]) == 5

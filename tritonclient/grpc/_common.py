@@ -1,0 +1,675 @@
+"""What the sync and asyncio gRPC clients share: everything but moving the messages.
+
+Channel options and credentials, plugins and headers, the request of every RPC and the
+conversion of its response (:class:`Call`), inference requests (through
+:mod:`tritonclient._codec.grpc`), stream responses, compression names and error mapping.
+``_client.InferenceServerClient`` (threads and ``grpc``) and
+``aio.InferenceServerClient`` (``grpc.aio``) only send what these functions build.
+"""
+
+from __future__ import annotations
+
+import base64
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeAlias, TypeVar
+
+import grpc
+
+from tritonclient._codec import grpc as codec
+from tritonclient._plugin import InferenceServerClientPlugin, Request
+from tritonclient.grpc import service_pb2
+from tritonclient.utils import InferenceServerException, raise_error
+
+from ._tensors import InferInput, InferRequestedOutput, InferResult, message_to_json
+
+__all__ = [
+    "INT32_MAX",
+    "MAX_GRPC_MESSAGE_SIZE",
+    "MODEL_INFER_METHOD",
+    "MODEL_STREAM_INFER_METHOD",
+    "Call",
+    "ClientBase",
+    "KeepAliveOptions",
+    "build_infer",
+    "cancelled_error",
+    "channel_credentials",
+    "channel_options",
+    "compression_type",
+    "error_from_rpc",
+    "infer_request_from_dict",
+    "parse_infer",
+    "serialize_request",
+    "stream_item",
+]
+
+T = TypeVar("T")
+
+INT32_MAX = 2**31 - 1
+#: The largest message the client sends or accepts (the server's limit too).
+MAX_GRPC_MESSAGE_SIZE = INT32_MAX
+
+MODEL_INFER_METHOD = "/inference.GRPCInferenceService/ModelInfer"
+MODEL_STREAM_INFER_METHOD = "/inference.GRPCInferenceService/ModelStreamInfer"
+
+
+class KeepAliveOptions:
+    """A KeepAliveOptions object is used to encapsulate GRPC KeepAlive related parameters
+    for initiating an InferenceServerClient object.
+
+    See the https://github.com/grpc/grpc/blob/master/doc/keepalive.md documentation for
+    more information.
+
+    Parameters
+    ----------
+    keepalive_time_ms : int
+        The period (in milliseconds) after which a keepalive ping is sent on the
+        transport. Default is INT32_MAX.
+    keepalive_timeout_ms : int
+        The period (in milliseconds) the sender of the keepalive ping waits for an
+        acknowledgement. If it does not receive an acknowledgment within this time, it
+        will close the connection. Default is 20000 (20 seconds).
+    keepalive_permit_without_calls : bool
+        Allows keepalive pings to be sent even if there are no calls in flight.
+        Default is False.
+    http2_max_pings_without_data : int
+        The maximum number of pings that can be sent when there is no data/header frame
+        to be sent. gRPC Core will not continue sending pings if we run over the limit.
+        Setting it to 0 allows sending pings without such a restriction. Default is 2.
+    """
+
+    def __init__(
+        self,
+        keepalive_time_ms: int = INT32_MAX,
+        keepalive_timeout_ms: int = 20000,
+        keepalive_permit_without_calls: bool = False,
+        http2_max_pings_without_data: int = 2,
+    ) -> None:
+        self.keepalive_time_ms = keepalive_time_ms
+        self.keepalive_timeout_ms = keepalive_timeout_ms
+        self.keepalive_permit_without_calls = keepalive_permit_without_calls
+        self.http2_max_pings_without_data = http2_max_pings_without_data
+
+    def __repr__(self) -> str:
+        return (
+            f"KeepAliveOptions(keepalive_time_ms={self.keepalive_time_ms}, "
+            f"keepalive_timeout_ms={self.keepalive_timeout_ms}, "
+            f"keepalive_permit_without_calls={self.keepalive_permit_without_calls}, "
+            f"http2_max_pings_without_data={self.http2_max_pings_without_data})"
+        )
+
+
+def channel_options(
+    keepalive_options: KeepAliveOptions | None, channel_args: Sequence[tuple[str, Any]] | None
+) -> list[tuple[str, Any]]:
+    """The channel arguments of a client, as NVIDIA's client sets them.
+
+    Parameters
+    ----------
+    keepalive_options : KeepAliveOptions or None
+        Keepalive settings (defaults when None); ignored with ``channel_args``.
+    channel_args : list of (str, value) or None
+        Used as given when not None.
+
+    Returns
+    -------
+    list of (str, value)
+        The message size limits (``MAX_GRPC_MESSAGE_SIZE``) and the keepalive arguments.
+    """
+    if channel_args is not None:
+        return list(channel_args)
+    ka = keepalive_options or KeepAliveOptions()
+    return [
+        ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.keepalive_time_ms", ka.keepalive_time_ms),
+        ("grpc.keepalive_timeout_ms", ka.keepalive_timeout_ms),
+        ("grpc.keepalive_permit_without_calls", int(bool(ka.keepalive_permit_without_calls))),
+        ("grpc.http2.max_pings_without_data", ka.http2_max_pings_without_data),
+    ]
+
+
+def _read_file(path: str | None, what: str) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise_error(f"unable to read {what} file '{path}': {e}")
+
+
+def channel_credentials(
+    ssl: bool,
+    root_certificates: str | None,
+    private_key: str | None,
+    certificate_chain: str | None,
+    creds: Any,
+) -> Any:
+    """The credentials of a secure channel, or None for an insecure one.
+
+    Parameters
+    ----------
+    ssl : bool
+        Use SSL/TLS.
+    root_certificates, private_key, certificate_chain : str or None
+        Paths of PEM files (read here).
+    creds : grpc.ChannelCredentials or None
+        Used as given when set (the other options are then ignored).
+
+    Returns
+    -------
+    grpc.ChannelCredentials or None
+    """
+    if creds:
+        return creds
+    if not ssl:
+        return None
+    return grpc.ssl_channel_credentials(
+        root_certificates=_read_file(root_certificates, "root certificates"),
+        private_key=_read_file(private_key, "private key"),
+        certificate_chain=_read_file(certificate_chain, "certificate chain"),
+    )
+
+
+def compression_type(algorithm: str | None) -> Any:
+    """Map ``compression_algorithm`` to ``grpc.Compression``.
+
+    Parameters
+    ----------
+    algorithm : str or None
+        ``"deflate"``, ``"gzip"`` (any case) or None.
+
+    Returns
+    -------
+    grpc.Compression
+        ``NoCompression`` for None; also for an unknown name, with a warning (NVIDIA's
+        client prints a message and sends uncompressed).
+    """
+    if algorithm is None:
+        return grpc.Compression.NoCompression
+    name = str(algorithm).lower()
+    if name == "deflate":
+        return grpc.Compression.Deflate
+    if name == "gzip":
+        return grpc.Compression.Gzip
+    warnings.warn(
+        f"unsupported compression_algorithm {algorithm!r} (supported: 'deflate', 'gzip', "
+        "None); sending without compression",
+        stacklevel=3,
+    )
+    return grpc.Compression.NoCompression
+
+
+def error_from_rpc(rpc_error: Any) -> InferenceServerException:
+    """The exception for a failed RPC: message = details, status = ``"StatusCode.X"``.
+
+    Parameters
+    ----------
+    rpc_error : grpc.RpcError
+        The error.
+
+    Returns
+    -------
+    InferenceServerException
+    """
+    return codec.exception_from_rpc_error(rpc_error)
+
+
+def cancelled_error(msg: str | None = None) -> InferenceServerException:
+    """The exception reported for a request cancelled by the client.
+
+    Parameters
+    ----------
+    msg : str, optional
+        The message; "Locally cancelled by application!" by default.
+
+    Returns
+    -------
+    InferenceServerException
+        With status ``"StatusCode.CANCELLED"``.
+    """
+    return InferenceServerException(
+        msg=msg or "Locally cancelled by application!", status="StatusCode.CANCELLED"
+    )
+
+
+class ClientBase:
+    """Plugin registration and request headers, shared by both clients."""
+
+    def __init__(self, verbose: bool) -> None:
+        self._plugin: InferenceServerClientPlugin | None = None
+        self._verbose = bool(verbose)
+
+    def register_plugin(self, plugin: InferenceServerClientPlugin) -> None:
+        """Register a Client Plugin.
+
+        Parameters
+        ----------
+        plugin : InferenceServerClientPlugin
+            A client plugin.
+
+        Raises
+        ------
+        InferenceServerException
+            If a plugin is already registered.
+        """
+        if self._plugin is not None:
+            raise_error(
+                "A plugin is already registered. Please unregister the previous plugin "
+                "first before registering a new plugin."
+            )
+        self._plugin = plugin
+
+    def plugin(self) -> InferenceServerClientPlugin | None:
+        """Retrieve the registered plugin if any.
+
+        Returns
+        -------
+        InferenceServerClientPlugin or None
+        """
+        return self._plugin
+
+    def unregister_plugin(self) -> None:
+        """Unregister a plugin.
+
+        Raises
+        ------
+        InferenceServerException
+            If no plugin has been registered.
+        """
+        if self._plugin is None:
+            raise_error("No plugin has been registered.")
+        self._plugin = None
+
+    def _get_metadata(self, headers: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+        """The gRPC metadata of a request: ``headers`` after the plugin saw them.
+
+        Parameters
+        ----------
+        headers : dict or None
+            Request headers (not modified).
+
+        Returns
+        -------
+        tuple of (str, value)
+            Keys in lower case, as gRPC metadata requires.
+        """
+        request = Request(headers)
+        if self._plugin is not None:
+            self._plugin(request)
+        return tuple((str(k).lower(), v) for k, v in request.headers.items())
+
+    def _log(self, *parts: Any) -> None:
+        if self._verbose:
+            print(*parts)
+
+
+@dataclass
+class Call(Generic[T]):
+    """One unary non-inference RPC: what to send and how to read the answer.
+
+    Attributes
+    ----------
+    rpc : str
+        The stub method (``"ServerLive"``, ...).
+    label : str
+        The client method name, for verbose output.
+    request : protobuf message
+        The request.
+    convert : callable
+        Response message -> the client method's return value.
+    done : str or None
+        Verbose message printed after success (load, unload, register...).
+    """
+
+    rpc: str
+    label: str
+    request: Any
+    convert: Callable[[Any], T]
+    done: str | None = None
+
+
+def _as_json_or_message(as_json: bool) -> Callable[[Any], Any]:
+    return message_to_json if as_json else (lambda response: response)
+
+
+def _check_version(model_version: Any) -> None:
+    if not isinstance(model_version, str):
+        raise_error(f"model version must be a string, got {type(model_version).__name__}")
+
+
+def server_live() -> Call[bool]:
+    return Call("ServerLive", "is_server_live", service_pb2.ServerLiveRequest(), _live)
+
+
+def _live(response: Any) -> bool:
+    return bool(response.live)
+
+
+def _ready(response: Any) -> bool:
+    return bool(response.ready)
+
+
+def server_ready() -> Call[bool]:
+    return Call("ServerReady", "is_server_ready", service_pb2.ServerReadyRequest(), _ready)
+
+
+def model_ready(model_name: str, model_version: str) -> Call[bool]:
+    _check_version(model_version)
+    request = service_pb2.ModelReadyRequest(name=model_name, version=model_version)
+    return Call("ModelReady", "is_model_ready", request, _ready)
+
+
+def server_metadata(as_json: bool) -> Call[Any]:
+    request = service_pb2.ServerMetadataRequest()
+    return Call("ServerMetadata", "get_server_metadata", request, _as_json_or_message(as_json))
+
+
+def model_metadata(model_name: str, model_version: str, as_json: bool) -> Call[Any]:
+    _check_version(model_version)
+    request = service_pb2.ModelMetadataRequest(name=model_name, version=model_version)
+    return Call("ModelMetadata", "get_model_metadata", request, _as_json_or_message(as_json))
+
+
+def model_config(model_name: str, model_version: str, as_json: bool) -> Call[Any]:
+    _check_version(model_version)
+    request = service_pb2.ModelConfigRequest(name=model_name, version=model_version)
+    return Call("ModelConfig", "get_model_config", request, _as_json_or_message(as_json))
+
+
+def repository_index(as_json: bool) -> Call[Any]:
+    request = service_pb2.RepositoryIndexRequest()
+    return Call(
+        "RepositoryIndex", "get_model_repository_index", request, _as_json_or_message(as_json)
+    )
+
+
+def _none(response: Any) -> None:
+    return None
+
+
+def load_model(
+    model_name: str, config: str | None, files: Mapping[str, bytes] | None
+) -> Call[None]:
+    request = service_pb2.RepositoryModelLoadRequest(model_name=model_name)
+    if config is not None:
+        request.parameters["config"].string_param = config
+    for path, content in (files or {}).items():
+        if not isinstance(content, (bytes, bytearray)):
+            raise_error(
+                f"the content of override file '{path}' must be bytes, got {type(content).__name__}"
+            )
+        request.parameters[path].bytes_param = bytes(content)
+    return Call("RepositoryModelLoad", "load_model", request, _none, f"Loaded model '{model_name}'")
+
+
+def unload_model(model_name: str, unload_dependents: bool) -> Call[None]:
+    request = service_pb2.RepositoryModelUnloadRequest(model_name=model_name)
+    request.parameters["unload_dependents"].bool_param = bool(unload_dependents)
+    return Call(
+        "RepositoryModelUnload", "unload_model", request, _none, f"Unloaded model '{model_name}'"
+    )
+
+
+def inference_statistics(model_name: str, model_version: str, as_json: bool) -> Call[Any]:
+    _check_version(model_version)
+    request = service_pb2.ModelStatisticsRequest(name=model_name, version=model_version)
+    return Call(
+        "ModelStatistics", "get_inference_statistics", request, _as_json_or_message(as_json)
+    )
+
+
+def trace_settings(
+    model_name: str | None, settings: Mapping[str, Any] | None, as_json: bool, label: str
+) -> Call[Any]:
+    request = service_pb2.TraceSettingRequest()
+    if model_name:
+        request.model_name = model_name
+    for key, value in (settings or {}).items():
+        if value is None:
+            request.settings[key]  # present and empty: clear the setting
+        else:
+            values = value if isinstance(value, (list, tuple)) else [value]
+            request.settings[key].value.extend(str(v) for v in values)
+    return Call("TraceSetting", label, request, _as_json_or_message(as_json))
+
+
+def log_settings(settings: Mapping[str, Any] | None, as_json: bool, label: str) -> Call[Any]:
+    request = service_pb2.LogSettingsRequest()
+    for key, value in (settings or {}).items():
+        if value is None:
+            request.settings[key]
+        elif key in ("log_file", "log_format"):
+            request.settings[key].string_param = value
+        elif key == "log_verbose_level":
+            request.settings[key].uint32_param = value
+        else:
+            request.settings[key].bool_param = value
+    return Call("LogSettings", label, request, _as_json_or_message(as_json))
+
+
+def system_shm_status(region_name: str, as_json: bool) -> Call[Any]:
+    request = service_pb2.SystemSharedMemoryStatusRequest(name=region_name)
+    return Call(
+        "SystemSharedMemoryStatus",
+        "get_system_shared_memory_status",
+        request,
+        _as_json_or_message(as_json),
+    )
+
+
+def register_system_shm(name: str, key: str, byte_size: int, offset: int) -> Call[None]:
+    request = service_pb2.SystemSharedMemoryRegisterRequest(
+        name=name, key=key, offset=offset, byte_size=byte_size
+    )
+    return Call(
+        "SystemSharedMemoryRegister",
+        "register_system_shared_memory",
+        request,
+        _none,
+        f"Registered system shared memory with name '{name}'",
+    )
+
+
+def unregister_system_shm(name: str) -> Call[None]:
+    request = service_pb2.SystemSharedMemoryUnregisterRequest(name=name)
+    done = (
+        f"Unregistered system shared memory with name '{name}'"
+        if name
+        else "Unregistered all system shared memory regions"
+    )
+    return Call(
+        "SystemSharedMemoryUnregister", "unregister_system_shared_memory", request, _none, done
+    )
+
+
+def cuda_shm_status(region_name: str, as_json: bool) -> Call[Any]:
+    request = service_pb2.CudaSharedMemoryStatusRequest(name=region_name)
+    return Call(
+        "CudaSharedMemoryStatus",
+        "get_cuda_shared_memory_status",
+        request,
+        _as_json_or_message(as_json),
+    )
+
+
+def register_cuda_shm(name: str, raw_handle: Any, device_id: int, byte_size: int) -> Call[None]:
+    try:
+        handle = base64.b64decode(raw_handle, validate=True)
+    except (ValueError, TypeError) as e:
+        raise_error(
+            f"raw_handle must be the base64-encoded serialized cudaIPC handle (as "
+            f"cuda_shared_memory.get_raw_handle() returns it): {e}"
+        )
+    request = service_pb2.CudaSharedMemoryRegisterRequest(
+        name=name, raw_handle=handle, device_id=device_id, byte_size=byte_size
+    )
+    return Call(
+        "CudaSharedMemoryRegister",
+        "register_cuda_shared_memory",
+        request,
+        _none,
+        f"Registered cuda shared memory with name '{name}'",
+    )
+
+
+def unregister_cuda_shm(name: str) -> Call[None]:
+    request = service_pb2.CudaSharedMemoryUnregisterRequest(name=name)
+    done = (
+        f"Unregistered cuda shared memory with name '{name}'"
+        if name
+        else "Unregistered all cuda shared memory regions"
+    )
+    return Call("CudaSharedMemoryUnregister", "unregister_cuda_shared_memory", request, _none, done)
+
+
+# ------------------------------------------------------------------------------------------
+# Inference
+# ------------------------------------------------------------------------------------------
+
+#: A request ready to send: the message without raw contents, and those contents.
+InferParts: TypeAlias = "tuple[service_pb2.ModelInferRequest, list[codec.Buffer]]"
+
+
+def build_infer(
+    model_name: str,
+    inputs: Sequence[InferInput],
+    model_version: str = "",
+    outputs: Sequence[InferRequestedOutput] | None = None,
+    request_id: str = "",
+    sequence_id: int | str = 0,
+    sequence_start: bool = False,
+    sequence_end: bool = False,
+    priority: int = 0,
+    timeout: int | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    enable_empty_final_response: bool = False,
+) -> InferParts:
+    """Build an inference request with the codec (raw contents kept out of the message).
+
+    Raises
+    ------
+    InferenceServerException
+        For a non-string version, inputs/outputs of the wrong type, reserved or
+        unsupported parameters, inputs without data.
+    """
+    _check_version(model_version)
+    if isinstance(inputs, InferInput):
+        inputs = [inputs]
+    tensors = []
+    for item in inputs:
+        if not isinstance(item, InferInput):
+            raise_error(f"inputs must be InferInput objects, got {type(item).__name__}")
+        tensors.append(item._codec_tensor())
+    requested = None
+    if outputs is not None:
+        if isinstance(outputs, InferRequestedOutput):
+            outputs = [outputs]
+        requested = []
+        for out in outputs:
+            if not isinstance(out, InferRequestedOutput):
+                raise_error(
+                    f"outputs must be InferRequestedOutput objects, got {type(out).__name__}"
+                )
+            requested.append(out._codec_output())
+    return codec.build_infer_request_parts(
+        model_name,
+        tensors,
+        requested,
+        model_version=model_version,
+        request_id=request_id,
+        sequence_id=sequence_id,
+        sequence_start=sequence_start,
+        sequence_end=sequence_end,
+        priority=priority,
+        timeout=timeout,
+        parameters=parameters,
+        enable_empty_final_response=enable_empty_final_response,
+    )
+
+
+def serialize_request(parts: InferParts | bytes) -> bytes:
+    """Request serializer of the infer methods: the codec's one-copy framing."""
+    if isinstance(parts, bytes):
+        return parts
+    return codec.serialize_infer_request(parts[0], parts[1])
+
+
+def parse_infer(data: bytes) -> InferResult:
+    """Response deserializer of ``ModelInfer``: an :class:`InferResult` over ``data``."""
+    message, raw = codec.parse_infer_response(data)
+    return InferResult(message, raw)
+
+
+def parse_stream(data: bytes) -> tuple[service_pb2.ModelStreamInferResponse, list[memoryview]]:
+    """Response deserializer of ``ModelStreamInfer`` (raw contents split off)."""
+    return codec.parse_stream_response(data)
+
+
+def stream_item(
+    parsed: tuple[service_pb2.ModelStreamInferResponse, list[memoryview]],
+) -> tuple[InferResult | None, InferenceServerException | None]:
+    """One stream response as the ``(result, error)`` pair given to the user.
+
+    Parameters
+    ----------
+    parsed : tuple
+        What :func:`parse_stream` returned.
+
+    Returns
+    -------
+    tuple of (InferResult or None, InferenceServerException or None)
+        An error (no status) when the response carries ``error_message``.
+    """
+    message, raw = parsed
+    if message.error_message:
+        return None, codec.exception_from_stream_error(message.error_message)
+    return InferResult(message.infer_response, raw), None
+
+
+_STREAM_KEYS = frozenset(
+    {
+        "model_name",
+        "inputs",
+        "model_version",
+        "outputs",
+        "request_id",
+        "sequence_id",
+        "sequence_start",
+        "sequence_end",
+        "priority",
+        "timeout",
+        "parameters",
+        "enable_empty_final_response",
+    }
+)
+
+
+def infer_request_from_dict(item: Any) -> InferParts:
+    """Build a stream request from one dict yielded to ``aio`` ``stream_infer``.
+
+    Parameters
+    ----------
+    item : dict
+        ``model_name`` and ``inputs`` (required), and optionally ``model_version``,
+        ``outputs``, ``request_id``, ``sequence_id``, ``sequence_start``, ``sequence_end``,
+        ``priority``, ``timeout``, ``parameters``, ``enable_empty_final_response``.
+
+    Raises
+    ------
+    InferenceServerException
+        If ``item`` is not such a dict.
+    """
+    if not isinstance(item, dict):
+        raise_error(f"inputs_iterator is not yielding a dict (got {type(item).__name__})")
+    if "model_name" not in item or "inputs" not in item:
+        raise_error("model_name and/or inputs is missing from inputs_iterator's yielded dict")
+    unknown = sorted(set(item) - _STREAM_KEYS)
+    if unknown:
+        raise_error(
+            f"unexpected keys {unknown} in inputs_iterator's yielded dict; expected some of "
+            f"{sorted(_STREAM_KEYS)}"
+        )
+    return build_infer(**item)

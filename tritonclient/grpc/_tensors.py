@@ -1,0 +1,383 @@
+"""``InferInput``, ``InferRequestedOutput`` and ``InferResult`` of ``tritonclient.grpc``.
+
+Thin user-facing wrappers: the wire encoding and decoding are those of
+:mod:`tritonclient._codec.grpc`, shared with the asyncio client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from google.protobuf.json_format import MessageToJson
+
+from tritonclient._codec import grpc as codec
+from tritonclient.grpc import service_pb2
+from tritonclient.utils import np_to_triton_dtype, raise_error
+
+__all__ = ["InferInput", "InferRequestedOutput", "InferResult", "message_to_json"]
+
+_SHM_KEYS = ("shared_memory_region", "shared_memory_byte_size", "shared_memory_offset")
+
+
+def message_to_json(message: Any) -> Any:
+    """Convert a protobuf message to a JSON dict as NVIDIA's client does.
+
+    Parameters
+    ----------
+    message : protobuf message
+        The message.
+
+    Returns
+    -------
+    dict
+        ``json.loads(MessageToJson(message, preserving_proto_field_name=True))``: int64
+        values are strings.
+    """
+    return json.loads(MessageToJson(message, preserving_proto_field_name=True))
+
+
+class InferInput:
+    """An object of InferInput class is used to describe an input tensor of an inference
+    request.
+
+    Parameters
+    ----------
+    name : str
+        The name of input whose data will be described by this object.
+    shape : list
+        The shape of the associated input.
+    datatype : str
+        The datatype of the associated input.
+    """
+
+    def __init__(self, name: str, shape: Sequence[int], datatype: str) -> None:
+        self._name = name
+        self._shape = [int(d) for d in shape]
+        self._datatype = datatype
+        self._data: codec.Buffer | None = None
+        self._shm: codec.SharedMemoryRef | None = None
+
+    def name(self) -> str:
+        """Get the name of input associated with this object.
+
+        Returns
+        -------
+        str
+            The name of input.
+        """
+        return self._name
+
+    def datatype(self) -> str:
+        """Get the datatype of input associated with this object.
+
+        Returns
+        -------
+        str
+            The datatype of input.
+        """
+        return self._datatype
+
+    def shape(self) -> list[int]:
+        """Get the shape of input associated with this object.
+
+        Returns
+        -------
+        list
+            The shape of input.
+        """
+        return list(self._shape)
+
+    def set_shape(self, shape: Sequence[int]) -> InferInput:
+        """Set the shape of input.
+
+        Parameters
+        ----------
+        shape : list
+            The shape of the associated input.
+
+        Returns
+        -------
+        InferInput
+            The updated input.
+        """
+        self._shape = [int(d) for d in shape]
+        return self
+
+    def set_data_from_numpy(self, input_tensor: npt.NDArray[Any]) -> InferInput:
+        """Set the tensor data from the specified numpy array for input associated with this
+        object.
+
+        The array is not copied when it is read-only and laid out as the wire expects;
+        otherwise its data are copied here, so later changes to the array do not affect the
+        input.
+
+        Parameters
+        ----------
+        input_tensor : numpy array
+            The tensor data in numpy array format. For BF16 inputs use
+            ``ml_dtypes.bfloat16`` (``float32`` is accepted too and truncated, as older
+            NVIDIA clients did).
+
+        Returns
+        -------
+        InferInput
+            The updated input.
+
+        Raises
+        ------
+        InferenceServerException
+            If the value is not a numpy array, or its datatype or shape does not match the
+            input's.
+        """
+        if not isinstance(input_tensor, np.ndarray):
+            raise_error(
+                f"input_tensor must be a numpy array, got {type(input_tensor).__name__} "
+                f"for input '{self._name}'"
+            )
+        dtype = np_to_triton_dtype(input_tensor.dtype)
+        bf16_from_fp32 = self._datatype == "BF16" and dtype == "FP32"
+        if dtype != self._datatype and not bf16_from_fp32:
+            message = (
+                f"got unexpected datatype {dtype} from numpy array, expected "
+                f"{self._datatype} for input '{self._name}'."
+            )
+            if self._datatype == "BF16":
+                message += " Use a numpy array of dtype ml_dtypes.bfloat16."
+            raise_error(message)
+        if list(input_tensor.shape) != self._shape:
+            raise_error(
+                f"got unexpected numpy array shape [{str(input_tensor.shape)[1:-1]}], expected "
+                f"[{str(tuple(self._shape))[1:-1]}] for input '{self._name}'"
+            )
+        buffer = codec.tensor_to_buffer(input_tensor, self._datatype)
+        if isinstance(buffer, memoryview) and input_tensor.flags.writeable:
+            # A view of the caller's array: copy so that the input keeps these values.
+            buffer = buffer.tobytes()
+        self._data = buffer
+        self._shm = None
+        return self
+
+    def set_shared_memory(self, region_name: str, byte_size: int, offset: int = 0) -> InferInput:
+        """Set the tensor data from the specified shared memory region.
+
+        Parameters
+        ----------
+        region_name : str
+            The name of the shared memory region holding tensor data.
+        byte_size : int
+            The size of the shared memory region holding tensor data.
+        offset : int
+            The offset, in bytes, into the region where the data for the tensor starts.
+            The default value is 0.
+
+        Returns
+        -------
+        InferInput
+            The updated input.
+        """
+        self._data = None
+        self._shm = codec.SharedMemoryRef(region_name, int(byte_size), int(offset))
+        return self
+
+    def _get_tensor(self) -> service_pb2.ModelInferRequest.InferInputTensor:
+        """Retrieve the underlying InferInputTensor message.
+
+        Returns
+        -------
+        protobuf message
+            The underlying InferInputTensor protobuf message.
+        """
+        request, _ = codec.build_infer_request_parts("", [self._codec_tensor()])
+        return request.inputs[0]
+
+    def _get_content(self) -> bytes | None:
+        """Retrieve the contents for this tensor in raw bytes.
+
+        Returns
+        -------
+        bytes
+            The associated contents for this tensor in raw bytes, or None if no data were
+            set or the input is in shared memory.
+        """
+        return None if self._data is None else bytes(self._data)
+
+    def _codec_tensor(self) -> codec.InputTensor:
+        return codec.InputTensor(
+            name=self._name,
+            datatype=self._datatype,
+            shape=self._shape,
+            data=self._data,
+            shared_memory=self._shm,
+        )
+
+
+class InferRequestedOutput:
+    """An object of InferRequestedOutput class is used to describe a requested output
+    tensor for an inference request.
+
+    Parameters
+    ----------
+    name : str
+        The name of output tensor to associate with this object.
+    class_count : int
+        The number of classifications to be requested. The default value is 0 which means
+        the classification results are not requested.
+    """
+
+    def __init__(self, name: str, class_count: int = 0) -> None:
+        self._name = name
+        self._class_count = int(class_count)
+        self._shm: codec.SharedMemoryRef | None = None
+
+    def name(self) -> str:
+        """Get the name of output associated with this object.
+
+        Returns
+        -------
+        str
+            The name of output.
+        """
+        return self._name
+
+    def set_shared_memory(self, region_name: str, byte_size: int, offset: int = 0) -> None:
+        """Marks the output to return the inference result in specified shared memory region.
+
+        Parameters
+        ----------
+        region_name : str
+            The name of the shared memory region to hold tensor data.
+        byte_size : int
+            The size of the shared memory region to hold tensor data.
+        offset : int
+            The offset, in bytes, into the region where the data for the tensor starts.
+            The default value is 0.
+
+        Raises
+        ------
+        InferenceServerException
+            If failed to set shared memory for the tensor.
+        """
+        if self._class_count:
+            raise_error("shared memory can't be set on classification output")
+        self._shm = codec.SharedMemoryRef(region_name, int(byte_size), int(offset))
+
+    def unset_shared_memory(self) -> None:
+        """Clears the shared memory option set by the last call to
+        :py:meth:`InferRequestedOutput.set_shared_memory()`. After call to this function
+        requested output will no longer be returned in a shared memory region.
+        """
+        self._shm = None
+
+    def _get_tensor(self) -> service_pb2.ModelInferRequest.InferRequestedOutputTensor:
+        """Retrieve the underlying InferRequestedOutputTensor message.
+
+        Returns
+        -------
+        protobuf message
+            The underlying InferRequestedOutputTensor protobuf message.
+        """
+        request, _ = codec.build_infer_request_parts("", [], [self._codec_output()])
+        return request.outputs[0]
+
+    def _codec_output(self) -> codec.RequestedOutput:
+        return codec.RequestedOutput(
+            name=self._name, class_count=self._class_count, shared_memory=self._shm
+        )
+
+
+class InferResult:
+    """An object of InferResult class holds the response of an inference request and
+    provides methods to retrieve inference results.
+
+    Parameters
+    ----------
+    result : protobuf message
+        The ModelInferResponse returned by the server.
+    raw_output_contents : list of bytes-like, optional
+        The response's raw output contents when they were split off the message while
+        parsing (no copy); by default those of ``result``.
+    """
+
+    def __init__(
+        self,
+        result: service_pb2.ModelInferResponse,
+        raw_output_contents: Sequence[codec.Buffer] | None = None,
+    ) -> None:
+        self._result = result
+        self._raw = list(raw_output_contents) if raw_output_contents else None
+
+    def as_numpy(self, name: str) -> npt.NDArray[Any] | None:
+        """Get the tensor data for output associated with this object in numpy format.
+
+        Parameters
+        ----------
+        name : str
+            The name of the output tensor whose result is to be retrieved.
+
+        Returns
+        -------
+        numpy array
+            The numpy array containing the response data for the tensor or None if the data
+            for specified tensor name is not found (or the output was written to shared
+            memory). BYTES outputs are object arrays of ``bytes``; BF16 outputs have dtype
+            ``ml_dtypes.bfloat16``. The array is read-only.
+
+        Raises
+        ------
+        InferenceServerException
+            If the output's data do not match its datatype and shape.
+        """
+        return codec.output_to_numpy(self._result, name, self._raw)
+
+    def get_output(self, name: str, as_json: bool = False) -> Any:
+        """Retrieves the InferOutputTensor corresponding to the named output.
+
+        Parameters
+        ----------
+        name : str
+            The name of the tensor for which Output is to be retrieved.
+        as_json : bool
+            If True then returns response as a json dict, otherwise as a protobuf message.
+            Default value is False. The returned json is generated from the protobuf
+            message using MessageToJson and as a result int64 values are represented as
+            string. It is the caller's responsibility to convert these strings back to
+            int64 values as necessary.
+
+        Returns
+        -------
+        protobuf message or dict
+            If a InferOutputTensor with specified name is present in ModelInferResponse
+            then returns it as a protobuf message or dict, otherwise returns None.
+        """
+        for output in self._result.outputs:
+            if output.name == name:
+                return message_to_json(output) if as_json else output
+        return None
+
+    def get_response(self, as_json: bool = False) -> Any:
+        """Retrieves the complete ModelInferResponse as a json dict object or protobuf
+        message.
+
+        Parameters
+        ----------
+        as_json : bool
+            If True then returns response as a json dict, otherwise as a protobuf message.
+            Default value is False. The returned json is generated from the protobuf
+            message using MessageToJson and as a result int64 values are represented as
+            string. It is the caller's responsibility to convert these strings back to
+            int64 values as necessary.
+
+        Returns
+        -------
+        protobuf message or dict
+            The underlying ModelInferResponse as a protobuf message or dict.
+        """
+        if self._raw is not None:
+            # The raw contents were kept out of the message while parsing: put them back.
+            self._result.raw_output_contents.extend(bytes(b) for b in self._raw)
+            self._raw = None
+        return message_to_json(self._result) if as_json else self._result

@@ -1,0 +1,526 @@
+"""The asyncio gRPC client (``tritonclient.grpc.aio.InferenceServerClient``).
+
+The same methods as :class:`tritonclient.grpc.InferenceServerClient`, as coroutines, and
+:meth:`InferenceServerClient.stream_infer` for streaming.  Requests are built and responses
+read by the same functions as the sync client (:mod:`tritonclient.grpc._common`); only the
+transport (``grpc.aio``) differs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import grpc
+
+from tritonclient import _auth as auth
+from tritonclient._plugin import InferenceServerClientPlugin, Request
+from tritonclient.grpc import (
+    InferInput,
+    InferRequestedOutput,
+    InferResult,
+    KeepAliveOptions,
+    model_config_pb2,
+    service_pb2,
+    service_pb2_grpc,
+)
+from tritonclient.grpc import _client as _sync
+from tritonclient.grpc import _common as common
+from tritonclient.utils import InferenceServerException, np_to_triton_dtype, triton_to_np_dtype
+
+__all__ = [
+    "InferInput",
+    "InferRequestedOutput",
+    "InferResult",
+    "InferenceServerClient",
+    "InferenceServerClientPlugin",
+    "InferenceServerException",
+    "KeepAliveOptions",
+    "Request",
+    "auth",
+    "model_config_pb2",
+    "np_to_triton_dtype",
+    "service_pb2",
+    "service_pb2_grpc",
+    "triton_to_np_dtype",
+]
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _doc_from(sync_method: Callable[..., Any]) -> Callable[[F], F]:
+    """Give a coroutine method the docstring of the sync client's method."""
+
+    def decorate(method: F) -> F:
+        method.__doc__ = (sync_method.__doc__ or "") + (
+            "\n        This is a coroutine: ``await`` it.\n"
+        )
+        return method
+
+    return decorate
+
+
+_Sync = _sync.InferenceServerClient
+
+
+class _ResponseIterator:
+    """The async iterator of (result, error) pairs returned by ``stream_infer``."""
+
+    def __init__(self, call: Any, failure: list[BaseException], verbose: bool) -> None:
+        self._call = call
+        self._failure = failure
+        self._verbose = verbose
+        self._cancelled = False
+
+    def __aiter__(self) -> _ResponseIterator:
+        return self
+
+    async def __anext__(self) -> tuple[InferResult | None, InferenceServerException | None]:
+        try:
+            parsed = await self._call.read()
+        except asyncio.CancelledError:
+            if self._failure:
+                raise self._failure[0] from None
+            if self._cancelled:
+                raise StopAsyncIteration from None
+            raise
+        except grpc.RpcError as rpc_error:
+            if self._failure:
+                # The inputs iterator failed: report its exception, not the CANCELLED status.
+                raise self._failure[0] from None
+            if self._cancelled:
+                raise StopAsyncIteration from None
+            raise common.error_from_rpc(rpc_error) from None
+        if parsed is grpc.aio.EOF:
+            if self._failure:
+                raise self._failure[0]
+            raise StopAsyncIteration
+        if self._verbose:
+            print(parsed[0])
+        return common.stream_item(parsed)
+
+    def cancel(self) -> bool:
+        """Cancel the stream and every request still running on it.
+
+        Returns
+        -------
+        bool
+            True if the stream was cancelled, False if it had already finished.
+        """
+        self._cancelled = True
+        return bool(self._call.cancel())
+
+
+class InferenceServerClient(common.ClientBase):
+    """This feature is currently in beta and may be subject to change.
+
+    An analogy of the :class:`tritonclient.grpc.InferenceServerClient` to enable
+    communication with the server over asyncio: the same constructor parameters, and the
+    same methods as coroutines. Use it as ``async with InferenceServerClient(url) as c``,
+    or ``await client.close()`` when done.
+
+    Parameters
+    ----------
+    url : str
+        The inference server URL, e.g. 'localhost:8001'.
+    verbose : bool
+        If True generate verbose output. Default value is False.
+    ssl : bool
+        If True use SSL encrypted secure channel. Default is False.
+    root_certificates : str
+        File holding the PEM-encoded root certificates, or None for gRPC's default.
+    private_key : str
+        File holding the PEM-encoded private key, or None.
+    certificate_chain : str
+        File holding the PEM-encoded certificate chain, or None.
+    creds : grpc.ChannelCredentials
+        Credentials to use (then ssl and the certificate options are ignored).
+    keepalive_options : KeepAliveOptions
+        GRPC KeepAlive options. Default is None (the defaults of KeepAliveOptions).
+    channel_args : List[Tuple]
+        Channel arguments passed as given (then keepalive_options and the message size
+        limits are not set by the client). Default is None.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        verbose: bool = False,
+        ssl: bool = False,
+        root_certificates: str | None = None,
+        private_key: str | None = None,
+        certificate_chain: str | None = None,
+        creds: Any = None,
+        keepalive_options: KeepAliveOptions | None = None,
+        channel_args: Sequence[tuple[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(verbose)
+        options = common.channel_options(keepalive_options, channel_args)
+        credentials = common.channel_credentials(
+            ssl, root_certificates, private_key, certificate_chain, creds
+        )
+        if credentials is not None:
+            self._channel = grpc.aio.secure_channel(url, credentials, options=options)
+        else:
+            self._channel = grpc.aio.insecure_channel(url, options=options)
+        self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._infer_method = self._channel.unary_unary(
+            common.MODEL_INFER_METHOD,
+            request_serializer=common.serialize_request,
+            response_deserializer=common.parse_infer,
+        )
+        self._stream_method = self._channel.stream_stream(
+            common.MODEL_STREAM_INFER_METHOD,
+            request_serializer=common.serialize_request,
+            response_deserializer=common.parse_stream,
+        )
+
+    async def __aenter__(self) -> InferenceServerClient:
+        return self
+
+    async def __aexit__(self, type: Any, value: Any, traceback: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the client. Any future calls to server will result in an Error."""
+        await self._channel.close()
+
+    async def _unary(self, call: common.Call[T], headers: Any, client_timeout: float | None) -> T:
+        metadata = self._get_metadata(headers)
+        self._log(f"{call.label}, metadata {metadata}\n{call.request}")
+        try:
+            response = await getattr(self._client_stub, call.rpc)(
+                request=call.request, metadata=metadata, timeout=client_timeout
+            )
+        except grpc.RpcError as rpc_error:
+            raise common.error_from_rpc(rpc_error) from None
+        self._log(call.done if call.done is not None else response)
+        return call.convert(response)
+
+    @_doc_from(_Sync.is_server_live)
+    async def is_server_live(
+        self, headers: Mapping[str, Any] | None = None, client_timeout: float | None = None
+    ) -> bool:
+        return await self._unary(common.server_live(), headers, client_timeout)
+
+    @_doc_from(_Sync.is_server_ready)
+    async def is_server_ready(
+        self, headers: Mapping[str, Any] | None = None, client_timeout: float | None = None
+    ) -> bool:
+        return await self._unary(common.server_ready(), headers, client_timeout)
+
+    @_doc_from(_Sync.is_model_ready)
+    async def is_model_ready(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Mapping[str, Any] | None = None,
+        client_timeout: float | None = None,
+    ) -> bool:
+        call = common.model_ready(model_name, model_version)
+        return await self._unary(call, headers, client_timeout)
+
+    @_doc_from(_Sync.get_server_metadata)
+    async def get_server_metadata(
+        self,
+        headers: Mapping[str, Any] | None = None,
+        as_json: bool = False,
+        client_timeout: float | None = None,
+    ) -> Any:
+        return await self._unary(common.server_metadata(as_json), headers, client_timeout)
+
+    @_doc_from(_Sync.get_model_metadata)
+    async def get_model_metadata(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Mapping[str, Any] | None = None,
+        as_json: bool = False,
+        client_timeout: float | None = None,
+    ) -> Any:
+        call = common.model_metadata(model_name, model_version, as_json)
+        return await self._unary(call, headers, client_timeout)
+
+    @_doc_from(_Sync.get_model_config)
+    async def get_model_config(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Mapping[str, Any] | None = None,
+        as_json: bool = False,
+        client_timeout: float | None = None,
+    ) -> Any:
+        call = common.model_config(model_name, model_version, as_json)
+        return await self._unary(call, headers, client_timeout)
+
+    @_doc_from(_Sync.get_model_repository_index)
+    async def get_model_repository_index(
+        self,
+        headers: Mapping[str, Any] | None = None,
+        as_json: bool = False,
+        client_timeout: float | None = None,
+    ) -> Any:
+        return await self._unary(common.repository_index(as_json), headers, client_timeout)
+
+    @_doc_from(_Sync.load_model)
+    async def load_model(
+        self,
+        model_name: str,
+        headers: Mapping[str, Any] | None = None,
+        config: str | None = None,
+        files: Mapping[str, bytes] | None = None,
+        client_timeout: float | None = None,
+    ) -> None:
+        call = common.load_model(model_name, config, files)
+        await self._unary(call, headers, client_timeout)
+
+    @_doc_from(_Sync.unload_model)
+    async def unload_model(
+        self,
+        model_name: str,
+        headers: Mapping[str, Any] | None = None,
+        unload_dependents: bool = False,
+        client_timeout: float | None = None,
+    ) -> None:
+        call = common.unload_model(model_name, unload_dependents)
+        await self._unary(call, headers, client_timeout)
+
+    @_doc_from(_Sync.get_inference_statistics)
+    async def get_inference_statistics(
+        self,
+        model_name: str = "",
+        model_version: str = "",
+        headers: Mapping[str, Any] | None = None,
+        as_json: bool = False,
+        client_timeout: float | None = None,
+    ) -> Any:
+        call = common.inference_statistics(model_name, model_version, as_json)
+        return await self._unary(call, headers, client_timeout)
+
+    @_doc_from(_Sync.update_trace_settings)
+    async def update_trace_settings(
+        self,
+        model_name: str | None = None,
+        settings: Mapping[str, Any] | None = None,
+        headers: Mapping[str, Any] | None = None,
+        as_json: bool = False,
+        client_timeout: float | None = None,
+    ) -> Any:
+        call = common.trace_settings(model_name, settings, as_json, "update_trace_settings")
+        return await self._unary(call, headers, client_timeout)
+
+    @_doc_from(_Sync.get_trace_settings)
+    async def get_trace_settings(
+        self,
+        model_name: str | None = None,
+        headers: Mapping[str, Any] | None = None,
+        as_json: bool = False,
+        client_timeout: float | None = None,
+    ) -> Any:
+        call = common.trace_settings(model_name, None, as_json, "get_trace_settings")
+        return await self._unary(call, headers, client_timeout)
+
+    @_doc_from(_Sync.update_log_settings)
+    async def update_log_settings(
+        self,
+        settings: Mapping[str, Any],
+        headers: Mapping[str, Any] | None = None,
+        as_json: bool = False,
+        client_timeout: float | None = None,
+    ) -> Any:
+        call = common.log_settings(settings, as_json, "update_log_settings")
+        return await self._unary(call, headers, client_timeout)
+
+    @_doc_from(_Sync.get_log_settings)
+    async def get_log_settings(
+        self,
+        headers: Mapping[str, Any] | None = None,
+        as_json: bool = False,
+        client_timeout: float | None = None,
+    ) -> Any:
+        call = common.log_settings(None, as_json, "get_log_settings")
+        return await self._unary(call, headers, client_timeout)
+
+    @_doc_from(_Sync.get_system_shared_memory_status)
+    async def get_system_shared_memory_status(
+        self,
+        region_name: str = "",
+        headers: Mapping[str, Any] | None = None,
+        as_json: bool = False,
+        client_timeout: float | None = None,
+    ) -> Any:
+        call = common.system_shm_status(region_name, as_json)
+        return await self._unary(call, headers, client_timeout)
+
+    @_doc_from(_Sync.register_system_shared_memory)
+    async def register_system_shared_memory(
+        self,
+        name: str,
+        key: str,
+        byte_size: int,
+        offset: int = 0,
+        headers: Mapping[str, Any] | None = None,
+        client_timeout: float | None = None,
+    ) -> None:
+        call = common.register_system_shm(name, key, byte_size, offset)
+        await self._unary(call, headers, client_timeout)
+
+    @_doc_from(_Sync.unregister_system_shared_memory)
+    async def unregister_system_shared_memory(
+        self,
+        name: str = "",
+        headers: Mapping[str, Any] | None = None,
+        client_timeout: float | None = None,
+    ) -> None:
+        await self._unary(common.unregister_system_shm(name), headers, client_timeout)
+
+    @_doc_from(_Sync.get_cuda_shared_memory_status)
+    async def get_cuda_shared_memory_status(
+        self,
+        region_name: str = "",
+        headers: Mapping[str, Any] | None = None,
+        as_json: bool = False,
+        client_timeout: float | None = None,
+    ) -> Any:
+        call = common.cuda_shm_status(region_name, as_json)
+        return await self._unary(call, headers, client_timeout)
+
+    @_doc_from(_Sync.register_cuda_shared_memory)
+    async def register_cuda_shared_memory(
+        self,
+        name: str,
+        raw_handle: bytes,
+        device_id: int,
+        byte_size: int,
+        headers: Mapping[str, Any] | None = None,
+        client_timeout: float | None = None,
+    ) -> None:
+        call = common.register_cuda_shm(name, raw_handle, device_id, byte_size)
+        await self._unary(call, headers, client_timeout)
+
+    @_doc_from(_Sync.unregister_cuda_shared_memory)
+    async def unregister_cuda_shared_memory(
+        self,
+        name: str = "",
+        headers: Mapping[str, Any] | None = None,
+        client_timeout: float | None = None,
+    ) -> None:
+        await self._unary(common.unregister_cuda_shm(name), headers, client_timeout)
+
+    @_doc_from(_Sync.infer)
+    async def infer(
+        self,
+        model_name: str,
+        inputs: Sequence[InferInput],
+        model_version: str = "",
+        outputs: Sequence[InferRequestedOutput] | None = None,
+        request_id: str = "",
+        sequence_id: int | str = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+        priority: int = 0,
+        timeout: int | None = None,
+        client_timeout: float | None = None,
+        headers: Mapping[str, Any] | None = None,
+        compression_algorithm: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> InferResult:
+        metadata = self._get_metadata(headers)
+        parts = common.build_infer(
+            model_name,
+            inputs,
+            model_version,
+            outputs,
+            request_id,
+            sequence_id,
+            sequence_start,
+            sequence_end,
+            priority,
+            timeout,
+            parameters,
+        )
+        self._log(f"infer, metadata {metadata}\n{parts[0]}")
+        try:
+            result: InferResult = await self._infer_method(
+                parts,
+                metadata=metadata,
+                timeout=client_timeout,
+                compression=common.compression_type(compression_algorithm),
+            )
+        except grpc.RpcError as rpc_error:
+            raise common.error_from_rpc(rpc_error) from None
+        if self._verbose:
+            print(result.get_response())
+        return result
+
+    def stream_infer(
+        self,
+        inputs_iterator: AsyncIterable[dict[str, Any]],
+        stream_timeout: float | None = None,
+        headers: Mapping[str, Any] | None = None,
+        compression_algorithm: str | None = None,
+    ) -> _ResponseIterator:
+        """Runs an asynchronous inference over gRPC bi-directional streaming API.
+
+        Parameters
+        ----------
+        inputs_iterator : asynchronous iterator
+            Async iterator that yields a dict(s) consists of the input parameters to the
+            :meth:`tritonclient.grpc.InferenceServerClient.async_stream_infer` function
+            defined in :class:`tritonclient.grpc.InferenceServerClient`: ``model_name``
+            and ``inputs`` (required), ``model_version``, ``outputs``, ``request_id``,
+            ``sequence_id``, ``sequence_start``, ``sequence_end``, ``priority``,
+            ``timeout``, ``parameters`` and ``enable_empty_final_response``. If the
+            iterator raises, the response iterator raises the same exception (instead of
+            a bare cancellation).
+        stream_timeout : float
+            Optional stream timeout. The stream will be closed once the specified timeout
+            expires.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the
+            request.
+        compression_algorithm : str
+            Optional grpc compression algorithm to be used on client side. Currently
+            supports "deflate", "gzip" and None. By default, no compression is used.
+
+        Returns
+        -------
+        asynchronous iterator
+            Async iterator that yields a tuple(:class:`InferResult`,
+            :class:`InferenceServerException`) object for each response; exactly one of
+            them is None. It also has ``cancel()``, which cancels the stream and its
+            requests (iteration then ends).
+
+        Raises
+        ------
+        InferenceServerException
+            If inputs_iterator does not yield the correct input, or the stream fails
+            (e.g. ``StatusCode.DEADLINE_EXCEEDED`` after ``stream_timeout``).
+        """
+        metadata = self._get_metadata(headers)
+        failure: list[BaseException] = []
+        verbose = self._verbose
+
+        async def requests() -> AsyncIterator[bytes]:
+            try:
+                async for item in inputs_iterator:
+                    parts = common.infer_request_from_dict(item)
+                    if verbose:
+                        print(f"stream_infer\n{parts[0]}")
+                    yield common.serialize_request(parts)
+            except Exception as error:
+                failure.append(error)
+                raise
+
+        try:
+            call = self._stream_method(
+                requests(),
+                metadata=metadata,
+                timeout=stream_timeout,
+                compression=common.compression_type(compression_algorithm),
+            )
+        except grpc.RpcError as rpc_error:
+            raise common.error_from_rpc(rpc_error) from None
+        return _ResponseIterator(call, failure, self._verbose)
