@@ -1,73 +1,184 @@
-"""A short tour of what the SDK offers today; run by the README's demo command.
+"""A tour of the SDK, run by the README's demo command.
 
-Shows the datatype tables, the BYTES and BF16 tensor codecs, and the gRPC protocol
-messages (building a ModelInferRequest, parsing a config.pbtxt).  Exits non-zero if any
-result is wrong.  The server and client tour joins it as those pieces land.
+Starts the bundled server on free ports, then drives it with this project's clients: health
+and metadata, inference over gRPC and HTTP, BYTES tensors, a sequence, a decoupled stream and
+system shared memory.  Prints what it does; exits non-zero on any wrong result; stops the
+server at the end.
 """
 
 from __future__ import annotations
 
+import queue
 import sys
+import uuid
+from typing import Any
 
-import ml_dtypes
 import numpy as np
-from google.protobuf import text_format
 
-from tritonclient.grpc import model_config_pb2, service_pb2
-from tritonclient.utils import (
-    HAVE_SPEEDUPS,
-    InferenceServerException,
-    deserialize_bf16_tensor,
-    deserialize_bytes_tensor,
-    np_to_triton_dtype,
-    serialize_bf16_tensor,
-    serialize_byte_tensor,
-    triton_to_np_dtype,
-)
+import tritonclient.grpc as grpcclient
+from mock_server.app import FrontendOptions, MockServer
+from shm import posix
+from tritonclient.utils import HAVE_SPEEDUPS, InferenceServerException
+
+try:
+    import tritonclient.http as httpclient
+except ImportError:  # the HTTP client needs the [http] extra
+    httpclient = None  # type: ignore[assignment]
 
 
 def check(condition: bool, what: str) -> None:
-    print(("ok    " if condition else "WRONG ") + what)
+    print(("  ok     " if condition else "  WRONG  ") + what)
     if not condition:
         sys.exit(1)
 
 
+def simple_inputs(module: Any, a: np.ndarray, b: np.ndarray) -> list[Any]:
+    inputs = [
+        module.InferInput("INPUT0", a.shape, "INT32"),
+        module.InferInput("INPUT1", b.shape, "INT32"),
+    ]
+    inputs[0].set_data_from_numpy(a)
+    inputs[1].set_data_from_numpy(b)
+    return inputs
+
+
+def tour_grpc(url: str) -> None:
+    print(f"gRPC client -> {url}")
+    with grpcclient.InferenceServerClient(url) as client:
+        check(client.is_server_live() and client.is_server_ready(), "server live and ready")
+        meta = client.get_server_metadata()
+        check(
+            meta.name == "triton",
+            f"server metadata: {meta.name} {meta.version}, {len(meta.extensions)} extensions",
+        )
+        model = client.get_model_metadata("simple")
+        check([i.name for i in model.inputs] == ["INPUT0", "INPUT1"], "model metadata of 'simple'")
+
+        a = np.arange(16, dtype=np.int32).reshape(1, 16)
+        b = np.ones((1, 16), dtype=np.int32)
+        result = client.infer("simple", simple_inputs(grpcclient, a, b))
+        check(np.array_equal(result.as_numpy("OUTPUT0"), a + b), "infer 'simple': OUTPUT0 = a + b")
+        check(np.array_equal(result.as_numpy("OUTPUT1"), a - b), "infer 'simple': OUTPUT1 = a - b")
+
+        words = np.array([["hello", "wörld"]], dtype=np.object_)
+        tensor = grpcclient.InferInput("INPUT0", words.shape, "BYTES")
+        tensor.set_data_from_numpy(words)
+        echoed = client.infer("identity_bytes", [tensor]).as_numpy("OUTPUT0")
+        check(echoed[0, 1].decode() == "wörld", "BYTES tensor round trip (UTF-8 strings)")
+
+        outputs = []
+        for step, value in enumerate([0, 11, 7, 5]):
+            data = np.array([[value]], dtype=np.int32)
+            tensor = grpcclient.InferInput("INPUT", data.shape, "INT32")
+            tensor.set_data_from_numpy(data)
+            result = client.infer(
+                "simple_sequence",
+                [tensor],
+                sequence_id=1001,
+                sequence_start=step == 0,
+                sequence_end=step == 3,
+            )
+            outputs.append(int(result.as_numpy("OUTPUT")[0, 0]))
+        check(outputs == [1, 11, 7, 5], f"sequence 1001 on 'simple_sequence': {outputs}")
+
+        responses: queue.Queue[Any] = queue.Queue()
+        client.start_stream(callback=lambda result, error: responses.put((result, error)))
+        values = np.array([4, 2, 0, 1], dtype=np.int32)
+        inputs = [
+            grpcclient.InferInput("IN", [4], "INT32"),
+            grpcclient.InferInput("DELAY", [4], "UINT32"),
+            grpcclient.InferInput("WAIT", [1], "UINT32"),
+        ]
+        inputs[0].set_data_from_numpy(values)
+        inputs[1].set_data_from_numpy(np.zeros(4, np.uint32))
+        inputs[2].set_data_from_numpy(np.zeros(1, np.uint32))
+        client.async_stream_infer(
+            "repeat_int32", inputs, request_id="stream-1", enable_empty_final_response=True
+        )
+        received = []
+        while True:
+            result, error = responses.get(timeout=30)
+            if error is not None:
+                check(False, f"stream error: {error}")
+            response = result.get_response()
+            if response.outputs:
+                received.append(int(result.as_numpy("OUT")[0]))
+            if response.parameters["triton_final_response"].bool_param:
+                break
+        client.stop_stream()
+        check(received == [4, 2, 0, 1], f"decoupled stream from 'repeat_int32': {received}")
+
+        try:
+            client.infer("no_such_model", simple_inputs(grpcclient, a, b))
+        except InferenceServerException as exc:
+            check("unknown model" in exc.message(), f"clear error: {exc}")
+
+
+def tour_http(url: str) -> None:
+    if httpclient is None:
+        print("HTTP client not installed; skipping (pip install tritonclient-ng[http])")
+        return
+    print(f"HTTP client -> {url}")
+    client = httpclient.InferenceServerClient(url)
+    try:
+        check(client.is_server_ready(), "server ready")
+        a = np.arange(16, dtype=np.int32).reshape(1, 16)
+        b = np.full((1, 16), 2, dtype=np.int32)
+        for binary in (True, False):
+            inputs = [
+                httpclient.InferInput("INPUT0", a.shape, "INT32"),
+                httpclient.InferInput("INPUT1", b.shape, "INT32"),
+            ]
+            inputs[0].set_data_from_numpy(a, binary_data=binary)
+            inputs[1].set_data_from_numpy(b, binary_data=binary)
+            result = client.infer("simple", inputs)
+            check(
+                np.array_equal(result.as_numpy("OUTPUT0"), a + b),
+                f"infer 'simple' with {'binary' if binary else 'JSON'} tensors",
+            )
+
+        key = f"/tour_{uuid.uuid4().hex[:8]}"
+        region = posix.create(key, 192)
+        try:
+            # Layout: a (64 bytes) | b (64 bytes) | room for OUTPUT0 (64 bytes).
+            region.buffer[:128] = np.concatenate([a, b]).tobytes()
+            client.register_system_shared_memory("tour_in", key, 128)
+            client.register_system_shared_memory("tour_out", key, 64, offset=128)
+            inputs = [
+                httpclient.InferInput("INPUT0", a.shape, "INT32"),
+                httpclient.InferInput("INPUT1", b.shape, "INT32"),
+            ]
+            inputs[0].set_shared_memory("tour_in", 64, offset=0)
+            inputs[1].set_shared_memory("tour_in", 64, offset=64)
+            output = httpclient.InferRequestedOutput("OUTPUT0", binary_data=True)
+            output.set_shared_memory("tour_out", 64)
+            client.infer("simple", inputs, outputs=[output])
+            result = np.frombuffer(region.buffer[128:192], dtype=np.int32).reshape(1, 16)
+            check(
+                np.array_equal(result, a + b),
+                "system shared memory: inputs and output never crossed the socket",
+            )
+            status = client.get_system_shared_memory_status()
+            check(len(status) == 2, f"shared-memory status lists {len(status)} regions")
+            client.unregister_system_shared_memory()
+        finally:
+            region.close()
+            posix.unlink(key)
+    finally:
+        client.close()
+
+
 def main() -> None:
     print(f"BYTES codec: {'C accelerator' if HAVE_SPEEDUPS else 'numpy fallback'}")
-    for dtype in (np.float32, np.int64, bool, ml_dtypes.bfloat16, np.object_, np.str_):
-        print(f"  {np.dtype(dtype).name:>9} -> {np_to_triton_dtype(dtype)}")
-    check(triton_to_np_dtype("BF16") is ml_dtypes.bfloat16, "BF16 maps to ml_dtypes.bfloat16")
-
-    strings = np.array([["hello", "wörld"], ["", "🚀"]], dtype=np.object_)
-    wire = serialize_byte_tensor(strings).item()
-    print(f"BYTES tensor {strings.shape} -> {len(wire)} wire bytes: {wire[:16]!r}...")
-    back = deserialize_bytes_tensor(wire).reshape(strings.shape)
-    check(back[0, 1].decode() == "wörld", "BYTES round trip (str elements as UTF-8)")
-    try:
-        deserialize_bytes_tensor(wire[:-2])
-    except InferenceServerException as exc:
-        check("byte offset" in str(exc), f"truncated buffer rejected: {exc}")
-
-    bf16 = np.array([1.5, -2.25, 3.0], dtype=ml_dtypes.bfloat16)
-    decoded = deserialize_bf16_tensor(serialize_bf16_tensor(bf16).item())
-    check(decoded.tolist() == [1.5, -2.25, 3.0], "BF16 round trip")
-
-    config = text_format.Parse(
-        'name: "simple" max_batch_size: 8 '
-        'input [{ name: "INPUT0" data_type: TYPE_INT32 dims: [16] }]',
-        model_config_pb2.ModelConfig(),
-    )
-    check(config.input[0].dims == [16], "config.pbtxt parsed into inference.ModelConfig")
-
-    data = np.arange(16, dtype=np.int32).reshape(1, 16)
-    request = service_pb2.ModelInferRequest(model_name="simple")
-    request.inputs.add(name="INPUT0", datatype=np_to_triton_dtype(data.dtype), shape=data.shape)
-    request.raw_input_contents.append(data.tobytes())
-    wire_request = request.SerializeToString()
-    parsed = service_pb2.ModelInferRequest.FromString(wire_request)
-    restored = np.frombuffer(parsed.raw_input_contents[0], dtype=np.int32).reshape(1, 16)
-    check(np.array_equal(restored, data), f"ModelInferRequest round trip ({len(wire_request)} B)")
-    print("Server and clients: not built yet (see the open issues).")
+    ports = FrontendOptions(http_port=0, grpc_port=0, metrics_port=0)
+    with MockServer(frontends=ports) as server:
+        print(
+            f"bundled server: HTTP {server.http_url}, gRPC {server.grpc_url}, "
+            f"metrics {server.metrics_url}"
+        )
+        tour_grpc(server.grpc_url)
+        tour_http(server.http_url)
+    print("server stopped; tour complete")
 
 
 if __name__ == "__main__":

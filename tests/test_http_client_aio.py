@@ -1,0 +1,267 @@
+"""``tritonclient.http.aio`` (aiohttp) against the bundled server, in process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import ssl
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tritonclient.http.aio as aioclient
+from mock_server.app import BUNDLED_MODELS, MockServer
+from mock_server.core.server import ModelControlMode, ServerOptions
+from shm import posix
+from tests.test_http_client import AUTH, IDENTITY, _RawServer, frontend, simple_inputs, slow_input
+from tests.tls import make_tls_files
+from tritonclient.http.aio.auth import BasicAuth
+from tritonclient.utils import InferenceServerException
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with MockServer(ServerOptions(model_repository=[BUNDLED_MODELS]), frontend()) as server:
+        yield server.http_url.split("://")[-1]
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+def test_exports() -> None:
+    for name in ("InferInput", "InferRequestedOutput", "InferResult", "InferenceServerException"):
+        assert hasattr(aioclient, name)
+    assert aioclient.InferInput is __import__("tritonclient.http").http.InferInput
+
+
+def test_endpoints(url: str) -> None:
+    async def main() -> None:
+        async with aioclient.InferenceServerClient(url) as client:
+            assert await client.is_server_live() and await client.is_server_ready()
+            assert await client.is_model_ready("simple", "1")
+            assert not await client.is_model_ready("nope")
+            meta = await client.get_server_metadata(query_params={"a": 1})
+            assert "binary_tensor_data" in meta["extensions"]
+            assert (await client.get_model_metadata("simple"))["name"] == "simple"
+            assert (await client.get_model_config("simple"))["max_batch_size"] == 8
+            assert isinstance(await client.get_model_repository_index(), list)
+            stats = await client.get_inference_statistics("simple", "1")
+            assert stats["model_stats"][0]["name"] == "simple"
+            assert "trace_level" in await client.get_trace_settings()
+            assert (await client.update_trace_settings(settings={"trace_rate": "3"}))[
+                "trace_rate"
+            ] == "3"
+            await client.update_trace_settings(settings={"trace_rate": None})
+            log = await client.get_log_settings()
+            assert (await client.update_log_settings({"log_info": log["log_info"]}))[
+                "log_info"
+            ] == (log["log_info"])
+            assert await client.get_cuda_shared_memory_status() == []
+            await client.unregister_cuda_shared_memory()
+            with pytest.raises(InferenceServerException):
+                await client.register_cuda_shared_memory("c", b"eHh4", 0, 3)
+
+    run(main())
+
+
+def test_load_unload(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(BUNDLED_MODELS / "simple", repo / "simple")
+    options = ServerOptions(model_repository=[repo], model_control_mode=ModelControlMode.EXPLICIT)
+
+    async def main(url: str) -> None:
+        async with aioclient.InferenceServerClient(url) as client:
+            assert not await client.is_model_ready("simple")
+            await client.load_model("simple")
+            assert await client.is_model_ready("simple")
+            config = await client.get_model_config("simple")
+            await client.load_model("simple", config=json.dumps(config))
+            await client.unload_model("simple", unload_dependents=True)
+            for _ in range(500):
+                if not await client.is_model_ready("simple"):
+                    break
+                await asyncio.sleep(0.02)
+            assert not await client.is_model_ready("simple")
+
+    with MockServer(options, frontend()) as server:
+        run(main(server.http_url.split("://")[-1]))
+
+
+def test_infer_all_kinds(url: str) -> None:
+    async def main() -> None:
+        async with aioclient.InferenceServerClient(url) as client:
+            for binary in (True, False):
+                inputs, a = simple_inputs(binary)
+                out = [aioclient.InferRequestedOutput("OUTPUT0", binary_data=binary)]
+                result = await client.infer("simple", inputs, outputs=out, request_id="q")
+                assert np.array_equal(result.as_numpy("OUTPUT0"), a + 1)
+                assert result.get_response()["id"] == "q"
+            for datatype, array in IDENTITY:
+                inp = aioclient.InferInput("INPUT0", list(array.shape), datatype)
+                inp.set_data_from_numpy(array)
+                got = (await client.infer(f"identity_{datatype.lower()}", [inp])).as_numpy(
+                    "OUTPUT0"
+                )
+                if datatype == "BYTES":
+                    assert list(got.ravel()) == list(array.ravel())
+                else:
+                    np.testing.assert_array_equal(got, array)
+            values = [0, 11, 7, 5, 3, 2, 0, 1]
+            got_seq = []
+            sequence_id = f"aio-{uuid.uuid4()}"
+            for i, v in enumerate(values):
+                inp = aioclient.InferInput("INPUT", [1, 1], "INT32")
+                inp.set_data_from_numpy(np.array([[v]], dtype=np.int32))
+                r = await client.infer(
+                    "simple_sequence",
+                    [inp],
+                    sequence_id=sequence_id,
+                    sequence_start=i == 0,
+                    sequence_end=i == len(values) - 1,
+                )
+                got_seq.append(int(r.as_numpy("OUTPUT")[0][0]))
+            assert got_seq == [1, 11, 7, 5, 3, 2, 0, 1]
+            cls = aioclient.InferRequestedOutput("OUTPUT0", class_count=2)
+            r = await client.infer("simple", simple_inputs()[0], outputs=[cls])
+            assert list(r.as_numpy("OUTPUT0").ravel()) == [b"16:15", b"15:14"]
+            for req in (None, "gzip", "deflate"):
+                for resp in (None, "gzip", "deflate"):
+                    inputs, a = simple_inputs()
+                    r = await client.infer(
+                        "simple",
+                        inputs,
+                        request_compression_algorithm=req,
+                        response_compression_algorithm=resp,
+                    )
+                    assert np.array_equal(r.as_numpy("OUTPUT1"), a - 1)
+
+    run(main())
+
+
+def test_errors(url: str) -> None:
+    async def main() -> None:
+        async with aioclient.InferenceServerClient(url) as client:
+            with pytest.raises(InferenceServerException) as info:
+                await client.infer("nope", simple_inputs()[0])
+            assert info.value.status() == "404"
+            bad = aioclient.InferInput("INPUT0", [1, 16], "FP32")
+            bad.set_data_from_numpy(np.zeros((1, 16), np.float32))
+            with pytest.raises(InferenceServerException) as info:
+                await client.infer("simple", [bad, simple_inputs()[0][1]])
+            assert info.value.status() == "400"
+            with pytest.raises(InferenceServerException, match="version must be a string"):
+                await client.is_model_ready("simple", 1)  # type: ignore[arg-type]
+        with pytest.raises(InferenceServerException, match="closed"):
+            await client.is_server_live()
+        for status, body, match in (
+            (500, b"<html>oops</html>", "oops"),
+            (503, b"", "empty response"),
+        ):
+            with _RawServer(status, body) as raw_url:
+                async with aioclient.InferenceServerClient(raw_url) as raw:
+                    with pytest.raises(InferenceServerException, match=match) as info:
+                        await raw.get_server_metadata()
+                    assert info.value.status() == str(status)
+
+    run(main())
+
+
+def test_many_parallel(url: str) -> None:
+    async def main() -> None:
+        async with aioclient.InferenceServerClient(url, conn_limit=16) as client:
+            inputs, _ = simple_inputs()
+            results = await asyncio.gather(
+                *[client.infer("simple", inputs, request_id=str(i)) for i in range(64)]
+            )
+            assert [r.get_response()["id"] for r in results] == [str(i) for i in range(64)]
+            started = time.monotonic()
+            slow = await asyncio.gather(*[client.infer("slow", slow_input(50)) for _ in range(4)])
+            assert [int(r.as_numpy("OUTPUT0")[0]) for r in slow] == [50] * 4
+            assert time.monotonic() - started < 30
+
+    run(main())
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")  # the first loop's socket, at GC
+def test_constructed_outside_loop_and_reused_across_loops(url: str) -> None:
+    client = aioclient.InferenceServerClient(url)
+    assert asyncio.run(client.is_server_live())
+    assert asyncio.run(client.is_server_ready())  # a second event loop
+    asyncio.run(client.close())
+
+
+def test_plugin_and_basic_auth() -> None:
+    options = frontend(http_restricted_api={"model-repository": ("authorization", AUTH)})
+
+    async def main(url: str) -> None:
+        async with aioclient.InferenceServerClient(url) as client:
+            with pytest.raises(InferenceServerException, match="restricted"):
+                await client.get_model_repository_index()
+            client.register_plugin(BasicAuth("user", "secret"))
+            assert isinstance(await client.get_model_repository_index(), list)
+            client.unregister_plugin()
+            await client.get_model_repository_index(headers={"authorization": AUTH})
+
+    with MockServer(ServerOptions(model_repository=[BUNDLED_MODELS]), options) as server:
+        run(main(server.http_url.split("://")[-1]))
+
+
+def test_https(tmp_path: Path) -> None:
+    tls = make_tls_files(tmp_path)
+    options = frontend(http_ssl_cert=str(tls.server_cert), http_ssl_key=str(tls.server_key))
+
+    async def main(url: str) -> None:
+        context = ssl.create_default_context(cafile=str(tls.ca_cert))
+        async with aioclient.InferenceServerClient(url, ssl=True, ssl_context=context) as client:
+            assert await client.is_server_live()
+            inputs, a = simple_inputs()
+            result = await client.infer("simple", inputs)
+            assert np.array_equal(result.as_numpy("OUTPUT0"), a + 1)
+        async with aioclient.InferenceServerClient(url, ssl=True) as client:
+            with pytest.raises(Exception, match="certificate"):
+                await client.is_server_live()
+
+    with MockServer(ServerOptions(model_repository=[BUNDLED_MODELS]), options) as server:
+        run(main(server.http_url.split("://")[-1]))
+
+
+def test_system_shared_memory(url: str) -> None:
+    key = f"/tc_aio_{uuid.uuid4().hex[:8]}"
+    region = posix.create(key, 256)
+
+    async def main() -> None:
+        a = np.arange(16, dtype=np.int32)
+        region.buffer[:64] = a.tobytes()
+        region.buffer[64:128] = np.ones(16, np.int32).tobytes()
+        async with aioclient.InferenceServerClient(url) as client:
+            await client.register_system_shared_memory("aio_region", key, 256)
+            try:
+                status = await client.get_system_shared_memory_status("aio_region")
+                assert status[0]["byte_size"] == 256
+                i0 = aioclient.InferInput("INPUT0", [1, 16], "INT32")
+                i0.set_shared_memory("aio_region", 64)
+                i1 = aioclient.InferInput("INPUT1", [1, 16], "INT32")
+                i1.set_shared_memory("aio_region", 64, offset=64)
+                o0 = aioclient.InferRequestedOutput("OUTPUT0")
+                o0.set_shared_memory("aio_region", 64, offset=128)
+                result = await client.infer("simple", [i0, i1], outputs=[o0])
+                assert result.as_numpy("OUTPUT0") is None
+                got = np.frombuffer(bytes(region.buffer[128:192]), np.int32)
+                assert np.array_equal(got, a + 1)
+            finally:
+                await client.unregister_system_shared_memory("aio_region")
+            assert await client.get_system_shared_memory_status() == []
+
+    try:
+        run(main())
+    finally:
+        region.close()
+        posix.unlink(key)
+    assert not Path("/dev/shm" + key).exists()

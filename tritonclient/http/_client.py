@@ -1,0 +1,1083 @@
+"""The synchronous HTTP/REST client (``tritonclient.http.InferenceServerClient``).
+
+gevent
+    Requests are made with geventhttpclient, but **the caller's program never runs gevent**:
+    each client starts one private OS thread with its own gevent hub (see
+    :mod:`tritonclient.http._gevent_loop`).  The ``HTTPClient`` and its connections are
+    created, used and closed only in that thread; every call hands its request over to it and
+    waits on a plain lock.  Consequences:
+
+    * no monkey-patching is needed (and a monkey-patched program is not disturbed);
+    * the client is **thread-safe**: any number of threads may call it at once (NVIDIA's is
+      not), and up to ``concurrency`` requests are on the wire together;
+    * ``close()``, ``with`` and garbage collection work from any thread, never raising greenlet
+      errors ("cannot switch to a different thread");
+    * ``async_infer`` starts the request at once and returns immediately (no fixed sleep);
+      ``InferAsyncRequest.get_result`` may be called from any thread;
+    * in a monkey-patched program, a call blocks the calling greenlet's hub while it waits (use
+      ``async_infer`` to overlap requests there).
+
+Errors
+    Any non-200 answer raises :class:`~tritonclient.utils.InferenceServerException` with
+    ``status()`` the HTTP status ("400", "404", ...) and the server's ``error`` message; empty
+    or non-JSON error bodies give a clear message instead of a JSON decoding error.  Network
+    failures (refused connection, timeouts) raise the socket exception as NVIDIA's client does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ssl as _ssl
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from geventhttpclient import HTTPClient
+
+from tritonclient._codec.http import Buffer, EncodedBody
+from tritonclient.http._common import (
+    ClientCore,
+    HttpCall,
+    HttpReply,
+    build_infer_body,
+    parse_url,
+)
+from tritonclient.http._gevent_loop import GeventLoop, Job
+from tritonclient.http._infer_input import InferInput
+from tritonclient.http._infer_result import InferResult
+from tritonclient.http._requested_output import InferRequestedOutput
+from tritonclient.utils import raise_error
+
+__all__ = ["InferAsyncRequest", "InferenceServerClient"]
+
+T = TypeVar("T")
+Headers = Mapping[str, Any] | None
+Query = Mapping[str, Any] | None
+
+
+def _perform(stub: HTTPClient, call: HttpCall[Any]) -> HttpReply:
+    """Send one request and read the whole answer (runs in the loop's thread)."""
+    response = stub.request(call.method, call.path, body=call.body or b"", headers=call.headers)
+    try:
+        body = response.read()
+    finally:
+        response.release()
+    headers = {str(k).lower(): str(v) for k, v in response.items()}
+    return HttpReply(response.status_code, headers, bytes(body))
+
+
+class InferAsyncRequest:
+    """A handle to an ongoing asynchronous inference request.
+
+    Parameters
+    ----------
+    job : Job
+        The request running in the client's gevent thread.
+    verbose : bool
+        If True generate verbose output. Default value is False.
+    """
+
+    def __init__(self, job: Job[InferResult], verbose: bool = False) -> None:
+        self._job = job
+        self._verbose = verbose
+
+    def get_result(self, block: bool = True, timeout: float | None = None) -> InferResult:
+        """Get the results of the associated asynchronous inference.
+
+        Parameters
+        ----------
+        block : bool
+            If True (default), wait until the response is received.  If False, return the
+            result if it is already there and raise otherwise.
+        timeout : float
+            The maximum wait time in seconds; ignored if ``block`` is False.  Default is
+            None, which means wait indefinitely.
+
+        Returns
+        -------
+        InferResult
+            The object holding the result of the async inference.
+
+        Raises
+        ------
+        InferenceServerException
+            If the server fails to perform inference, or the response did not arrive in time
+            ("failed to obtain inference response").  The request keeps running in that case;
+            ``get_result`` may be called again.
+        """
+        done = self._job.wait(timeout) if block else self._job.done()
+        if not done:
+            raise_error("failed to obtain inference response")
+        return self._job.result()
+
+
+class InferenceServerClient(ClientCore):
+    """A client for the HTTP/REST endpoints of a Triton (KServe v2) server.
+
+    Unlike NVIDIA's client, it may be shared by threads (see the module docstring).
+
+    Parameters
+    ----------
+    url : str
+        The inference server name, port and optional base path in the following format:
+        ``host:port/<base-path>``, e.g. ``'localhost:8000'``.
+    verbose : bool
+        If True generate verbose output. Default value is False.
+    concurrency : int
+        The number of connections to create for this client. Default value is 1.
+    connection_timeout : float
+        The timeout value for the connection. Default value is 60.0 sec.
+    network_timeout : float
+        The timeout value for the network. Default value is 60.0 sec.
+    max_greenlets : int
+        The maximum number of requests (``async_infer`` and concurrent calls) in progress at
+        once. Default value is None, which means no limit.
+    ssl : bool
+        If True, channels the requests to encrypted https scheme. Default value is False.
+    ssl_options : dict
+        Any options supported by ``ssl.wrap_socket`` specified as dictionary (e.g.
+        ``{"ca_certs": path}``). Ignored if ``ssl`` is False.
+    ssl_context_factory : SSLContext callable
+        A callable that returns an ``SSLContext`` (e.g. ``gevent.ssl.create_default_context``).
+        Default None wraps the socket with ``ssl_options``. Ignored if ``ssl`` is False.
+    insecure : bool
+        If True, do not match the host name with the certificate. Default value is False.
+        Ignored if ``ssl`` is False.
+
+    Raises
+    ------
+    Exception
+        If unable to create a client.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        verbose: bool = False,
+        concurrency: int = 1,
+        connection_timeout: float = 60.0,
+        network_timeout: float = 60.0,
+        max_greenlets: int | None = None,
+        ssl: bool = False,
+        ssl_options: dict[str, Any] | None = None,
+        ssl_context_factory: Callable[..., _ssl.SSLContext] | None = None,
+        insecure: bool = False,
+    ) -> None:
+        self._loop: GeventLoop | None = None
+        _scheme, host, port, base = parse_url(url, ssl)
+        super().__init__(base, verbose)
+
+        def setup() -> tuple[HTTPClient, Callable[[], None]]:
+            stub = HTTPClient(
+                host,
+                port=port,
+                concurrency=concurrency,
+                connection_timeout=connection_timeout,
+                network_timeout=network_timeout,
+                ssl=ssl,
+                ssl_options=ssl_options if ssl else None,
+                ssl_context_factory=ssl_context_factory if ssl else None,
+                insecure=insecure,
+            )
+            return stub, stub.close
+
+        self._loop = GeventLoop(setup, max_greenlets)
+
+    def __enter__(self) -> InferenceServerClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        loop = getattr(self, "_loop", None)
+        if loop is not None:
+            with contextlib.suppress(Exception):  # never raise from a finalizer
+                loop.close(wait=False)
+
+    def close(self) -> None:
+        """Close the client: wait for requests in progress, then close the connections.
+
+        Any future calls to the server will raise an error.  May be called from any thread,
+        more than once.
+        """
+        if self._loop is not None:
+            self._loop.close(wait=True)
+
+    def _submit(self, call: HttpCall[T]) -> Job[T]:
+        if self._loop is None:  # pragma: no cover - only if __init__ failed
+            raise_error("the client is closed")
+        loop = self._loop
+
+        def work() -> T:
+            reply = _perform(loop.resource, call)
+            self._verbose_reply(reply)
+            return call.parse(reply)
+
+        return loop.submit(work)
+
+    def _run(self, call: HttpCall[T]) -> T:
+        job = self._submit(call)
+        job.wait()
+        return job.result()
+
+    # -- health and metadata -------------------------------------------------------------------
+
+    def is_server_live(self, headers: Headers = None, query_params: Query = None) -> bool:
+        """Contact the inference server and get liveness.
+
+        Parameters
+        ----------
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        bool
+            True if server is live, False if server is not live.
+
+        Raises
+        ------
+        Exception
+            If unable to get liveness.
+        """
+        return self._run(self._c_server_live(headers, query_params))
+
+    def is_server_ready(self, headers: Headers = None, query_params: Query = None) -> bool:
+        """Contact the inference server and get readiness.
+
+        Parameters
+        ----------
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        bool
+            True if server is ready, False if server is not ready.
+        """
+        return self._run(self._c_server_ready(headers, query_params))
+
+    def is_model_ready(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> bool:
+        """Contact the inference server and get the readiness of specified model.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to check for readiness.
+        model_version : str
+            The version of the model to check for readiness. The default value is an empty
+            string which means then the server will choose a version based on the model and
+            internal policy.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        bool
+            True if the model is ready, False if not ready.
+        """
+        return self._run(self._c_model_ready(model_name, model_version, headers, query_params))
+
+    def get_server_metadata(self, headers: Headers = None, query_params: Query = None) -> Any:
+        """Contact the inference server and get its metadata.
+
+        Parameters
+        ----------
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the metadata.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get server metadata.
+        """
+        return self._run(self._c_server_metadata(headers, query_params))
+
+    def get_model_metadata(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> Any:
+        """Contact the inference server and get the metadata for specified model.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model.
+        model_version : str
+            The version of the model to get metadata. The default value is an empty string
+            which means then the server will choose a version based on the model and internal
+            policy.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the metadata.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get model metadata.
+        """
+        return self._run(self._c_model_metadata(model_name, model_version, headers, query_params))
+
+    def get_model_config(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> Any:
+        """Contact the inference server and get the configuration for specified model.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model.
+        model_version : str
+            The version of the model to get configuration. The default value is an empty
+            string which means then the server will choose a version based on the model and
+            internal policy.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the model config.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get model configuration.
+        """
+        return self._run(self._c_model_config(model_name, model_version, headers, query_params))
+
+    # -- model repository ------------------------------------------------------------------------
+
+    def get_model_repository_index(
+        self, headers: Headers = None, query_params: Query = None
+    ) -> Any:
+        """Get the index of model repository contents.
+
+        Parameters
+        ----------
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        list
+            The JSON list holding the model repository index.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get the repository index.
+        """
+        return self._run(self._c_repository_index(headers, query_params))
+
+    def load_model(
+        self,
+        model_name: str,
+        headers: Headers = None,
+        query_params: Query = None,
+        config: str | None = None,
+        files: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """Request the inference server to load or reload specified model.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to be loaded.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+        config : str
+            Optional JSON representation of a model config provided for the load request;
+            if provided, this config will be used for loading the model.
+        files : dict
+            Optional dictionary specifying file path (with "file:" prefix) in the override
+            model directory to the file content as bytes. The files will form the model
+            directory that the model will be loaded from. If specified, 'config' must be
+            provided to be the model configuration of the override model directory.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to load the model.
+        """
+        self._run(self._c_load_model(model_name, headers, query_params, config, files))
+        if self._verbose:
+            print(f"Loaded model '{model_name}'")
+
+    def unload_model(
+        self,
+        model_name: str,
+        headers: Headers = None,
+        query_params: Query = None,
+        unload_dependents: bool = False,
+    ) -> None:
+        """Request the inference server to unload specified model.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to be unloaded.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+        unload_dependents : bool
+            Whether the dependents of the model should also be unloaded.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to unload the model.
+        """
+        self._run(self._c_unload_model(model_name, headers, query_params, unload_dependents))
+        if self._verbose:
+            print(f"Unloaded model '{model_name}'")
+
+    def get_inference_statistics(
+        self,
+        model_name: str = "",
+        model_version: str = "",
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> Any:
+        """Get the inference statistics for the specified model name and version.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to get statistics. The default value is an empty string,
+            which means statistics of all models will be returned.
+        model_version : str
+            The version of the model to get inference statistics. The default value is an
+            empty string which means then the server will return the statistics of all
+            available model versions.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the model inference statistics.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get the model inference statistics.
+        """
+        return self._run(self._c_statistics(model_name, model_version, headers, query_params))
+
+    # -- trace and log settings ------------------------------------------------------------------
+
+    def update_trace_settings(
+        self,
+        model_name: str | None = None,
+        settings: Mapping[str, Any] | None = None,
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> Any:
+        """Update the trace settings for the specified model name, or global trace settings
+        if model name is not given.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to update trace settings. Specifying None or empty string
+            will update the global trace settings. The default value is None.
+        settings : dict
+            The new trace setting values. Only the settings listed will be updated. If a
+            trace setting is listed in the dictionary with a value of 'None', that setting
+            will be cleared.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the updated trace settings.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to update the trace settings.
+        """
+        return self._run(self._c_update_trace(model_name, settings, headers, query_params))
+
+    def get_trace_settings(
+        self, model_name: str | None = None, headers: Headers = None, query_params: Query = None
+    ) -> Any:
+        """Get the trace settings for the specified model name, or global trace settings if
+        model name is not given.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to get trace settings. Specifying None or empty string will
+            return the global trace settings. The default value is None.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the trace settings.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get the trace settings.
+        """
+        return self._run(self._c_get_trace(model_name, headers, query_params))
+
+    def update_log_settings(
+        self, settings: Mapping[str, Any], headers: Headers = None, query_params: Query = None
+    ) -> Any:
+        """Update the global log settings.
+
+        Parameters
+        ----------
+        settings : dict
+            The new log setting values. Only the settings listed will be updated.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the updated log settings.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to update the log settings.
+        """
+        return self._run(self._c_update_log(settings, headers, query_params))
+
+    def get_log_settings(self, headers: Headers = None, query_params: Query = None) -> Any:
+        """Get the global log settings.
+
+        Parameters
+        ----------
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the log settings.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get the log settings.
+        """
+        return self._run(self._c_get_log(headers, query_params))
+
+    # -- shared memory ---------------------------------------------------------------------------
+
+    def get_system_shared_memory_status(
+        self, region_name: str = "", headers: Headers = None, query_params: Query = None
+    ) -> Any:
+        """Request system shared memory status from the server.
+
+        Parameters
+        ----------
+        region_name : str
+            The name of the region to query status. The default value is an empty string,
+            which means that the status of all active system shared memory will be returned.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        list
+            The JSON list holding system shared memory status.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get the status of specified shared memory.
+        """
+        return self._run(self._c_system_shm_status(region_name, headers, query_params))
+
+    def register_system_shared_memory(
+        self,
+        name: str,
+        key: str,
+        byte_size: int,
+        offset: int = 0,
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> None:
+        """Request the server to register a system shared memory with the following
+        specification.
+
+        Parameters
+        ----------
+        name : str
+            The name of the region to register.
+        key : str
+            The key of the underlying memory object that contains the system shared memory
+            region.
+        byte_size : int
+            The size of the system shared memory region, in bytes.
+        offset : int
+            Offset, in bytes, within the underlying memory object to the start of the system
+            shared memory region. The default value is zero.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to register the specified system shared memory.
+        """
+        self._run(self._c_system_shm_register(name, key, byte_size, offset, headers, query_params))
+        if self._verbose:
+            print(f"Registered system shared memory with name '{name}'")
+
+    def unregister_system_shared_memory(
+        self, name: str = "", headers: Headers = None, query_params: Query = None
+    ) -> None:
+        """Request the server to unregister a system shared memory with the specified name.
+
+        Parameters
+        ----------
+        name : str
+            The name of the region to unregister. The default value is empty string which
+            means all the system shared memory regions will be unregistered.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to unregister the specified system shared memory region.
+        """
+        self._run(self._c_system_shm_unregister(name, headers, query_params))
+
+    def get_cuda_shared_memory_status(
+        self, region_name: str = "", headers: Headers = None, query_params: Query = None
+    ) -> Any:
+        """Request cuda shared memory status from the server.
+
+        Parameters
+        ----------
+        region_name : str
+            The name of the region to query status. The default value is an empty string,
+            which means that the status of all active cuda shared memory will be returned.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        list
+            The JSON list holding cuda shared memory status.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get the status of specified shared memory.
+        """
+        return self._run(self._c_cuda_shm_status(region_name, headers, query_params))
+
+    def register_cuda_shared_memory(
+        self,
+        name: str,
+        raw_handle: bytes,
+        device_id: int,
+        byte_size: int,
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> None:
+        """Request the server to register a cuda shared memory with the following
+        specification.
+
+        Parameters
+        ----------
+        name : str
+            The name of the region to register.
+        raw_handle : bytes
+            The raw serialized cudaIPC handle in base64 encoding (as
+            ``cuda_shared_memory.get_raw_handle`` returns it).
+        device_id : int
+            The GPU device ID on which the cudaIPC handle was created.
+        byte_size : int
+            The size of the cuda shared memory region, in bytes.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to register the specified cuda shared memory.
+        """
+        self._run(
+            self._c_cuda_shm_register(name, raw_handle, device_id, byte_size, headers, query_params)
+        )
+
+    def unregister_cuda_shared_memory(
+        self, name: str = "", headers: Headers = None, query_params: Query = None
+    ) -> None:
+        """Request the server to unregister a cuda shared memory with the specified name.
+
+        Parameters
+        ----------
+        name : str
+            The name of the region to unregister. The default value is empty string which
+            means all the cuda shared memory regions will be unregistered.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to unregister the specified cuda shared memory region.
+        """
+        self._run(self._c_cuda_shm_unregister(name, headers, query_params))
+
+    # -- inference -------------------------------------------------------------------------------
+
+    @staticmethod
+    def generate_request_body(
+        inputs: Sequence[InferInput],
+        outputs: Sequence[InferRequestedOutput] | None = None,
+        request_id: str = "",
+        sequence_id: int | str = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+        priority: int = 0,
+        timeout: int | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> tuple[bytes, int | None]:
+        """Generate a request body for inference using the supplied 'inputs' requesting the
+        outputs specified by 'outputs'.
+
+        Parameters
+        ----------
+        inputs : list
+            A list of InferInput objects, each describing data for a input tensor required by
+            the model.
+        outputs : list
+            A list of InferRequestedOutput objects, each describing how the output data must
+            be returned. If not specified all outputs produced by the model will be returned
+            using default settings.
+        request_id : str
+            Optional identifier for the request.
+        sequence_id : int or str
+            The unique identifier for the sequence being represented by the object. A value
+            of 0 or "" means that the request does not belong to a sequence.
+        sequence_start : bool
+            Indicates whether the request being added marks the start of the sequence.
+        sequence_end : bool
+            Indicates whether the request being added marks the end of the sequence.
+        priority : int
+            Indicates the priority of the request (0: the default priority).
+        timeout : int
+            The timeout value for the request, in microseconds.
+        parameters : dict
+            Optional custom parameters to be included in the inference request.
+
+        Returns
+        -------
+        bytes
+            The request body of the inference.
+        int
+            The byte size of the inference request header in the request body. Returns None
+            if the whole request body constitutes the request header.
+
+        Raises
+        ------
+        InferenceServerException
+            If server fails to perform inference.
+        """
+        body: EncodedBody = build_infer_body(
+            inputs,
+            outputs,
+            request_id,
+            sequence_id,
+            sequence_start,
+            sequence_end,
+            priority,
+            timeout,
+            parameters,
+        )
+        return body.tobytes(), body.json_size
+
+    @staticmethod
+    def parse_response_body(
+        response_body: Buffer,
+        verbose: bool = False,
+        header_length: int | str | None = None,
+        content_encoding: str | None = None,
+    ) -> InferResult:
+        """Generate an InferResult object from the given 'response_body'.
+
+        Parameters
+        ----------
+        response_body : bytes
+            The inference response from the server.
+        verbose : bool
+            If True generate verbose output. Default value is False.
+        header_length : int
+            The length of the inference header if the header does not occupy the whole
+            response body. Default value is None.
+        content_encoding : str
+            The encoding of the response body if it is compressed. Default value is None.
+
+        Returns
+        -------
+        InferResult
+            The InferResult object generated from the response body.
+        """
+        return InferResult.from_response_body(
+            response_body, verbose, header_length, content_encoding
+        )
+
+    def infer(
+        self,
+        model_name: str,
+        inputs: Sequence[InferInput],
+        model_version: str = "",
+        outputs: Sequence[InferRequestedOutput] | None = None,
+        request_id: str = "",
+        sequence_id: int | str = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+        priority: int = 0,
+        timeout: int | None = None,
+        headers: Headers = None,
+        query_params: Query = None,
+        request_compression_algorithm: str | None = None,
+        response_compression_algorithm: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> InferResult:
+        """Run synchronous inference using the supplied 'inputs' requesting the outputs
+        specified by 'outputs'.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to run inference.
+        inputs : list
+            A list of InferInput objects, each describing data for a input tensor required by
+            the model.
+        model_version : str
+            The version of the model to run inference. The default value is an empty string
+            which means then the server will choose a version based on the model and internal
+            policy.
+        outputs : list
+            A list of InferRequestedOutput objects, each describing how the output data must
+            be returned. If not specified all outputs produced by the model will be returned
+            using default settings.
+        request_id : str
+            Optional identifier for the request. If specified will be returned in the
+            response. Default value is an empty string which means no request_id will be
+            used.
+        sequence_id : int or str
+            The unique identifier for the sequence being represented by the object. A value
+            of 0 or "" means that the request does not belong to a sequence.
+        sequence_start : bool
+            Indicates whether the request being added marks the start of the sequence.
+        sequence_end : bool
+            Indicates whether the request being added marks the end of the sequence.
+        priority : int
+            Indicates the priority of the request. Priority value zero indicates that the
+            default priority level should be used.
+        timeout : int
+            The timeout value for the request, in microseconds. If the request cannot be
+            completed within the time the server can take a model-specific action such as
+            terminating the request. If not provided, the server will handle the request
+            using default setting for the model.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+        request_compression_algorithm : str
+            Optional HTTP compression algorithm to use for the request body on client side:
+            'deflate' or 'gzip'. Default None (no compression).
+        response_compression_algorithm : str
+            Optional HTTP compression algorithm to request for the response body: 'deflate'
+            or 'gzip'. Default None (no compression).
+        parameters : dict
+            Optional custom parameters to be included in the inference request.
+
+        Returns
+        -------
+        InferResult
+            The object holding the result of the inference.
+
+        Raises
+        ------
+        InferenceServerException
+            If server fails to perform inference.
+        """
+        return self._run(
+            self._c_infer(
+                model_name,
+                inputs,
+                model_version,
+                outputs,
+                request_id,
+                sequence_id,
+                sequence_start,
+                sequence_end,
+                priority,
+                timeout,
+                headers,
+                query_params,
+                request_compression_algorithm,
+                response_compression_algorithm,
+                parameters,
+            )
+        )
+
+    def async_infer(
+        self,
+        model_name: str,
+        inputs: Sequence[InferInput],
+        model_version: str = "",
+        outputs: Sequence[InferRequestedOutput] | None = None,
+        request_id: str = "",
+        sequence_id: int | str = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+        priority: int = 0,
+        timeout: int | None = None,
+        headers: Headers = None,
+        query_params: Query = None,
+        request_compression_algorithm: str | None = None,
+        response_compression_algorithm: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> InferAsyncRequest:
+        """Run asynchronous inference using the supplied 'inputs' requesting the outputs
+        specified by 'outputs'.
+
+        The request is encoded before this returns (the input arrays may be reused
+        afterwards) and is sent at once; at most ``concurrency`` requests share the wire and
+        at most ``max_greenlets`` are in progress.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to run inference.
+        inputs : list
+            A list of InferInput objects, each describing data for a input tensor required by
+            the model.
+        model_version : str
+            The version of the model to run inference ("" for the server's choice).
+        outputs : list
+            A list of InferRequestedOutput objects (None: all outputs, default settings).
+        request_id : str
+            Optional identifier for the request.
+        sequence_id : int or str
+            The unique identifier for the sequence (0 or "": not in a sequence).
+        sequence_start : bool
+            Indicates whether the request being added marks the start of the sequence.
+        sequence_end : bool
+            Indicates whether the request being added marks the end of the sequence.
+        priority : int
+            Indicates the priority of the request (0: the default priority).
+        timeout : int
+            The timeout value for the request, in microseconds.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+        request_compression_algorithm : str
+            Optional compression of the request body: 'deflate' or 'gzip'.
+        response_compression_algorithm : str
+            Optional compression to request for the response body: 'deflate' or 'gzip'.
+        parameters : dict
+            Optional custom parameters to be included in the inference request.
+
+        Returns
+        -------
+        InferAsyncRequest
+            The handle to the asynchronous inference request.
+
+        Raises
+        ------
+        InferenceServerException
+            If the request cannot be built or the client is closed.
+        """
+        call = self._c_infer(
+            model_name,
+            inputs,
+            model_version,
+            outputs,
+            request_id,
+            sequence_id,
+            sequence_start,
+            sequence_end,
+            priority,
+            timeout,
+            headers,
+            query_params,
+            request_compression_algorithm,
+            response_compression_algorithm,
+            parameters,
+        )
+        job = self._submit(call)
+        if self._verbose:
+            print("Sent request" + (f" '{request_id}'" if request_id else ""))
+        return InferAsyncRequest(job, self._verbose)

@@ -1,0 +1,477 @@
+"""What the sync and asyncio HTTP clients share: every endpoint as a transport-free
+:class:`HttpCall` (method, path, headers, body, and how to read the reply).
+
+Both clients build calls here and differ only in how the bytes move (gevent in
+:mod:`tritonclient.http._client`, aiohttp in :mod:`tritonclient.http.aio`).  Encoding,
+validation and error mapping all come from :mod:`tritonclient._codec.http`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+from tritonclient._codec.http import (
+    HEADER_ACCEPT_ENCODING,
+    HEADER_CONTENT_ENCODING,
+    HEADER_INFERENCE_HEADER_CONTENT_LENGTH,
+    Buffer,
+    EncodedBody,
+    HttpCodecError,
+    cuda_shm_path,
+    decode_infer_response,
+    decompress,
+    dumps,
+    encode_cuda_shm_register,
+    encode_index_request,
+    encode_infer_request,
+    encode_load_request,
+    encode_query,
+    encode_system_shm_register,
+    encode_unload_request,
+    error_from_response,
+    loads,
+    model_path,
+    system_shm_path,
+)
+from tritonclient._plugin import InferenceServerClientPlugin, Request
+from tritonclient.http._infer_input import InferInput
+from tritonclient.http._infer_result import InferResult
+from tritonclient.http._requested_output import InferRequestedOutput
+from tritonclient.utils import InferenceServerException, raise_error
+
+__all__ = ["ClientCore", "HttpCall", "HttpReply", "build_infer_body", "parse_url"]
+
+T = TypeVar("T")
+
+_COMPRESSION = ("gzip", "deflate")
+
+
+@dataclass
+class HttpReply:
+    """A response as received: status, headers (lower-case names) and the whole body."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        """The value of header ``name`` (any case), or None."""
+        return self.headers.get(name.lower())
+
+
+@dataclass
+class HttpCall(Generic[T]):
+    """One request to send and the function that turns its reply into the method's result."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes | None
+    parse: Callable[[HttpReply], T]
+
+
+def parse_url(url: str, ssl: bool) -> tuple[str, str, int, str]:
+    """Split ``host:port/<base-path>`` into scheme, host, port and base path.
+
+    Raises
+    ------
+    InferenceServerException
+        If ``url`` includes a scheme.
+    """
+    if url.startswith("http://") or url.startswith("https://"):
+        raise_error("url should not include the scheme")
+    scheme = "https" if ssl else "http"
+    hostport, _, base = url.partition("/")
+    base = ("/" + base).rstrip("/") if base else ""
+    host, port = hostport, 443 if ssl else 80
+    if hostport.startswith("["):  # IPv6 literal
+        end = hostport.find("]")
+        host = hostport[1:end]
+        if hostport[end + 1 : end + 2] == ":":
+            port = int(hostport[end + 2 :])
+    elif ":" in hostport:
+        host, _, port_text = hostport.rpartition(":")
+        try:
+            port = int(port_text)
+        except ValueError:
+            raise_error(f"invalid port in url '{url}'")
+    if not host:
+        raise_error(f"invalid url '{url}': expected host:port")
+    return scheme, host, port, base
+
+
+def _check_version(model_version: Any) -> str:
+    if not isinstance(model_version, str):
+        raise_error("model version must be a string")
+    return model_version
+
+
+def _reply_error(reply: HttpReply) -> InferenceServerException | None:
+    if reply.status == 200:
+        return None
+    body: Buffer = reply.body
+    with contextlib.suppress(HttpCodecError):
+        body = decompress(body, reply.header(HEADER_CONTENT_ENCODING))
+    return error_from_response(reply.status, body)
+
+
+def _raise_if_error(reply: HttpReply) -> None:
+    error = _reply_error(reply)
+    if error is not None:
+        raise error
+
+
+def _parse_ok(reply: HttpReply) -> bool:
+    return reply.status == 200
+
+
+def _parse_none(reply: HttpReply) -> None:
+    _raise_if_error(reply)
+
+
+def _parse_json(reply: HttpReply) -> Any:
+    _raise_if_error(reply)
+    try:
+        body = decompress(reply.body, reply.header(HEADER_CONTENT_ENCODING))
+        return loads(body)
+    except (ValueError, HttpCodecError) as exc:
+        text = reply.body[:200].decode("utf-8", "replace")
+        raise InferenceServerException(
+            msg=f"the server answered 200 with a body that is not JSON: {exc}; body: {text!r}",
+            status=str(reply.status),
+            debug_details=text,
+        ) from None
+
+
+def build_infer_body(
+    inputs: Iterable[InferInput],
+    outputs: Iterable[InferRequestedOutput] | None,
+    request_id: str,
+    sequence_id: int | str,
+    sequence_start: bool,
+    sequence_end: bool,
+    priority: int,
+    timeout: int | None,
+    parameters: Mapping[str, Any] | None,
+) -> EncodedBody:
+    """The body of an inference request from ``InferInput``/``InferRequestedOutput`` objects."""
+    return encode_infer_request(
+        [each._request_input() for each in inputs],
+        None if outputs is None else [each._request_output() for each in outputs],
+        request_id=request_id,
+        sequence_id=sequence_id,
+        sequence_start=sequence_start,
+        sequence_end=sequence_end,
+        priority=priority,
+        timeout=timeout,
+        parameters=parameters,
+    )
+
+
+def _raw_handle_bytes(raw_handle: bytes | str) -> bytes:
+    """The handle from ``cuda_shared_memory.get_raw_handle`` (base64 text) as raw bytes."""
+    text = raw_handle.encode("ascii") if isinstance(raw_handle, str) else bytes(raw_handle)
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise_error("raw_handle must be the base64-encoded handle from get_raw_handle()")
+
+
+class ClientCore:
+    """Plugins, verbose output and the description of every endpoint, for both clients."""
+
+    def __init__(self, base_path: str, verbose: bool) -> None:
+        self._plugin: InferenceServerClientPlugin | None = None
+        self._base_path = base_path
+        self._verbose = verbose
+
+    # -- plugins ----------------------------------------------------------------------------
+
+    def register_plugin(self, plugin: InferenceServerClientPlugin) -> None:
+        """Register a client plugin.
+
+        Parameters
+        ----------
+        plugin : InferenceServerClientPlugin
+            A client plugin.
+
+        Raises
+        ------
+        InferenceServerException
+            If a plugin is already registered.
+        """
+        if self._plugin is not None:
+            raise_error(
+                "A plugin is already registered. Please unregister the previous plugin "
+                "first before registering a new plugin."
+            )
+        self._plugin = plugin
+
+    def plugin(self) -> InferenceServerClientPlugin | None:
+        """Retrieve the registered plugin, if any.
+
+        Returns
+        -------
+        InferenceServerClientPlugin or None
+        """
+        return self._plugin
+
+    def unregister_plugin(self) -> None:
+        """Unregister the plugin.
+
+        Raises
+        ------
+        InferenceServerException
+            If no plugin has been registered.
+        """
+        if self._plugin is None:
+            raise_error("No plugin has been registered.")
+        self._plugin = None
+
+    # -- building calls -----------------------------------------------------------------------
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        parse: Callable[[HttpReply], T],
+        body: bytes | None = None,
+        body_headers: Mapping[str, str] | None = None,
+    ) -> HttpCall[T]:
+        request = Request(dict(headers) if headers is not None else {})
+        if self._plugin is not None:
+            self._plugin(request)
+        final = {str(k): str(v) for k, v in request.headers.items()}
+        if any(k.lower() == "transfer-encoding" for k in final):
+            raise_error(
+                "Unsupported HTTP header: 'Transfer-Encoding' is not supported in the Python "
+                "client library. Use raw HTTP request libraries or the C++ client instead for "
+                "this header."
+            )
+        if body_headers:
+            lower = {k.lower() for k in body_headers}
+            final = {k: v for k, v in final.items() if k.lower() not in lower}
+            final.update(body_headers)
+        query = encode_query(query_params)
+        uri = self._base_path + path + ("?" + query if query else "")
+        if self._verbose:
+            print(f"{method} {uri}, headers {final}")
+            if body:
+                print(body[:1024])
+        return HttpCall(method, uri, final, body, parse)
+
+    def _verbose_reply(self, reply: HttpReply) -> None:
+        if self._verbose:
+            print(f"<{reply.status}> headers {reply.headers}")
+            print(reply.body[:1024])
+
+    def _c_get(
+        self,
+        path: str,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        parse: Callable[[HttpReply], T],
+    ) -> HttpCall[T]:
+        return self._call("GET", path, headers, query_params, parse)
+
+    def _c_post(
+        self,
+        path: str,
+        body: bytes,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        parse: Callable[[HttpReply], T],
+    ) -> HttpCall[T]:
+        extra = {"Content-Type": "application/json"} if body else None
+        return self._call("POST", path, headers, query_params, parse, body, extra)
+
+    def _c_server_live(self, headers: Any, query_params: Any) -> HttpCall[bool]:
+        return self._c_get("/v2/health/live", headers, query_params, _parse_ok)
+
+    def _c_server_ready(self, headers: Any, query_params: Any) -> HttpCall[bool]:
+        return self._c_get("/v2/health/ready", headers, query_params, _parse_ok)
+
+    def _c_model_ready(
+        self, model_name: str, model_version: str, headers: Any, query_params: Any
+    ) -> HttpCall[bool]:
+        path = model_path(model_name, _check_version(model_version), "ready")
+        return self._c_get(path, headers, query_params, _parse_ok)
+
+    def _c_server_metadata(self, headers: Any, query_params: Any) -> HttpCall[Any]:
+        return self._c_get("/v2", headers, query_params, _parse_json)
+
+    def _c_model_metadata(
+        self, model_name: str, model_version: str, headers: Any, query_params: Any
+    ) -> HttpCall[Any]:
+        path = model_path(model_name, _check_version(model_version))
+        return self._c_get(path, headers, query_params, _parse_json)
+
+    def _c_model_config(
+        self, model_name: str, model_version: str, headers: Any, query_params: Any
+    ) -> HttpCall[Any]:
+        path = model_path(model_name, _check_version(model_version), "config")
+        return self._c_get(path, headers, query_params, _parse_json)
+
+    def _c_repository_index(self, headers: Any, query_params: Any) -> HttpCall[Any]:
+        body = encode_index_request()
+        return self._c_post("/v2/repository/index", body, headers, query_params, _parse_json)
+
+    def _c_load_model(
+        self,
+        model_name: str,
+        headers: Any,
+        query_params: Any,
+        config: str | None,
+        files: Mapping[str, bytes] | None,
+    ) -> HttpCall[None]:
+        path = f"/v2/repository/models/{quote(model_name)}/load"
+        body = encode_load_request(config, files)
+        return self._c_post(path, body, headers, query_params, _parse_none)
+
+    def _c_unload_model(
+        self, model_name: str, headers: Any, query_params: Any, unload_dependents: bool
+    ) -> HttpCall[None]:
+        path = f"/v2/repository/models/{quote(model_name)}/unload"
+        body = encode_unload_request(unload_dependents)
+        return self._c_post(path, body, headers, query_params, _parse_none)
+
+    def _c_statistics(
+        self, model_name: str, model_version: str, headers: Any, query_params: Any
+    ) -> HttpCall[Any]:
+        if model_name:
+            path = model_path(model_name, _check_version(model_version), "stats")
+        else:
+            path = "/v2/models/stats"
+        return self._c_get(path, headers, query_params, _parse_json)
+
+    @staticmethod
+    def _trace_path(model_name: str | None) -> str:
+        return model_path(model_name, "", "trace/setting") if model_name else "/v2/trace/setting"
+
+    def _c_update_trace(
+        self,
+        model_name: str | None,
+        settings: Mapping[str, Any] | None,
+        headers: Any,
+        query_params: Any,
+    ) -> HttpCall[Any]:
+        body = dumps(dict(settings or {}))
+        path = self._trace_path(model_name)
+        return self._c_post(path, body, headers, query_params, _parse_json)
+
+    def _c_get_trace(
+        self, model_name: str | None, headers: Any, query_params: Any
+    ) -> HttpCall[Any]:
+        return self._c_get(self._trace_path(model_name), headers, query_params, _parse_json)
+
+    def _c_update_log(
+        self, settings: Mapping[str, Any], headers: Any, query_params: Any
+    ) -> HttpCall[Any]:
+        body = dumps(dict(settings))
+        return self._c_post("/v2/logging", body, headers, query_params, _parse_json)
+
+    def _c_get_log(self, headers: Any, query_params: Any) -> HttpCall[Any]:
+        return self._c_get("/v2/logging", headers, query_params, _parse_json)
+
+    def _c_system_shm_status(
+        self, region_name: str, headers: Any, query_params: Any
+    ) -> HttpCall[Any]:
+        path = system_shm_path("status", region_name)
+        return self._c_get(path, headers, query_params, _parse_json)
+
+    def _c_system_shm_register(
+        self, name: str, key: str, byte_size: int, offset: int, headers: Any, query_params: Any
+    ) -> HttpCall[None]:
+        body = encode_system_shm_register(key, offset, byte_size)
+        path = system_shm_path("register", name)
+        return self._c_post(path, body, headers, query_params, _parse_none)
+
+    def _c_system_shm_unregister(
+        self, name: str, headers: Any, query_params: Any
+    ) -> HttpCall[None]:
+        path = system_shm_path("unregister", name)
+        return self._c_post(path, b"", headers, query_params, _parse_none)
+
+    def _c_cuda_shm_status(
+        self, region_name: str, headers: Any, query_params: Any
+    ) -> HttpCall[Any]:
+        path = cuda_shm_path("status", region_name)
+        return self._c_get(path, headers, query_params, _parse_json)
+
+    def _c_cuda_shm_register(
+        self,
+        name: str,
+        raw_handle: bytes | str,
+        device_id: int,
+        byte_size: int,
+        headers: Any,
+        query_params: Any,
+    ) -> HttpCall[None]:
+        body = encode_cuda_shm_register(_raw_handle_bytes(raw_handle), device_id, byte_size)
+        path = cuda_shm_path("register", name)
+        return self._c_post(path, body, headers, query_params, _parse_none)
+
+    def _c_cuda_shm_unregister(self, name: str, headers: Any, query_params: Any) -> HttpCall[None]:
+        path = cuda_shm_path("unregister", name)
+        return self._c_post(path, b"", headers, query_params, _parse_none)
+
+    def _c_infer(
+        self,
+        model_name: str,
+        inputs: Iterable[InferInput],
+        model_version: str,
+        outputs: Iterable[InferRequestedOutput] | None,
+        request_id: str,
+        sequence_id: int | str,
+        sequence_start: bool,
+        sequence_end: bool,
+        priority: int,
+        timeout: int | None,
+        headers: Any,
+        query_params: Any,
+        request_compression_algorithm: str | None,
+        response_compression_algorithm: str | None,
+        parameters: Mapping[str, Any] | None,
+    ) -> HttpCall[InferResult]:
+        for name, algorithm in (
+            ("request_compression_algorithm", request_compression_algorithm),
+            ("response_compression_algorithm", response_compression_algorithm),
+        ):
+            if algorithm is not None and algorithm not in _COMPRESSION:
+                raise_error(f"unsupported {name} '{algorithm}'; expected 'gzip' or 'deflate'")
+        path = model_path(model_name, _check_version(model_version), "infer")
+        body = build_infer_body(
+            inputs,
+            outputs,
+            request_id,
+            sequence_id,
+            sequence_start,
+            sequence_end,
+            priority,
+            timeout,
+            parameters,
+        ).compressed(request_compression_algorithm)
+        body_headers = body.headers()
+        if response_compression_algorithm is not None:
+            body_headers[HEADER_ACCEPT_ENCODING] = response_compression_algorithm
+        verbose = self._verbose
+
+        def parse(reply: HttpReply) -> InferResult:
+            _raise_if_error(reply)
+            decoded = decode_infer_response(
+                reply.body,
+                reply.header(HEADER_INFERENCE_HEADER_CONTENT_LENGTH),
+                reply.header(HEADER_CONTENT_ENCODING),
+            )
+            return InferResult(decoded, verbose)
+
+        data = body.chunks[0] if len(body.chunks) == 1 else body.tobytes()
+        return self._call("POST", path, headers, query_params, parse, bytes(data), body_headers)

@@ -1,0 +1,920 @@
+"""The asyncio HTTP/REST client (``tritonclient.http.aio.InferenceServerClient``), on aiohttp.
+
+The same methods as :class:`tritonclient.http.InferenceServerClient`, as coroutines, built from
+the same request descriptions (:mod:`tritonclient.http._common`); only the transport differs.
+The aiohttp session is created on first use, inside the running event loop, so the client
+may be constructed outside a coroutine.  Errors are those of the sync client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl as _ssl
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+try:
+    import aiohttp
+except ModuleNotFoundError as error:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        "tritonclient.http.aio needs aiohttp, which is not installed; "
+        "install it with: pip install tritonclient-ng[http]"
+    ) from error
+
+from tritonclient._codec.http import Buffer, EncodedBody
+from tritonclient._plugin import InferenceServerClientPlugin, Request
+from tritonclient.http._common import ClientCore, HttpCall, HttpReply, build_infer_body, parse_url
+from tritonclient.http._infer_input import InferInput
+from tritonclient.http._infer_result import InferResult
+from tritonclient.http._requested_output import InferRequestedOutput
+from tritonclient.utils import *  # noqa: F403 - NVIDIA's aio module re-exports tritonclient.utils
+from tritonclient.utils import InferenceServerException, raise_error
+
+__all__ = [
+    "InferInput",
+    "InferRequestedOutput",
+    "InferResult",
+    "InferenceServerClient",
+    "InferenceServerClientPlugin",
+    "InferenceServerException",
+    "Request",
+]
+
+T = TypeVar("T")
+Headers = Mapping[str, Any] | None
+Query = Mapping[str, Any] | None
+
+
+class InferenceServerClient(ClientCore):
+    """An asyncio client for the HTTP/REST endpoints of a Triton (KServe v2) server.
+
+    Parameters
+    ----------
+    url : str
+        The inference server name, port and optional base path in the following format:
+        ``host:port/<base-path>``, e.g. ``'localhost:8000'``.
+    verbose : bool
+        If True generate verbose output. Default value is False.
+    conn_limit : int
+        The number of connections to the server at once. Default value is 100.
+    conn_timeout : float
+        The timeout of each request (connecting, sending and receiving). Default value is
+        60.0 sec.
+    ssl : bool
+        If True, channels the requests to encrypted https scheme. Default value is False.
+    ssl_context : ssl.SSLContext
+        The SSL context to use with https (None: aiohttp's default verification).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        verbose: bool = False,
+        conn_limit: int = 100,
+        conn_timeout: float = 60.0,
+        ssl: bool = False,
+        ssl_context: _ssl.SSLContext | None = None,
+    ) -> None:
+        scheme, host, port, base = parse_url(url, ssl)
+        super().__init__(base, verbose)
+        netloc = f"[{host}]" if ":" in host else host
+        self._origin = f"{scheme}://{netloc}:{port}"
+        self._conn_limit = conn_limit
+        self._timeout = aiohttp.ClientTimeout(total=conn_timeout)
+        self._ssl_context = ssl_context
+        self._session: aiohttp.ClientSession | None = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+
+    async def __aenter__(self) -> InferenceServerClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the client and its connections. Any future calls to server will result in
+        an Error."""
+        self._closed = True
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise_error("the client is closed")
+        loop = asyncio.get_running_loop()
+        if self._session is not None and self._session_loop is not loop:
+            # Used from another event loop (e.g. a second asyncio.run): the old session is
+            # bound to its loop, so start a new one rather than fail.
+            old, self._session = self._session, None
+            connector = old.connector
+            old.detach()
+            close = getattr(connector, "_close", None)  # sync part of aiohttp's close()
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    close()
+        if self._session is None:
+            self._session_loop = loop
+            connector = aiohttp.TCPConnector(
+                limit=self._conn_limit,
+                ssl=self._ssl_context if self._ssl_context is not None else True,
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=self._timeout, auto_decompress=False
+            )
+        return self._session
+
+    async def _run(self, call: HttpCall[T]) -> T:
+        session = self._get_session()
+        async with session.request(
+            call.method,
+            self._origin + call.path,
+            data=call.body if call.body else None,
+            headers=call.headers,
+        ) as response:
+            body = await response.read()
+            headers = {k.lower(): v for k, v in response.headers.items()}
+            reply = HttpReply(response.status, headers, body)
+        self._verbose_reply(reply)
+        return call.parse(reply)
+
+    # -- health and metadata -------------------------------------------------------------------
+
+    async def is_server_live(self, headers: Headers = None, query_params: Query = None) -> bool:
+        """Contact the inference server and get liveness.
+
+        Parameters
+        ----------
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        bool
+            True if server is live, False if server is not live.
+
+        Raises
+        ------
+        Exception
+            If unable to get liveness.
+        """
+        return await self._run(self._c_server_live(headers, query_params))
+
+    async def is_server_ready(self, headers: Headers = None, query_params: Query = None) -> bool:
+        """Contact the inference server and get readiness.
+
+        Parameters
+        ----------
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        bool
+            True if server is ready, False if server is not ready.
+        """
+        return await self._run(self._c_server_ready(headers, query_params))
+
+    async def is_model_ready(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> bool:
+        """Contact the inference server and get the readiness of specified model.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to check for readiness.
+        model_version : str
+            The version of the model to check for readiness. The default value is an empty
+            string which means then the server will choose a version based on the model and
+            internal policy.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        bool
+            True if the model is ready, False if not ready.
+        """
+        return await self._run(
+            self._c_model_ready(model_name, model_version, headers, query_params)
+        )
+
+    async def get_server_metadata(self, headers: Headers = None, query_params: Query = None) -> Any:
+        """Contact the inference server and get its metadata.
+
+        Parameters
+        ----------
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the metadata.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get server metadata.
+        """
+        return await self._run(self._c_server_metadata(headers, query_params))
+
+    async def get_model_metadata(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> Any:
+        """Contact the inference server and get the metadata for specified model.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model.
+        model_version : str
+            The version of the model to get metadata. The default value is an empty string
+            which means then the server will choose a version based on the model and internal
+            policy.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the metadata.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get model metadata.
+        """
+        return await self._run(
+            self._c_model_metadata(model_name, model_version, headers, query_params)
+        )
+
+    async def get_model_config(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> Any:
+        """Contact the inference server and get the configuration for specified model.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model.
+        model_version : str
+            The version of the model to get configuration. The default value is an empty
+            string which means then the server will choose a version based on the model and
+            internal policy.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the model config.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get model configuration.
+        """
+        return await self._run(
+            self._c_model_config(model_name, model_version, headers, query_params)
+        )
+
+    # -- model repository ------------------------------------------------------------------------
+
+    async def get_model_repository_index(
+        self, headers: Headers = None, query_params: Query = None
+    ) -> Any:
+        """Get the index of model repository contents.
+
+        Parameters
+        ----------
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        list
+            The JSON list holding the model repository index.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get the repository index.
+        """
+        return await self._run(self._c_repository_index(headers, query_params))
+
+    async def load_model(
+        self,
+        model_name: str,
+        headers: Headers = None,
+        query_params: Query = None,
+        config: str | None = None,
+        files: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """Request the inference server to load or reload specified model.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to be loaded.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+        config : str
+            Optional JSON representation of a model config provided for the load request;
+            if provided, this config will be used for loading the model.
+        files : dict
+            Optional dictionary specifying file path (with "file:" prefix) in the override
+            model directory to the file content as bytes. The files will form the model
+            directory that the model will be loaded from. If specified, 'config' must be
+            provided to be the model configuration of the override model directory.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to load the model.
+        """
+        await self._run(self._c_load_model(model_name, headers, query_params, config, files))
+        if self._verbose:
+            print(f"Loaded model '{model_name}'")
+
+    async def unload_model(
+        self,
+        model_name: str,
+        headers: Headers = None,
+        query_params: Query = None,
+        unload_dependents: bool = False,
+    ) -> None:
+        """Request the inference server to unload specified model.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to be unloaded.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+        unload_dependents : bool
+            Whether the dependents of the model should also be unloaded.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to unload the model.
+        """
+        await self._run(self._c_unload_model(model_name, headers, query_params, unload_dependents))
+        if self._verbose:
+            print(f"Unloaded model '{model_name}'")
+
+    async def get_inference_statistics(
+        self,
+        model_name: str = "",
+        model_version: str = "",
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> Any:
+        """Get the inference statistics for the specified model name and version.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to get statistics. The default value is an empty string,
+            which means statistics of all models will be returned.
+        model_version : str
+            The version of the model to get inference statistics. The default value is an
+            empty string which means then the server will return the statistics of all
+            available model versions.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the model inference statistics.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get the model inference statistics.
+        """
+        return await self._run(self._c_statistics(model_name, model_version, headers, query_params))
+
+    # -- trace and log settings ------------------------------------------------------------------
+
+    async def update_trace_settings(
+        self,
+        model_name: str | None = None,
+        settings: Mapping[str, Any] | None = None,
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> Any:
+        """Update the trace settings for the specified model name, or global trace settings
+        if model name is not given.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to update trace settings. Specifying None or empty string
+            will update the global trace settings. The default value is None.
+        settings : dict
+            The new trace setting values. Only the settings listed will be updated. If a
+            trace setting is listed in the dictionary with a value of 'None', that setting
+            will be cleared.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the updated trace settings.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to update the trace settings.
+        """
+        return await self._run(self._c_update_trace(model_name, settings, headers, query_params))
+
+    async def get_trace_settings(
+        self, model_name: str | None = None, headers: Headers = None, query_params: Query = None
+    ) -> Any:
+        """Get the trace settings for the specified model name, or global trace settings if
+        model name is not given.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to get trace settings. Specifying None or empty string will
+            return the global trace settings. The default value is None.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the trace settings.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get the trace settings.
+        """
+        return await self._run(self._c_get_trace(model_name, headers, query_params))
+
+    async def update_log_settings(
+        self, settings: Mapping[str, Any], headers: Headers = None, query_params: Query = None
+    ) -> Any:
+        """Update the global log settings.
+
+        Parameters
+        ----------
+        settings : dict
+            The new log setting values. Only the settings listed will be updated.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the updated log settings.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to update the log settings.
+        """
+        return await self._run(self._c_update_log(settings, headers, query_params))
+
+    async def get_log_settings(self, headers: Headers = None, query_params: Query = None) -> Any:
+        """Get the global log settings.
+
+        Parameters
+        ----------
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The JSON dict holding the log settings.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get the log settings.
+        """
+        return await self._run(self._c_get_log(headers, query_params))
+
+    # -- shared memory ---------------------------------------------------------------------------
+
+    async def get_system_shared_memory_status(
+        self, region_name: str = "", headers: Headers = None, query_params: Query = None
+    ) -> Any:
+        """Request system shared memory status from the server.
+
+        Parameters
+        ----------
+        region_name : str
+            The name of the region to query status. The default value is an empty string,
+            which means that the status of all active system shared memory will be returned.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        list
+            The JSON list holding system shared memory status.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get the status of specified shared memory.
+        """
+        return await self._run(self._c_system_shm_status(region_name, headers, query_params))
+
+    async def register_system_shared_memory(
+        self,
+        name: str,
+        key: str,
+        byte_size: int,
+        offset: int = 0,
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> None:
+        """Request the server to register a system shared memory with the following
+        specification.
+
+        Parameters
+        ----------
+        name : str
+            The name of the region to register.
+        key : str
+            The key of the underlying memory object that contains the system shared memory
+            region.
+        byte_size : int
+            The size of the system shared memory region, in bytes.
+        offset : int
+            Offset, in bytes, within the underlying memory object to the start of the system
+            shared memory region. The default value is zero.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to register the specified system shared memory.
+        """
+        await self._run(
+            self._c_system_shm_register(name, key, byte_size, offset, headers, query_params)
+        )
+        if self._verbose:
+            print(f"Registered system shared memory with name '{name}'")
+
+    async def unregister_system_shared_memory(
+        self, name: str = "", headers: Headers = None, query_params: Query = None
+    ) -> None:
+        """Request the server to unregister a system shared memory with the specified name.
+
+        Parameters
+        ----------
+        name : str
+            The name of the region to unregister. The default value is empty string which
+            means all the system shared memory regions will be unregistered.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to unregister the specified system shared memory region.
+        """
+        await self._run(self._c_system_shm_unregister(name, headers, query_params))
+
+    async def get_cuda_shared_memory_status(
+        self, region_name: str = "", headers: Headers = None, query_params: Query = None
+    ) -> Any:
+        """Request cuda shared memory status from the server.
+
+        Parameters
+        ----------
+        region_name : str
+            The name of the region to query status. The default value is an empty string,
+            which means that the status of all active cuda shared memory will be returned.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        list
+            The JSON list holding cuda shared memory status.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to get the status of specified shared memory.
+        """
+        return await self._run(self._c_cuda_shm_status(region_name, headers, query_params))
+
+    async def register_cuda_shared_memory(
+        self,
+        name: str,
+        raw_handle: bytes,
+        device_id: int,
+        byte_size: int,
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> None:
+        """Request the server to register a cuda shared memory with the following
+        specification.
+
+        Parameters
+        ----------
+        name : str
+            The name of the region to register.
+        raw_handle : bytes
+            The raw serialized cudaIPC handle in base64 encoding (as
+            ``cuda_shared_memory.get_raw_handle`` returns it).
+        device_id : int
+            The GPU device ID on which the cudaIPC handle was created.
+        byte_size : int
+            The size of the cuda shared memory region, in bytes.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to register the specified cuda shared memory.
+        """
+        await self._run(
+            self._c_cuda_shm_register(name, raw_handle, device_id, byte_size, headers, query_params)
+        )
+
+    async def unregister_cuda_shared_memory(
+        self, name: str = "", headers: Headers = None, query_params: Query = None
+    ) -> None:
+        """Request the server to unregister a cuda shared memory with the specified name.
+
+        Parameters
+        ----------
+        name : str
+            The name of the region to unregister. The default value is empty string which
+            means all the cuda shared memory regions will be unregistered.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Raises
+        ------
+        InferenceServerException
+            If unable to unregister the specified cuda shared memory region.
+        """
+        await self._run(self._c_cuda_shm_unregister(name, headers, query_params))
+
+    # -- inference -------------------------------------------------------------------------------
+
+    @staticmethod
+    def generate_request_body(
+        inputs: Sequence[InferInput],
+        outputs: Sequence[InferRequestedOutput] | None = None,
+        request_id: str = "",
+        sequence_id: int | str = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+        priority: int = 0,
+        timeout: int | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> tuple[bytes, int | None]:
+        """Generate a request body for inference using the supplied 'inputs' requesting the
+        outputs specified by 'outputs'.
+
+        Parameters
+        ----------
+        inputs : list
+            A list of InferInput objects, each describing data for a input tensor required by
+            the model.
+        outputs : list
+            A list of InferRequestedOutput objects, each describing how the output data must
+            be returned. If not specified all outputs produced by the model will be returned
+            using default settings.
+        request_id : str
+            Optional identifier for the request.
+        sequence_id : int or str
+            The unique identifier for the sequence being represented by the object. A value
+            of 0 or "" means that the request does not belong to a sequence.
+        sequence_start : bool
+            Indicates whether the request being added marks the start of the sequence.
+        sequence_end : bool
+            Indicates whether the request being added marks the end of the sequence.
+        priority : int
+            Indicates the priority of the request (0: the default priority).
+        timeout : int
+            The timeout value for the request, in microseconds.
+        parameters : dict
+            Optional custom parameters to be included in the inference request.
+
+        Returns
+        -------
+        bytes
+            The request body of the inference.
+        int
+            The byte size of the inference request header in the request body. Returns None
+            if the whole request body constitutes the request header.
+
+        Raises
+        ------
+        InferenceServerException
+            If server fails to perform inference.
+        """
+        body: EncodedBody = build_infer_body(
+            inputs,
+            outputs,
+            request_id,
+            sequence_id,
+            sequence_start,
+            sequence_end,
+            priority,
+            timeout,
+            parameters,
+        )
+        return body.tobytes(), body.json_size
+
+    @staticmethod
+    def parse_response_body(
+        response_body: Buffer,
+        verbose: bool = False,
+        header_length: int | str | None = None,
+        content_encoding: str | None = None,
+    ) -> InferResult:
+        """Generate an InferResult object from the given 'response_body'.
+
+        Parameters
+        ----------
+        response_body : bytes
+            The inference response from the server.
+        verbose : bool
+            If True generate verbose output. Default value is False.
+        header_length : int
+            The length of the inference header if the header does not occupy the whole
+            response body. Default value is None.
+        content_encoding : str
+            The encoding of the response body if it is compressed. Default value is None.
+
+        Returns
+        -------
+        InferResult
+            The InferResult object generated from the response body.
+        """
+        return InferResult.from_response_body(
+            response_body, verbose, header_length, content_encoding
+        )
+
+    async def infer(
+        self,
+        model_name: str,
+        inputs: Sequence[InferInput],
+        model_version: str = "",
+        outputs: Sequence[InferRequestedOutput] | None = None,
+        request_id: str = "",
+        sequence_id: int | str = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+        priority: int = 0,
+        timeout: int | None = None,
+        headers: Headers = None,
+        query_params: Query = None,
+        request_compression_algorithm: str | None = None,
+        response_compression_algorithm: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> InferResult:
+        """Run inference using the supplied 'inputs' requesting the outputs
+        specified by 'outputs'.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model to run inference.
+        inputs : list
+            A list of InferInput objects, each describing data for a input tensor required by
+            the model.
+        model_version : str
+            The version of the model to run inference. The default value is an empty string
+            which means then the server will choose a version based on the model and internal
+            policy.
+        outputs : list
+            A list of InferRequestedOutput objects, each describing how the output data must
+            be returned. If not specified all outputs produced by the model will be returned
+            using default settings.
+        request_id : str
+            Optional identifier for the request. If specified will be returned in the
+            response. Default value is an empty string which means no request_id will be
+            used.
+        sequence_id : int or str
+            The unique identifier for the sequence being represented by the object. A value
+            of 0 or "" means that the request does not belong to a sequence.
+        sequence_start : bool
+            Indicates whether the request being added marks the start of the sequence.
+        sequence_end : bool
+            Indicates whether the request being added marks the end of the sequence.
+        priority : int
+            Indicates the priority of the request. Priority value zero indicates that the
+            default priority level should be used.
+        timeout : int
+            The timeout value for the request, in microseconds. If the request cannot be
+            completed within the time the server can take a model-specific action such as
+            terminating the request. If not provided, the server will handle the request
+            using default setting for the model.
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+        request_compression_algorithm : str
+            Optional HTTP compression algorithm to use for the request body on client side:
+            'deflate' or 'gzip'. Default None (no compression).
+        response_compression_algorithm : str
+            Optional HTTP compression algorithm to request for the response body: 'deflate'
+            or 'gzip'. Default None (no compression).
+        parameters : dict
+            Optional custom parameters to be included in the inference request.
+
+        Returns
+        -------
+        InferResult
+            The object holding the result of the inference.
+
+        Raises
+        ------
+        InferenceServerException
+            If server fails to perform inference.
+        """
+        return await self._run(
+            self._c_infer(
+                model_name,
+                inputs,
+                model_version,
+                outputs,
+                request_id,
+                sequence_id,
+                sequence_start,
+                sequence_end,
+                priority,
+                timeout,
+                headers,
+                query_params,
+                request_compression_algorithm,
+                response_compression_algorithm,
+                parameters,
+            )
+        )

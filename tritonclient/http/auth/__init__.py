@@ -1,0 +1,5 @@
+"""Authentication plugins for the HTTP client."""
+
+from tritonclient._auth import BasicAuth
+
+__all__ = ["BasicAuth"]
