@@ -58,6 +58,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--repository-poll-secs", type=float, default=15.0)
     p.add_argument("--strict-readiness", type=_bool, default=True)
+    p.add_argument(
+        "--strict-model-config",
+        type=_bool,
+        default=False,
+        help="require complete config.pbtxt files (no auto-completion)",
+    )
+    p.add_argument(
+        "--allow-client-shm",
+        type=_bool,
+        default=True,
+        help="allow clients to register shared-memory regions (default true)",
+    )
     p.add_argument("--exit-timeout-secs", type=float, default=30.0)
     p.add_argument("--id", dest="server_id", default="triton", help="server name in metadata")
     p.add_argument(
@@ -66,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="127.0.0.1",
         help="address to listen on (default 127.0.0.1; 0.0.0.0 for all interfaces)",
     )
+    p.add_argument("--http-address", help="address of the HTTP service (default: --host)")
+    p.add_argument("--grpc-address", help="address of the gRPC service (default: --host)")
+    p.add_argument("--metrics-address", help="address of the metrics service (default: --host)")
     p.add_argument("--http-port", type=int, default=8000)
     p.add_argument("--grpc-port", type=int, default=8001)
     p.add_argument("--metrics-port", type=int, default=8002)
@@ -115,6 +130,8 @@ def options_from_args(args: argparse.Namespace) -> tuple[ServerOptions, Frontend
         server_id=args.server_id,
         trace_file=args.trace_file,
         log_file=args.log_file,
+        strict_model_config=args.strict_model_config,
+        allow_client_shm=args.allow_client_shm,
     )
     use_grpc_ssl = args.grpc_use_ssl or args.grpc_use_ssl_mutual
     if use_grpc_ssl and not (args.grpc_server_cert and args.grpc_server_key):
@@ -123,6 +140,9 @@ def options_from_args(args: argparse.Namespace) -> tuple[ServerOptions, Frontend
         raise ValueError("--http-ssl-cert and --http-ssl-key go together")
     frontends = FrontendOptions(
         host=args.host,
+        http_host=args.http_address,
+        grpc_host=args.grpc_address,
+        metrics_host=args.metrics_address,
         http_port=args.http_port,
         grpc_port=args.grpc_port,
         metrics_port=args.metrics_port,
@@ -179,6 +199,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Started GRPCInferenceService at {server.grpc_url}", flush=True)
     if server.metrics_port is not None:
         print(f"Started Metrics Service at {server.metrics_url}", flush=True)
+    # One parseable line with every bound port (useful with port 0).
+    print(
+        f"mock_server ready: http={server.http_port or '-'} grpc={server.grpc_port or '-'} "
+        f"metrics={server.metrics_port or '-'} ready={str(server.core.ready()).lower()}",
+        flush=True,
+    )
     if args.port_file:
         Path(args.port_file).write_text(
             json.dumps(

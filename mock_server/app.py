@@ -78,6 +78,8 @@ class FrontendOptions:
     ----------
     host : str
         Address all services listen on (127.0.0.1 by default; "0.0.0.0" for every interface).
+    http_host, grpc_host, metrics_host : str or None
+        Per-service addresses overriding ``host``.
     http_port, grpc_port, metrics_port : int
         Ports; 0 picks a free one (the chosen port is in ``MockServer.http_port`` etc.).
     allow_http, allow_grpc, allow_metrics : bool
@@ -97,6 +99,9 @@ class FrontendOptions:
     """
 
     host: str = "127.0.0.1"
+    http_host: str | None = None
+    grpc_host: str | None = None
+    metrics_host: str | None = None
     http_port: int = 8000
     grpc_port: int = 8001
     metrics_port: int = 8002
@@ -165,25 +170,25 @@ class MockServer:
         self._services: list[Any] = []
 
     # -- URLs ----------------------------------------------------------------------------
-    def _url(self, port: int | None) -> str:
-        host = self.frontend_options.host
+    def _url(self, host: str | None, port: int | None) -> str:
+        host = host or self.frontend_options.host
         host = "127.0.0.1" if host in ("0.0.0.0", "") else host
         return f"{host}:{port}" if port is not None else ""
 
     @property
     def http_url(self) -> str:
         """``host:port`` of the HTTP service (empty if not running)."""
-        return self._url(self.http_port)
+        return self._url(self.frontend_options.http_host, self.http_port)
 
     @property
     def grpc_url(self) -> str:
         """``host:port`` of the gRPC service (empty if not running)."""
-        return self._url(self.grpc_port)
+        return self._url(self.frontend_options.grpc_host, self.grpc_port)
 
     @property
     def metrics_url(self) -> str:
         """``host:port`` of the metrics service (empty if not running)."""
-        return self._url(self.metrics_port)
+        return self._url(self.frontend_options.metrics_host, self.metrics_port)
 
     # -- lifecycle -----------------------------------------------------------------------
     def _run(self, coro: Any, timeout: float) -> Any:
@@ -219,7 +224,7 @@ class MockServer:
 
             http = HttpFrontend(
                 self.core,
-                host=fo.host,
+                host=fo.http_host or fo.host,
                 port=fo.http_port,
                 ssl_context=_http_ssl_context(fo),
                 restricted_apis=fo.http_restricted_api or None,
@@ -232,7 +237,7 @@ class MockServer:
 
             grpc_frontend = GrpcFrontend(
                 self.core,
-                host=fo.host,
+                host=fo.grpc_host or fo.host,
                 port=fo.grpc_port,
                 server_credentials=_grpc_credentials(fo),
                 restricted_apis=fo.grpc_restricted_protocol or None,
@@ -243,7 +248,9 @@ class MockServer:
         if fo.allow_metrics:
             from .metrics import MetricsFrontend
 
-            metrics = MetricsFrontend(self.core, host=fo.host, port=fo.metrics_port)
+            metrics = MetricsFrontend(
+                self.core, host=fo.metrics_host or fo.host, port=fo.metrics_port
+            )
             self.metrics_port = await metrics.start()
             self._services.append(metrics)
 

@@ -211,3 +211,46 @@ def test_grpc_mutual_tls_requires_client_certificate(tmp_path: Path, tls: TlsFil
         with grpc.secure_channel(target, with_cert) as channel:
             stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
             assert stub.ServerLive(service_pb2.ServerLiveRequest(), timeout=10).live
+
+
+def test_ready_line_and_client_shm_gate(tmp_path: Path) -> None:
+    with serve(tmp_path, "--allow-client-shm", "false", "--http-address", "127.0.0.1") as info:
+        url = f"http://127.0.0.1:{info['http']}/v2/systemsharedmemory/region/r/register"
+        body = json.dumps({"key": "/x", "offset": 0, "byte_size": 8}).encode()
+        request = urllib.request.Request(url, method="POST", data=body)
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(request, timeout=10)
+        assert error.value.code == 501
+        assert "--allow-client-shm=true" in json.loads(error.value.read())["error"]
+    log = (tmp_path / "server.log").read_text()
+    line = next(x for x in log.splitlines() if x.startswith("mock_server ready:"))
+    assert f"http={info['http']} grpc={info['grpc']} metrics={info['metrics']}" in line
+
+
+def test_strict_model_config_refuses_models_without_config(tmp_path: Path) -> None:
+    from mock_server.core.server import CoreServer, ServerOptions
+
+    repo = tmp_path / "strict"
+    (repo / "auto" / "1").mkdir(parents=True)
+    (repo / "auto" / "1" / "model.py").write_text(
+        "class TritonPythonModel:\n"
+        "    @staticmethod\n"
+        "    def auto_complete_config(config):\n"
+        "        return config\n"
+        "    def execute(self, requests):\n"
+        "        return []\n"
+    )
+    core = CoreServer(ServerOptions(model_repository=[repo], strict_model_config=True))
+    core.start()
+    try:
+        rows = [r for r in core.repository_index() if r["name"] == "auto"]
+        assert rows[0]["state"] == "UNAVAILABLE" and "strict model config" in rows[0]["reason"]
+    finally:
+        core.stop()
+
+
+def test_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "mock-server"
+    assert script.exists(), "pip install should create the mock-server console script"
+    result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "--model-repository" in result.stdout

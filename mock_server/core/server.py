@@ -109,6 +109,11 @@ class ServerOptions:
         Trace file reported by the trace settings (read-only over the network).
     log_file : str
         Log file reported by the log settings ("" = console).
+    strict_model_config : bool
+        True: every model needs a complete config.pbtxt; models' ``auto_complete_config`` is
+        not called (Triton's ``--strict-model-config``).
+    allow_client_shm : bool
+        Whether clients may register shared-memory regions (Triton's ``--allow-client-shm``).
     """
 
     model_repository: list[Path] = field(default_factory=list)
@@ -121,6 +126,8 @@ class ServerOptions:
     has_gpu: bool | None = None
     trace_file: str = ""
     log_file: str = ""
+    strict_model_config: bool = False
+    allow_client_shm: bool = True
 
 
 def detect_gpu() -> bool:
@@ -176,7 +183,9 @@ class CoreServer:
         self._stop_event = threading.Event()
         self.runtime = _Runtime(self)
         #: Client shared-memory regions (system and CUDA).
-        self.shm = SharedMemoryRegistry(has_gpu=self.has_gpu)
+        self.shm = SharedMemoryRegistry(
+            has_gpu=self.has_gpu, allow_client_shm=options.allow_client_shm
+        )
         #: Log settings (logging extension).
         self.log_settings = LogSettings(options.log_file)
         self._trace = TraceSettings(options.trace_file)
@@ -463,9 +472,17 @@ class CoreServer:
                 f"at least one version must be available under the version policy of model '{name}'"
             )
         version = max(source.available_versions)
-        completed_json = backend.auto_complete(
-            source.path, version, cfg.config_to_json(raw), filename
-        )
+        if self.options.strict_model_config:
+            if source.config is None:
+                raise ServerError.invalid_arg(
+                    f"model '{name}' has no config.pbtxt and strict model config is enabled "
+                    "(--strict-model-config): auto-completion is off"
+                )
+            completed_json = cfg.config_to_json(raw)
+        else:
+            completed_json = backend.auto_complete(
+                source.path, version, cfg.config_to_json(raw), filename
+            )
         config = cfg.complete_config(
             cfg.config_from_json(completed_json, f"{name} (auto-completed)"),
             name,

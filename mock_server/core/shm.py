@@ -36,17 +36,29 @@ class SharedMemoryRegistry:
     ----------
     has_gpu : bool
         Whether CUDA regions can be registered.
+    allow_client_shm : bool
+        False refuses every register, unregister, status and use of client regions, as Triton
+        does without ``--allow-client-shm=true`` (Triton >= 2.69).
     """
 
-    def __init__(self, has_gpu: bool = False) -> None:
+    def __init__(self, has_gpu: bool = False, allow_client_shm: bool = True) -> None:
         self._has_gpu = has_gpu
+        self._allowed = allow_client_shm
         self._lock = threading.Lock()
         self._system: dict[str, MappedRegion] = {}
         self._cuda: dict[str, _CudaRegion] = {}
 
     # -- system --------------------------------------------------------------------------
+    def _check_allowed(self) -> None:
+        if not self._allowed:
+            raise ServerError.unsupported(
+                "Client shared memory is disabled. Start the server with "
+                "'--allow-client-shm=true' to enable."
+            )
+
     def register_system(self, name: str, key: str, offset: int, byte_size: int) -> None:
         """Map ``byte_size`` bytes at ``offset`` of the POSIX object ``key`` as ``name``."""
+        self._check_allowed()
         if not name:
             raise ServerError.invalid_arg(
                 "'region name' is necessary to register system shared memory region"
@@ -68,6 +80,7 @@ class SharedMemoryRegistry:
 
     def unregister_system(self, name: str | None = None) -> None:
         """Unregister one system region, or all of them (unknown names are not an error)."""
+        self._check_allowed()
         with self._lock:
             names = [name] if name else list(self._system)
             for each in names:
@@ -77,6 +90,7 @@ class SharedMemoryRegistry:
 
     def system_status(self, name: str | None = None) -> list[dict[str, Any]]:
         """``[{"name", "key", "offset", "byte_size"}]`` for one or every system region."""
+        self._check_allowed()
         with self._lock:
             if name:
                 if name in self._cuda:
@@ -99,6 +113,7 @@ class SharedMemoryRegistry:
     # -- CUDA ----------------------------------------------------------------------------
     def register_cuda(self, name: str, raw_handle: bytes, device_id: int, byte_size: int) -> None:
         """Register a CUDA IPC region (needs a GPU)."""
+        self._check_allowed()
         if len(raw_handle) != CUDA_IPC_HANDLE_SIZE:
             raise ServerError.invalid_arg(
                 "'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t"
@@ -118,12 +133,14 @@ class SharedMemoryRegistry:
 
     def unregister_cuda(self, name: str | None = None) -> None:
         """Unregister one CUDA region, or all of them."""
+        self._check_allowed()
         with self._lock:
             for each in [name] if name else list(self._cuda):
                 self._cuda.pop(each, None)
 
     def cuda_status(self, name: str | None = None) -> list[dict[str, Any]]:
         """``[{"name", "device_id", "byte_size"}]`` for one or every CUDA region."""
+        self._check_allowed()
         with self._lock:
             if name:
                 if name in self._system:
@@ -146,6 +163,7 @@ class SharedMemoryRegistry:
     # -- data path -----------------------------------------------------------------------
     def view(self, name: str, offset: int, byte_size: int) -> memoryview:
         """A writable, bounds-checked view into a registered system region."""
+        self._check_allowed()
         with self._lock:
             region = self._system.get(name)
             if region is None:
@@ -161,5 +179,8 @@ class SharedMemoryRegistry:
 
     def close(self) -> None:
         """Unmap every region (server shutdown)."""
-        self.unregister_system()
-        self.unregister_cuda()
+        with self._lock:
+            for region in self._system.values():
+                region.close()
+            self._system.clear()
+            self._cuda.clear()
