@@ -1,0 +1,280 @@
+"""CUDA device memory through cuda-python: allocation, IPC handles, copies and DLPack export.
+
+Imports without cuda-python and without a GPU; :func:`runtime` then raises :class:`CudaError`
+with the fix.  Works with cuda-python 12.x and 13.x (``cuda.bindings.runtime``) and with older
+releases (``from cuda import cudart``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from typing import Any
+
+__all__ = ["CudaError", "DLPackTensor", "DeviceBuffer", "device_count", "runtime"]
+
+INSTALL_HINT = "cuda-python is not installed: pip install tritonclient-ng[cuda]"
+
+
+class CudaError(RuntimeError):
+    """A CUDA call failed, cuda-python is missing, or there is no CUDA device."""
+
+
+_cudart: Any = None
+
+
+def runtime() -> Any:
+    """The cuda-python runtime module (``cudart``)."""
+    global _cudart
+    if _cudart is None:
+        try:
+            import cuda.bindings.runtime as cudart
+        except ImportError:
+            try:
+                from cuda import cudart
+            except ImportError:
+                raise CudaError(INSTALL_HINT) from None
+        _cudart = cudart
+    return _cudart
+
+
+def check(result: Any) -> Any:
+    """Unpack a cuda-python ``(error, *values)`` tuple, raising :class:`CudaError` on failure."""
+    rt = runtime()
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if err != rt.cudaError_t.cudaSuccess:
+        _, name = rt.cudaGetErrorName(err)
+        _, text = rt.cudaGetErrorString(err)
+        raise CudaError(f"{_text(name)}: {_text(text)}")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def device_count() -> int:
+    """Number of usable CUDA devices (0 when there is no driver or device)."""
+    rt = runtime()
+    err, count = rt.cudaGetDeviceCount()
+    if err != rt.cudaError_t.cudaSuccess:
+        return 0
+    return int(count)
+
+
+def require_device(device_id: int) -> Any:
+    """The runtime module, after checking that ``device_id`` exists."""
+    rt = runtime()
+    count = device_count()
+    if count == 0:
+        raise CudaError("no CUDA device available")
+    if not 0 <= device_id < count:
+        raise CudaError(f"invalid CUDA device id {device_id}: {count} device(s) available")
+    return rt
+
+
+class _OnDevice:
+    """Make ``device_id`` current for the duration of a ``with`` block."""
+
+    def __init__(self, device_id: int) -> None:
+        self.device_id = device_id
+        self.previous: int | None = None
+
+    def __enter__(self) -> Any:
+        rt = require_device(self.device_id)
+        self.previous = int(check(rt.cudaGetDevice()))
+        check(rt.cudaSetDevice(self.device_id))
+        return rt
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None and self.previous != self.device_id:
+            runtime().cudaSetDevice(self.previous)
+
+
+class DeviceBuffer:
+    """``byte_size`` bytes of device memory on ``device_id`` (freed by :meth:`free`)."""
+
+    def __init__(self, byte_size: int, device_id: int) -> None:
+        self.byte_size = int(byte_size)
+        self.device_id = int(device_id)
+        with _OnDevice(self.device_id) as rt:
+            self.ptr: int = int(check(rt.cudaMalloc(max(self.byte_size, 1))))
+            try:
+                self._ipc = check(rt.cudaIpcGetMemHandle(self.ptr))
+            except CudaError:
+                rt.cudaFree(self.ptr)
+                raise
+
+    def ipc_handle(self) -> bytes:
+        """The raw ``cudaIpcMemHandle_t`` bytes (``CUDA_IPC_HANDLE_SIZE`` of them)."""
+        rt = runtime()
+        size = int(getattr(rt, "CUDA_IPC_HANDLE_SIZE", 64))
+        if hasattr(self._ipc, "getPtr"):
+            return bytes((ctypes.c_char * size).from_address(int(self._ipc.getPtr())))
+        return bytes(self._ipc.reserved)  # pragma: no cover - old cuda-python
+
+    def _check_range(self, offset: int, nbytes: int) -> None:
+        if offset < 0 or nbytes < 0 or offset + nbytes > self.byte_size:
+            raise CudaError(
+                f"{nbytes} bytes at offset {offset} exceed the CUDA buffer of "
+                f"{self.byte_size} bytes"
+            )
+
+    def copy_in(self, src_ptr: int, nbytes: int, offset: int = 0) -> None:
+        """Copy ``nbytes`` from ``src_ptr`` (host or device, unified addressing) to the buffer."""
+        self._check_range(offset, nbytes)
+        if nbytes:
+            with _OnDevice(self.device_id) as rt:
+                check(
+                    rt.cudaMemcpy(
+                        self.ptr + offset, src_ptr, nbytes, rt.cudaMemcpyKind.cudaMemcpyDefault
+                    )
+                )
+
+    def copy_out(self, dst_ptr: int, nbytes: int, offset: int = 0) -> None:
+        """Copy ``nbytes`` from the buffer at ``offset`` to ``dst_ptr`` (host or device)."""
+        self._check_range(offset, nbytes)
+        if nbytes:
+            with _OnDevice(self.device_id) as rt:
+                check(
+                    rt.cudaMemcpy(
+                        dst_ptr, self.ptr + offset, nbytes, rt.cudaMemcpyKind.cudaMemcpyDefault
+                    )
+                )
+
+    def free(self) -> None:
+        """Release the device memory (idempotent)."""
+        if self.ptr:
+            ptr, self.ptr = self.ptr, 0
+            with _OnDevice(self.device_id) as rt:
+                check(rt.cudaFree(ptr))
+
+
+# -- DLPack export ---------------------------------------------------------------------------
+
+_KDL_CPU = 1
+_KDL_CUDA = 2
+# numpy dtype kind -> DLDataTypeCode
+_DL_CODES = {"i": 0, "u": 1, "f": 2, "b": 6, "c": 5}
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
+_DLManagedTensor._fields_ = [
+    ("dl_tensor", _DLTensor),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", _DELETER),
+]
+
+# Live exports: id -> (managed tensor, shape array, owner); dropped by the deleter.
+_exports: dict[int, tuple[Any, Any, Any]] = {}
+_next_id = [1]
+
+
+def _release_managed(managed: Any) -> None:
+    _exports.pop(int(managed.contents.manager_ctx or 0), None)
+
+
+_managed_deleter = _DELETER(_release_managed)
+
+
+_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid.restype = ctypes.c_int
+_capsule_is_valid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+
+
+def _release_capsule(capsule: int) -> None:
+    # The capsule is being deallocated: it is passed as a raw pointer, never as an object.
+    # Still named "dltensor": never consumed, so the producer releases it.
+    if _capsule_is_valid(capsule, b"dltensor"):
+        address = _capsule_pointer(capsule, b"dltensor")
+        managed = _DLManagedTensor.from_address(address)
+        _exports.pop(int(managed.manager_ctx or 0), None)
+
+
+_capsule_destructor = _CAPSULE_DESTRUCTOR(_release_capsule)
+
+
+class DLPackTensor:
+    """A DLPack view of ``shape``/``dtype`` data at ``ptr`` on a CUDA device (or the host when
+    ``device_id`` is -1), consumable by ``torch.from_dlpack``, ``cupy.from_dlpack`` and, for
+    host memory, ``numpy.from_dlpack``.  ``owner`` is kept alive while a view exists."""
+
+    def __init__(
+        self, ptr: int, dtype: Any, shape: list[int], device_id: int, owner: Any = None
+    ) -> None:
+        import numpy as np
+
+        self.ptr = int(ptr)
+        self.dtype = np.dtype(dtype)
+        if self.dtype.kind not in _DL_CODES:
+            raise CudaError(f"DLPack cannot carry tensors of dtype {self.dtype}")
+        self.shape = [int(d) for d in shape]
+        self.device_id = int(device_id)
+        self.owner = owner
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        if self.device_id < 0:
+            return (_KDL_CPU, 0)
+        return (_KDL_CUDA, self.device_id)
+
+    def __dlpack__(self, stream: Any = None, **_kwargs: Any) -> Any:
+        ndim = len(self.shape)
+        shape = (ctypes.c_int64 * max(ndim, 1))(*self.shape)
+        managed = _DLManagedTensor()
+        tensor = managed.dl_tensor
+        tensor.data = self.ptr or None
+        device_type, device_id = self.__dlpack_device__()
+        tensor.device = _DLDevice(device_type, device_id)
+        tensor.ndim = ndim
+        bits = self.dtype.itemsize * 8
+        tensor.dtype = _DLDataType(_DL_CODES[self.dtype.kind], bits, 1)
+        tensor.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
+        tensor.strides = ctypes.POINTER(ctypes.c_int64)()  # NULL: compact row-major
+        tensor.byte_offset = 0
+        ident = _next_id[0]
+        _next_id[0] += 1
+        managed.manager_ctx = ident
+        managed.deleter = _managed_deleter
+        _exports[ident] = (managed, shape, self.owner)
+        return _capsule_new(
+            ctypes.addressof(managed),
+            b"dltensor",
+            ctypes.cast(_capsule_destructor, ctypes.c_void_p),
+        )
+
+    @property
+    def nbytes(self) -> int:
+        return int(math.prod(self.shape)) * int(self.dtype.itemsize)

@@ -1,0 +1,12 @@
+"""Deprecated alias of :mod:`tritonclient.grpc.model_config_pb2` (the module name of old tritonclient releases)."""
+
+import warnings
+
+warnings.warn(
+    "The package `tritongrpcclient.model_config_pb2` is deprecated and will be removed in a future version. "
+    "Please use instead `tritonclient.grpc.model_config_pb2`",
+    DeprecationWarning,
+    stacklevel=2,
+)
+
+from tritonclient.grpc.model_config_pb2 import *  # noqa: E402, F403
