@@ -25,7 +25,22 @@ from tritonclient.grpc import model_config_pb2, service_pb2, service_pb2_grpc
 from tritonclient.utils import (
     TRITON_RESERVED_REQUEST_PARAMS,
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
+    InferenceServerAlreadyExistsError,
+    InferenceServerCancelledError,
+    InferenceServerConnectionError,
+    InferenceServerDeadlineExceededError,
     InferenceServerException,
+    InferenceServerInternalError,
+    InferenceServerInvalidArgumentError,
+    InferenceServerNotFoundError,
+    InferenceServerPermissionDeniedError,
+    InferenceServerProtocolError,
+    InferenceServerResourceExhaustedError,
+    InferenceServerSSLError,
+    InferenceServerUnauthenticatedError,
+    InferenceServerUnavailableError,
+    InferenceServerUnimplementedError,
+    RetryPolicy,
     config_to_triton_dtype,
     deserialize_bf16_tensor,
     deserialize_bytes_tensor,
@@ -57,9 +72,9 @@ def raise_error_grpc(rpc_error: grpc.RpcError) -> None:
     InferenceServerException
         With the error's details as message and ``str(code)`` as status.
     """
-    from tritonclient._codec.grpc import exception_from_rpc_error
+    from ._common import error_from_rpc
 
-    raise exception_from_rpc_error(rpc_error) from None
+    raise error_from_rpc(rpc_error) from None
 
 
 __all__ = [
@@ -71,11 +86,26 @@ __all__ = [
     "InferInput",
     "InferRequestedOutput",
     "InferResult",
+    "InferenceServerAlreadyExistsError",
+    "InferenceServerCancelledError",
     "InferenceServerClient",
     "InferenceServerClientPlugin",
+    "InferenceServerConnectionError",
+    "InferenceServerDeadlineExceededError",
     "InferenceServerException",
+    "InferenceServerInternalError",
+    "InferenceServerInvalidArgumentError",
+    "InferenceServerNotFoundError",
+    "InferenceServerPermissionDeniedError",
+    "InferenceServerProtocolError",
+    "InferenceServerResourceExhaustedError",
+    "InferenceServerSSLError",
+    "InferenceServerUnauthenticatedError",
+    "InferenceServerUnavailableError",
+    "InferenceServerUnimplementedError",
     "KeepAliveOptions",
     "Request",
+    "RetryPolicy",
     "config_to_triton_dtype",
     "deserialize_bf16_tensor",
     "deserialize_bytes_tensor",

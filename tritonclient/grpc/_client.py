@@ -12,6 +12,7 @@ import contextlib
 import queue
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -19,7 +20,12 @@ from typing import Any, TypeVar
 import grpc
 
 from tritonclient.grpc import service_pb2_grpc
-from tritonclient.utils import InferenceServerException, raise_error
+from tritonclient.utils import (
+    InferenceServerException,
+    InferenceServerUnavailableError,
+    RetryPolicy,
+    raise_error,
+)
 
 from . import _common as common
 from ._common import KeepAliveOptions
@@ -120,11 +126,25 @@ class _InferStream:
             else:
                 error = common.error_from_rpc(rpc_error)
             self._deliver(None, error)
+        except InferenceServerException as error:  # a response that cannot be decoded
+            self._active = False
+            self._deliver(None, error)
+        else:
+            if not self._closed:
+                # The server ended the stream although the client did not stop it: requests
+                # still pending would otherwise never be answered.
+                self._active = False
+                self._deliver(
+                    None,
+                    InferenceServerUnavailableError(
+                        "the server ended the stream before stop_stream() was called"
+                    ),
+                )
         finally:
             self._active = False
             self._queue.put(None)  # release the request consumer if it still waits
 
-    def close(self, cancel_requests: bool) -> None:
+    def close(self, cancel_requests: bool, timeout: float | None = None) -> None:
         if self._closed:
             return
         self._closed = True
@@ -133,7 +153,12 @@ class _InferStream:
         self._queue.put(None)  # half-close: the server ends the stream once all is done
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
-            thread.join()
+            thread.join(timeout)
+            if thread.is_alive() and self._call is not None:
+                # The server did not end the stream in time (stalled): cancel it; the
+                # callback gets the CANCELLED error for what was still pending.
+                self._call.cancel()
+                thread.join(5.0)
             if self._verbose:
                 print("stream stopped...")
 
@@ -171,11 +196,21 @@ class InferenceServerClient(common.ClientBase):
         Object encapsulating various GRPC KeepAlive options. See the class definition for
         more information. Default is None.
     channel_args : List[Tuple]
-        List of Tuple pairs ("key", value) to be passed directly to the GRPC channel as
-        the channel_arguments. If this argument is provided, it is expected the channel
-        arguments are correct and complete, and the keepalive_options parameter will be
-        ignored since the corresponding keepalive channel arguments can be set directly in
-        this parameter. Default is None.
+        List of Tuple pairs ("key", value) passed to the GRPC channel as channel
+        arguments. Unlike NVIDIA's client, they are added to the client's defaults (message
+        size limits and the keepalive arguments of ``keepalive_options``) instead of
+        replacing them; a key given here overrides the default of the same key. Default is
+        None.
+    retry_policy : tritonclient.utils.RetryPolicy, keyword-only
+        (Not in NVIDIA's client.) Retry idempotent calls (health, metadata, config,
+        statistics, repository index, settings and shared-memory status) that fail with
+        UNAVAILABLE. Inference and state-changing calls are never retried. Default None: no
+        retries.
+
+    ``url`` may also be a gRPC target with a scheme (``dns:///name:port``,
+    ``ipv4:a:p,b:p``) or a list of ``host:port`` (IP addresses or localhost): the channel
+    then balances calls round-robin over every address (``grpc.lb_policy_name``, which
+    ``channel_args`` may override).
 
     Raises
     ------
@@ -185,7 +220,7 @@ class InferenceServerClient(common.ClientBase):
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         verbose: bool = False,
         ssl: bool = False,
         root_certificates: str | None = None,
@@ -194,10 +229,16 @@ class InferenceServerClient(common.ClientBase):
         creds: Any = None,
         keepalive_options: KeepAliveOptions | None = None,
         channel_args: Sequence[tuple[str, Any]] | None = None,
+        *,
+        retry_policy: RetryPolicy | None = None,
     ) -> None:
         super().__init__(verbose)
+        self._retry_policy = common.check_retry_policy(retry_policy)
+        url, target_options = common.channel_target(url)
         self._stream: _InferStream | None = None
-        options = common.channel_options(keepalive_options, channel_args)
+        options = common.channel_options(
+            keepalive_options, [*target_options, *(channel_args or [])]
+        )
         credentials = common.channel_credentials(
             ssl, root_certificates, private_key, certificate_chain, creds
         )
@@ -238,12 +279,20 @@ class InferenceServerClient(common.ClientBase):
     def _unary(self, call: common.Call[T], headers: Any, client_timeout: float | None) -> T:
         metadata = self._get_metadata(headers)
         self._log(f"{call.label}, metadata {metadata}\n{call.request}")
-        try:
-            response = getattr(self._client_stub, call.rpc)(
-                request=call.request, metadata=metadata, timeout=client_timeout
-            )
-        except grpc.RpcError as rpc_error:
-            raise common.error_from_rpc(rpc_error) from None
+        policy = self._retry_policy if call.idempotent else None
+        attempt = 1
+        while True:
+            try:
+                response = getattr(self._client_stub, call.rpc)(
+                    request=call.request, metadata=metadata, timeout=client_timeout
+                )
+                break
+            except grpc.RpcError as rpc_error:
+                error = common.error_from_rpc(rpc_error)
+            if policy is None or attempt >= policy.max_attempts or not common.is_retryable(error):
+                raise error
+            time.sleep(policy.backoff(attempt))
+            attempt += 1
         if call.done is not None:
             self._log(call.done)
         else:
@@ -1172,6 +1221,10 @@ class InferenceServerClient(common.ClientBase):
                     error = common.cancelled_error(rpc_error.details())
                 else:
                     error = common.error_from_rpc(rpc_error)
+            except InferenceServerException as failure:
+                error = failure
+            except Exception as failure:  # never leave the callback waiting
+                error = InferenceServerException(f"failed to read the response: {failure}")
             callback(result=result, error=error)
 
         try:
@@ -1245,7 +1298,7 @@ class InferenceServerClient(common.ClientBase):
             raise common.error_from_rpc(rpc_error) from None
         self._stream = stream
 
-    def stop_stream(self, cancel_requests: bool = False) -> None:
+    def stop_stream(self, cancel_requests: bool = False, timeout: float | None = None) -> None:
         """Stops a stream if one available.
 
         Parameters
@@ -1254,10 +1307,67 @@ class InferenceServerClient(common.ClientBase):
             If set True, then client cancels all the pending requests and closes the
             stream. If set False, the call blocks till all the pending requests on the
             stream are processed.
+        timeout : float, optional
+            (Not in NVIDIA's client.) With ``cancel_requests`` False, the longest wait in
+            seconds for the pending requests; then the stream is cancelled and the callback
+            receives a ``StatusCode.CANCELLED`` error. Default None: wait as long as the
+            server keeps the stream open (a stream the server ends or breaks returns at
+            once).
         """
         stream, self._stream = self._stream, None
         if stream is not None:
-            stream.close(cancel_requests)
+            stream.close(cancel_requests, timeout)
+
+    def wait_until_ready(
+        self,
+        model_name: str | None = None,
+        model_version: str = "",
+        timeout: float = 30.0,
+        interval: float = 0.1,
+        headers: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Wait until the server (and ``model_name``, when given) is ready.
+
+        Not in NVIDIA's client. Refused connections and errors while waiting count as "not
+        ready yet".
+
+        Parameters
+        ----------
+        model_name : str, optional
+            Also wait for this model to be ready.
+        model_version : str
+            The model version ("" for the server's choice).
+        timeout : float
+            The longest wait in seconds. Default 30.
+        interval : float
+            Seconds between checks. Default 0.1.
+        headers : dict, optional
+            Headers for the health requests.
+
+        Raises
+        ------
+        InferenceServerDeadlineExceededError
+            If the server or model is still not ready after ``timeout`` seconds; the message
+            names which, and the last error seen.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            what = "server"
+            last: BaseException | None = None
+            remaining = max(deadline - time.monotonic(), 0.001)
+            try:
+                if self.is_server_ready(headers=headers, client_timeout=remaining):
+                    what = f"model '{model_name}'"
+                    if model_name is None or self.is_model_ready(
+                        model_name, model_version, headers=headers, client_timeout=remaining
+                    ):
+                        return
+            except InferenceServerException as error:
+                last = error
+            now = time.monotonic()
+            if now >= deadline:
+                raise common.not_ready_error(what, timeout, last)
+            time.sleep(min(interval, deadline - now))
 
     def async_stream_infer(
         self,

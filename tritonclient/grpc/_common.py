@@ -10,6 +10,7 @@ conversion of its response (:class:`Call`), inference requests (through
 from __future__ import annotations
 
 import base64
+import ipaddress
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,13 @@ from tritonclient._codec import grpc as codec
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException, raise_error
+from tritonclient.utils._errors import (
+    InferenceServerCancelledError,
+    InferenceServerDeadlineExceededError,
+    InferenceServerUnavailableError,
+    RetryPolicy,
+    specialize_exception,
+)
 
 from ._tensors import InferInput, InferRequestedOutput, InferResult, message_to_json
 
@@ -36,6 +44,7 @@ __all__ = [
     "cancelled_error",
     "channel_credentials",
     "channel_options",
+    "channel_target",
     "compression_type",
     "error_from_rpc",
     "infer_request_from_dict",
@@ -103,24 +112,25 @@ class KeepAliveOptions:
 def channel_options(
     keepalive_options: KeepAliveOptions | None, channel_args: Sequence[tuple[str, Any]] | None
 ) -> list[tuple[str, Any]]:
-    """The channel arguments of a client, as NVIDIA's client sets them.
+    """The channel arguments of a client: our defaults plus ``channel_args``.
 
     Parameters
     ----------
     keepalive_options : KeepAliveOptions or None
-        Keepalive settings (defaults when None); ignored with ``channel_args``.
+        Keepalive settings (defaults when None).
     channel_args : list of (str, value) or None
-        Used as given when not None.
+        Added to the defaults; a key given here replaces the default of the same key
+        (NVIDIA's client drops every default, message sizes included, as soon as
+        ``channel_args`` is given).
 
     Returns
     -------
     list of (str, value)
-        The message size limits (``MAX_GRPC_MESSAGE_SIZE``) and the keepalive arguments.
+        The message size limits (``MAX_GRPC_MESSAGE_SIZE``), the keepalive arguments and
+        ``channel_args``, each key once.
     """
-    if channel_args is not None:
-        return list(channel_args)
     ka = keepalive_options or KeepAliveOptions()
-    return [
+    defaults: list[tuple[str, Any]] = [
         ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
         ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
         ("grpc.keepalive_time_ms", ka.keepalive_time_ms),
@@ -128,6 +138,69 @@ def channel_options(
         ("grpc.keepalive_permit_without_calls", int(bool(ka.keepalive_permit_without_calls))),
         ("grpc.http2.max_pings_without_data", ka.http2_max_pings_without_data),
     ]
+    if channel_args is None:
+        return defaults
+    user = [(str(k), v) for k, v in channel_args]
+    given = {k for k, _ in user}
+    return [(k, v) for k, v in defaults if k not in given] + user
+
+
+_LB_SCHEMES = ("dns:", "ipv4:", "ipv6:")
+
+
+def _ip_target(address: str) -> tuple[str, str]:
+    """``(family, address)`` of one ``host:port`` of a URL list, for an ipv4:/ipv6: target."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise_error(f"invalid address '{address}' in the url list: expected host:port")
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if bare == "localhost":
+        bare = "127.0.0.1"
+    try:
+        ip = ipaddress.ip_address(bare)
+    except ValueError:
+        return "dns", address
+    if ip.version == 6:
+        return "ipv6", f"[{bare}]:{port}"
+    return "ipv4", f"{bare}:{port}"
+
+
+def channel_target(url: str | Sequence[str]) -> tuple[str, list[tuple[str, Any]]]:
+    """The gRPC target of ``url`` and the channel arguments it needs.
+
+    Parameters
+    ----------
+    url : str or list of str
+        ``host:port`` (one server, as NVIDIA's client); a gRPC target with a scheme
+        (``dns:///name:port``, ``ipv4:a:p,b:p``, ``ipv6:...``), whose addresses get gRPC's
+        round-robin load balancing; or a list of ``host:port`` (IP addresses or
+        ``localhost`` become an ``ipv4:``/``ipv6:`` target with round robin; a list of
+        names uses ``dns:///`` for a single name).
+
+    Returns
+    -------
+    tuple of (str, list of (str, value))
+        The target and the default options for it (``grpc.lb_policy_name`` =
+        ``round_robin`` for several servers), which ``channel_args`` may override.
+    """
+    round_robin: list[tuple[str, Any]] = [("grpc.lb_policy_name", "round_robin")]
+    if isinstance(url, str):
+        if url.startswith(_LB_SCHEMES):
+            return url, round_robin
+        return url, []
+    addresses = [str(u).strip() for u in url]
+    if not addresses:
+        raise_error("the url list is empty")
+    if len(addresses) == 1:
+        return channel_target(addresses[0])
+    parsed = [_ip_target(a) for a in addresses]
+    families = {family for family, _ in parsed}
+    if families == {"ipv4"} or families == {"ipv6"}:
+        return f"{families.pop()}:" + ",".join(a for _, a in parsed), round_robin
+    raise_error(
+        "a url list must hold IP addresses (or localhost) of one family; for host names "
+        "use a 'dns:///name:port' target that resolves to every server"
+    )
 
 
 def _read_file(path: str | None, what: str) -> bytes | None:
@@ -214,7 +287,27 @@ def error_from_rpc(rpc_error: Any) -> InferenceServerException:
     -------
     InferenceServerException
     """
-    return codec.exception_from_rpc_error(rpc_error)
+    return specialize_exception(codec.exception_from_rpc_error(rpc_error))
+
+
+def is_retryable(error: InferenceServerException) -> bool:
+    """Whether a retry policy retries a call that failed with ``error`` (UNAVAILABLE)."""
+    return isinstance(error, InferenceServerUnavailableError)
+
+
+def not_ready_error(what: str, timeout: float, last: BaseException | None) -> Exception:
+    """The error of ``wait_until_ready`` when ``what`` was still not ready after ``timeout``."""
+    detail = f" (last error: {last})" if last is not None else ""
+    return InferenceServerDeadlineExceededError(
+        f"{what} not ready after {timeout:g} s{detail}", "StatusCode.DEADLINE_EXCEEDED"
+    )
+
+
+def check_retry_policy(retry_policy: RetryPolicy | None) -> RetryPolicy | None:
+    """``retry_policy`` checked to be a :class:`RetryPolicy` or None."""
+    if retry_policy is not None and not isinstance(retry_policy, RetryPolicy):
+        raise_error("retry_policy must be a tritonclient.utils.RetryPolicy or None")
+    return retry_policy
 
 
 def cancelled_error(msg: str | None = None) -> InferenceServerException:
@@ -230,7 +323,7 @@ def cancelled_error(msg: str | None = None) -> InferenceServerException:
     InferenceServerException
         With status ``"StatusCode.CANCELLED"``.
     """
-    return InferenceServerException(
+    return InferenceServerCancelledError(
         msg=msg or "Locally cancelled by application!", status="StatusCode.CANCELLED"
     )
 
@@ -329,6 +422,11 @@ class Call(Generic[T]):
     request: Any
     convert: Callable[[Any], T]
     done: str | None = None
+
+    @property
+    def idempotent(self) -> bool:
+        """Whether a retry policy may repeat this call (health, metadata, status, gets)."""
+        return self.label.startswith(("is_", "get_"))
 
 
 def _as_json_or_message(as_json: bool) -> Callable[[Any], Any]:

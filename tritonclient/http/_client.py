@@ -20,18 +20,28 @@ gevent
 Errors
     Any non-200 answer raises :class:`~tritonclient.utils.InferenceServerException` with
     ``status()`` the HTTP status ("400", "404", ...) and the server's ``error`` message; empty
-    or non-JSON error bodies give a clear message instead of a JSON decoding error.  Network
-    failures (refused connection, timeouts) raise the socket exception as NVIDIA's client does.
+    or non-JSON error bodies give a clear message instead of a JSON decoding error.  The
+    exception is of the subclass for the status (``InferenceServerNotFoundError`` for 404,
+    ...).  Network failures raise :class:`~tritonclient.utils.InferenceServerConnectionError`
+    (refused, reset, closed mid-answer; also a ``ConnectionError``, as the socket exception
+    NVIDIA's client lets through), timeouts
+    :class:`~tritonclient.utils.InferenceServerDeadlineExceededError` (also a
+    ``TimeoutError``), answers that cannot be parsed or decoded
+    :class:`~tritonclient.utils.InferenceServerProtocolError`.  ``connection_timeout +
+    network_timeout`` bounds each whole call, not just each read.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ssl as _ssl
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+import gevent  # type: ignore[import-untyped]  # gevent ships no type information
 from geventhttpclient import HTTPClient
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from tritonclient._codec.http import Buffer, EncodedBody
 from tritonclient.http._common import (
@@ -39,13 +49,18 @@ from tritonclient.http._common import (
     HttpCall,
     HttpReply,
     build_infer_body,
+    check_retry_policy,
+    decode_error,
+    is_retryable,
+    not_ready_error,
     parse_url,
+    transport_error,
 )
 from tritonclient.http._gevent_loop import GeventLoop, Job
 from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
-from tritonclient.utils import raise_error
+from tritonclient.utils import InferenceServerException, RetryPolicy, raise_error
 
 __all__ = ["InferAsyncRequest", "InferenceServerClient"]
 
@@ -54,15 +69,51 @@ Headers = Mapping[str, Any] | None
 Query = Mapping[str, Any] | None
 
 
-def _perform(stub: HTTPClient, call: HttpCall[Any]) -> HttpReply:
-    """Send one request and read the whole answer (runs in the loop's thread)."""
-    response = stub.request(call.method, call.path, body=call.body or b"", headers=call.headers)
+def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> HttpReply:
+    """Send one request and read the whole answer (runs in the loop's thread).
+
+    ``limit`` (seconds) bounds the whole exchange; every failure becomes an
+    ``InferenceServerException`` subclass (see :func:`transport_error`).
+    """
+    what = f"{call.method} {call.path}"
+    timer = gevent.Timeout(limit) if limit is not None else None
+    if timer is not None:
+        timer.start()
     try:
-        body = response.read()
+        response = stub.request(call.method, call.path, body=call.body or b"", headers=call.headers)
+        try:
+            body = response.read()
+            length = str(response.get("content-length") or "").strip()
+            if length.isdigit() and int(length) > len(body):
+                raise transport_error(
+                    EOFError(
+                        f"the connection closed after {len(body)} of the {int(length)} "
+                        "bytes of the response"
+                    ),
+                    what,
+                )
+        finally:
+            response.release()
+        headers = {str(k).lower(): str(v) for k, v in response.items()}
+        return HttpReply(response.status_code, headers, bytes(body))
+    except gevent.Timeout as expired:
+        if expired is not timer:
+            raise
+        raise transport_error(
+            TimeoutError(f"no complete answer within {limit:g} s"), what
+        ) from None
+    except InferenceServerException:
+        raise
+    except HTTPParseError as error:
+        if isinstance(error, HTTPConnectionClosed) or "incomplete" in str(error).lower():
+            # the connection closed before or in the middle of the response
+            raise transport_error(EOFError(f"truncated response ({error})"), what) from None
+        raise transport_error(error, what) from None
+    except Exception as error:
+        raise transport_error(error, what) from None
     finally:
-        response.release()
-    headers = {str(k).lower(): str(v) for k, v in response.items()}
-    return HttpReply(response.status_code, headers, bytes(body))
+        if timer is not None:
+            timer.close()
 
 
 class InferAsyncRequest:
@@ -142,6 +193,10 @@ class InferenceServerClient(ClientCore):
     insecure : bool
         If True, do not match the host name with the certificate. Default value is False.
         Ignored if ``ssl`` is False.
+    retry_policy : tritonclient.utils.RetryPolicy, keyword-only
+        (Not in NVIDIA's client.) Retry idempotent calls (GETs and the repository index)
+        that fail to connect (:class:`~tritonclient.utils.InferenceServerConnectionError`).
+        Inference and state-changing calls are never retried. Default None: no retries.
 
     Raises
     ------
@@ -161,8 +216,14 @@ class InferenceServerClient(ClientCore):
         ssl_options: dict[str, Any] | None = None,
         ssl_context_factory: Callable[..., _ssl.SSLContext] | None = None,
         insecure: bool = False,
+        *,
+        retry_policy: RetryPolicy | None = None,
     ) -> None:
         self._loop: GeventLoop | None = None
+        self._retry_policy = check_retry_policy(retry_policy)
+        self._call_limit: float | None = None
+        if connection_timeout is not None and network_timeout is not None:
+            self._call_limit = float(connection_timeout) + float(network_timeout)
         _scheme, host, port, base = parse_url(url, ssl)
         super().__init__(base, verbose)
 
@@ -208,17 +269,91 @@ class InferenceServerClient(ClientCore):
             raise_error("the client is closed")
         loop = self._loop
 
+        limit = self._call_limit
+
         def work() -> T:
-            reply = _perform(loop.resource, call)
+            reply = _perform(loop.resource, call, limit)
             self._verbose_reply(reply)
-            return call.parse(reply)
+            try:
+                return call.parse(reply)
+            except Exception as error:
+                raise decode_error(error, f"{call.method} {call.path}") from None
 
         return loop.submit(work)
 
-    def _run(self, call: HttpCall[T]) -> T:
-        job = self._submit(call)
-        job.wait()
-        return job.result()
+    def _run(self, call: HttpCall[T], timeout: float | None = None) -> T:
+        policy = self._retry_policy if call.idempotent else None
+        attempt = 1
+        while True:
+            job = self._submit(call)
+            if not job.wait(timeout):
+                raise transport_error(
+                    TimeoutError(f"no answer within {timeout:g} s"),
+                    f"{call.method} {call.path}",
+                )
+            try:
+                return job.result()
+            except InferenceServerException as error:
+                if policy is None or attempt >= policy.max_attempts or not is_retryable(error):
+                    raise
+            time.sleep(policy.backoff(attempt))
+            attempt += 1
+
+    def wait_until_ready(
+        self,
+        model_name: str | None = None,
+        model_version: str = "",
+        timeout: float = 30.0,
+        interval: float = 0.1,
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> None:
+        """Wait until the server (and ``model_name``, when given) is ready.
+
+        Not in NVIDIA's client. Refused connections and errors while waiting count as "not
+        ready yet".
+
+        Parameters
+        ----------
+        model_name : str, optional
+            Also wait for this model to be ready.
+        model_version : str
+            The model version ("" for the server's choice).
+        timeout : float
+            The longest wait in seconds. Default 30.
+        interval : float
+            Seconds between checks. Default 0.1.
+        headers : dict, optional
+            Headers for the health requests.
+        query_params : dict, optional
+            Query parameters for the health requests.
+
+        Raises
+        ------
+        InferenceServerDeadlineExceededError
+            If the server or model is still not ready after ``timeout`` seconds; the message
+            names which, and the last error seen.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            what = "server"
+            last: BaseException | None = None
+            try:
+                remaining = max(deadline - time.monotonic(), 0.001)
+                if self._run(self._c_server_ready(headers, query_params), remaining):
+                    what = f"model '{model_name}'"
+                    remaining = max(deadline - time.monotonic(), 0.001)
+                    if model_name is None or self._run(
+                        self._c_model_ready(model_name, model_version, headers, query_params),
+                        remaining,
+                    ):
+                        return
+            except InferenceServerException as error:
+                last = error
+            now = time.monotonic()
+            if now >= deadline:
+                raise not_ready_error(what, timeout, last)
+            time.sleep(min(interval, deadline - now))
 
     # -- health and metadata -------------------------------------------------------------------
 

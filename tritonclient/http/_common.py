@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import ssl as _ssl
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -44,8 +45,27 @@ from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
 from tritonclient.utils import InferenceServerException, raise_error
+from tritonclient.utils._errors import (
+    InferenceServerConnectionError,
+    InferenceServerDeadlineExceededError,
+    InferenceServerProtocolError,
+    InferenceServerSSLError,
+    RetryPolicy,
+    specialize_exception,
+)
 
-__all__ = ["ClientCore", "HttpCall", "HttpReply", "build_infer_body", "parse_url"]
+__all__ = [
+    "ClientCore",
+    "HttpCall",
+    "HttpReply",
+    "build_infer_body",
+    "check_retry_policy",
+    "decode_error",
+    "is_retryable",
+    "not_ready_error",
+    "parse_url",
+    "transport_error",
+]
 
 T = TypeVar("T")
 
@@ -74,6 +94,8 @@ class HttpCall(Generic[T]):
     headers: dict[str, str]
     body: bytes | None
     parse: Callable[[HttpReply], T]
+    #: Whether a retry policy may repeat the call (GETs and the repository index).
+    idempotent: bool = False
 
 
 def parse_url(url: str, ssl: bool) -> tuple[str, str, int, str]:
@@ -118,7 +140,8 @@ def _reply_error(reply: HttpReply) -> InferenceServerException | None:
     body: Buffer = reply.body
     with contextlib.suppress(HttpCodecError):
         body = decompress(body, reply.header(HEADER_CONTENT_ENCODING))
-    return error_from_response(reply.status, body)
+    error = error_from_response(reply.status, body)
+    return None if error is None else specialize_exception(error)
 
 
 def _raise_if_error(reply: HttpReply) -> None:
@@ -142,11 +165,73 @@ def _parse_json(reply: HttpReply) -> Any:
         return loads(body)
     except (ValueError, HttpCodecError) as exc:
         text = reply.body[:200].decode("utf-8", "replace")
-        raise InferenceServerException(
+        raise InferenceServerProtocolError(
             msg=f"the server answered 200 with a body that is not JSON: {exc}; body: {text!r}",
             status=str(reply.status),
             debug_details=text,
         ) from None
+
+
+def transport_error(error: BaseException, what: str) -> InferenceServerException:
+    """The exception for a request that failed below HTTP (socket, parser, timeout).
+
+    Parameters
+    ----------
+    error : BaseException
+        What the HTTP library raised.
+    what : str
+        The request, e.g. ``"GET /v2/health/ready"``, for the message.
+
+    Returns
+    -------
+    InferenceServerException
+        :class:`InferenceServerDeadlineExceededError` for timeouts,
+        :class:`InferenceServerConnectionError` for refused, reset or closed connections,
+        :class:`InferenceServerProtocolError` for answers that cannot be parsed; the error
+        itself when it already is an ``InferenceServerException``.
+    """
+    if isinstance(error, InferenceServerException):
+        return error
+    detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    if isinstance(error, _ssl.SSLError):
+        return InferenceServerSSLError(f"{what}: TLS failed ({detail})")
+    if isinstance(error, TimeoutError):
+        return InferenceServerDeadlineExceededError(f"{what}: timed out ({detail})")
+    if isinstance(error, OSError | EOFError):
+        return InferenceServerConnectionError(f"{what}: connection failed ({detail})")
+    return InferenceServerProtocolError(f"{what}: invalid response from the server ({detail})")
+
+
+def decode_error(error: BaseException, what: str) -> InferenceServerException:
+    """The exception for a response that arrived but could not be decoded."""
+    if isinstance(error, InferenceServerException):
+        return error
+    return InferenceServerProtocolError(
+        f"{what}: failed to decode the response ({type(error).__name__}: {error})"
+    )
+
+
+def check_retry_policy(retry_policy: RetryPolicy | None) -> RetryPolicy | None:
+    """``retry_policy`` checked to be a :class:`RetryPolicy` or None."""
+    if retry_policy is not None and not isinstance(retry_policy, RetryPolicy):
+        raise_error("retry_policy must be a tritonclient.utils.RetryPolicy or None")
+    return retry_policy
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Whether a retry policy retries a call that failed with ``error`` (connection
+    failures)."""
+    return isinstance(error, InferenceServerConnectionError)
+
+
+def not_ready_error(what: str, timeout: float, last: BaseException | None) -> Exception:
+    """The error of ``wait_until_ready`` when ``what`` was still not ready after ``timeout``."""
+    detail = f" (last error: {last})" if last is not None else ""
+    return InferenceServerDeadlineExceededError(f"{what} not ready after {timeout:g} s{detail}")
+
+
+#: Triton's limit for the JSON part of a request with binary data (a 32-bit length).
+MAX_INFERENCE_HEADER_SIZE = 2**31 - 1
 
 
 def build_infer_body(
@@ -280,7 +365,9 @@ class ClientCore:
         query_params: Mapping[str, Any] | None,
         parse: Callable[[HttpReply], T],
     ) -> HttpCall[T]:
-        return self._call("GET", path, headers, query_params, parse)
+        call = self._call("GET", path, headers, query_params, parse)
+        call.idempotent = True
+        return call
 
     def _c_post(
         self,
@@ -322,7 +409,9 @@ class ClientCore:
 
     def _c_repository_index(self, headers: Any, query_params: Any) -> HttpCall[Any]:
         body = encode_index_request()
-        return self._c_post("/v2/repository/index", body, headers, query_params, _parse_json)
+        call = self._c_post("/v2/repository/index", body, headers, query_params, _parse_json)
+        call.idempotent = True
+        return call
 
     def _c_load_model(
         self,
@@ -458,7 +547,14 @@ class ClientCore:
             priority,
             timeout,
             parameters,
-        ).compressed(request_compression_algorithm)
+        )
+        if body.json_size is not None and body.json_size > MAX_INFERENCE_HEADER_SIZE:
+            raise_error(
+                f"the JSON part of the inference request is {body.json_size} bytes; the "
+                f"protocol allows at most {MAX_INFERENCE_HEADER_SIZE} (send large tensors as "
+                "binary data)"
+            )
+        body = body.compressed(request_compression_algorithm)
         body_headers = body.headers()
         if response_compression_algorithm is not None:
             body_headers[HEADER_ACCEPT_ENCODING] = response_compression_algorithm
@@ -466,12 +562,15 @@ class ClientCore:
 
         def parse(reply: HttpReply) -> InferResult:
             _raise_if_error(reply)
-            decoded = decode_infer_response(
-                reply.body,
-                reply.header(HEADER_INFERENCE_HEADER_CONTENT_LENGTH),
-                reply.header(HEADER_CONTENT_ENCODING),
-            )
-            return InferResult(decoded, verbose)
+            try:
+                decoded = decode_infer_response(
+                    reply.body,
+                    reply.header(HEADER_INFERENCE_HEADER_CONTENT_LENGTH),
+                    reply.header(HEADER_CONTENT_ENCODING),
+                )
+                return InferResult(decoded, verbose)
+            except Exception as error:
+                raise decode_error(error, f"inference of model '{model_name}'") from None
 
         data = body.chunks[0] if len(body.chunks) == 1 else body.tobytes()
         return self._call("POST", path, headers, query_params, parse, bytes(data), body_headers)

@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
+import ssl
 from typing import NoReturn
 
-__all__ = ["InferenceServerException", "raise_error"]
+__all__ = [
+    "InferenceServerAlreadyExistsError",
+    "InferenceServerCancelledError",
+    "InferenceServerConnectionError",
+    "InferenceServerDeadlineExceededError",
+    "InferenceServerException",
+    "InferenceServerInternalError",
+    "InferenceServerInvalidArgumentError",
+    "InferenceServerNotFoundError",
+    "InferenceServerPermissionDeniedError",
+    "InferenceServerProtocolError",
+    "InferenceServerResourceExhaustedError",
+    "InferenceServerSSLError",
+    "InferenceServerUnauthenticatedError",
+    "InferenceServerUnavailableError",
+    "InferenceServerUnimplementedError",
+    "RetryPolicy",
+    "exception_for_status",
+    "raise_error",
+    "specialize_exception",
+]
 
 
 class InferenceServerException(Exception):
@@ -84,3 +105,189 @@ def raise_error(msg: str) -> NoReturn:
         Always.
     """
     raise InferenceServerException(msg=msg) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Subclasses per status (beyond NVIDIA's package).  Each is an InferenceServerException with
+# the same message / status() / debug_details() as the plain one NVIDIA's client raises, so
+# ``except InferenceServerException`` and ``e.status()`` checks keep working.
+# ---------------------------------------------------------------------------------------------
+
+
+class InferenceServerInvalidArgumentError(InferenceServerException):
+    """The server refused the request as invalid (gRPC INVALID_ARGUMENT, HTTP 400)."""
+
+
+class InferenceServerNotFoundError(InferenceServerException):
+    """A model, version or shared-memory region does not exist (gRPC NOT_FOUND, HTTP 404)."""
+
+
+class InferenceServerAlreadyExistsError(InferenceServerException):
+    """The object already exists (gRPC ALREADY_EXISTS, HTTP 409)."""
+
+
+class InferenceServerPermissionDeniedError(InferenceServerException):
+    """The request is not allowed (gRPC PERMISSION_DENIED, HTTP 403)."""
+
+
+class InferenceServerUnauthenticatedError(InferenceServerException):
+    """Missing or wrong credentials (gRPC UNAUTHENTICATED, HTTP 401)."""
+
+
+class InferenceServerResourceExhaustedError(InferenceServerException):
+    """The server is out of a resource: queue full, message too large (gRPC
+    RESOURCE_EXHAUSTED, HTTP 429)."""
+
+
+class InferenceServerInternalError(InferenceServerException):
+    """The server failed (gRPC INTERNAL, HTTP 500)."""
+
+
+class InferenceServerUnimplementedError(InferenceServerException):
+    """The server does not support the request (gRPC UNIMPLEMENTED, HTTP 501)."""
+
+
+class InferenceServerUnavailableError(InferenceServerException):
+    """The server cannot be reached or is not serving (gRPC UNAVAILABLE, HTTP 502/503)."""
+
+
+class InferenceServerConnectionError(InferenceServerUnavailableError, ConnectionError):
+    """The connection to the server failed: refused, reset, or closed mid-response.
+
+    Also a :class:`ConnectionError` (an ``OSError``), so code written for NVIDIA's HTTP
+    client, which lets the socket exception through, still catches it.
+    """
+
+
+class InferenceServerSSLError(InferenceServerConnectionError, ssl.SSLError):
+    """The TLS handshake failed (bad certificate, wrong host name...); also an
+    :class:`ssl.SSLError`, as NVIDIA's HTTP client raises."""
+
+
+class InferenceServerDeadlineExceededError(InferenceServerException, TimeoutError):
+    """The call did not finish in time (gRPC DEADLINE_EXCEEDED, HTTP 504, client timeouts).
+
+    Also a :class:`TimeoutError` (``socket.timeout``), as NVIDIA's HTTP client raises.
+    """
+
+
+class InferenceServerCancelledError(InferenceServerException):
+    """The call was cancelled (gRPC CANCELLED, HTTP 499)."""
+
+
+class InferenceServerProtocolError(InferenceServerException):
+    """The server's answer could not be decoded: truncated, not JSON, sizes that do not match
+    the body, unknown datatypes, corrupt compression."""
+
+
+_BY_NAME: dict[str, type[InferenceServerException]] = {
+    "INVALID_ARGUMENT": InferenceServerInvalidArgumentError,
+    "NOT_FOUND": InferenceServerNotFoundError,
+    "ALREADY_EXISTS": InferenceServerAlreadyExistsError,
+    "PERMISSION_DENIED": InferenceServerPermissionDeniedError,
+    "UNAUTHENTICATED": InferenceServerUnauthenticatedError,
+    "RESOURCE_EXHAUSTED": InferenceServerResourceExhaustedError,
+    "INTERNAL": InferenceServerInternalError,
+    "UNIMPLEMENTED": InferenceServerUnimplementedError,
+    "UNAVAILABLE": InferenceServerUnavailableError,
+    "DEADLINE_EXCEEDED": InferenceServerDeadlineExceededError,
+    "CANCELLED": InferenceServerCancelledError,
+}
+
+_BY_HTTP: dict[str, type[InferenceServerException]] = {
+    "400": InferenceServerInvalidArgumentError,
+    "401": InferenceServerUnauthenticatedError,
+    "403": InferenceServerPermissionDeniedError,
+    "404": InferenceServerNotFoundError,
+    "408": InferenceServerDeadlineExceededError,
+    "409": InferenceServerAlreadyExistsError,
+    "413": InferenceServerResourceExhaustedError,
+    "429": InferenceServerResourceExhaustedError,
+    "499": InferenceServerCancelledError,
+    "500": InferenceServerInternalError,
+    "501": InferenceServerUnimplementedError,
+    "502": InferenceServerUnavailableError,
+    "503": InferenceServerUnavailableError,
+    "504": InferenceServerDeadlineExceededError,
+}
+
+
+def exception_for_status(status: str | None) -> type[InferenceServerException]:
+    """The exception class for a status.
+
+    Parameters
+    ----------
+    status : str or None
+        ``"StatusCode.NOT_FOUND"`` (gRPC, also the bare ``"NOT_FOUND"``) or ``"404"`` (HTTP).
+
+    Returns
+    -------
+    type
+        The subclass of :class:`InferenceServerException` for that status, or
+        :class:`InferenceServerException` itself for other statuses and None.
+    """
+    if status is None:
+        return InferenceServerException
+    text = str(status)
+    if text.isdigit():
+        return _BY_HTTP.get(text, InferenceServerException)
+    return _BY_NAME.get(text.rpartition(".")[2].upper(), InferenceServerException)
+
+
+def specialize_exception(error: InferenceServerException) -> InferenceServerException:
+    """``error`` as an instance of the subclass for its status (same message, status and
+    details); ``error`` itself when it already is one or no subclass applies."""
+    cls = exception_for_status(error.status())
+    if cls is InferenceServerException or isinstance(error, cls):
+        return error
+    return cls(error.message(), error.status(), error.debug_details())
+
+
+class RetryPolicy:
+    """Opt-in retries of idempotent calls (health, metadata, config, statistics, repository
+    index, settings and shared-memory status); inference, load/unload and registration are
+    never retried.
+
+    gRPC clients retry on UNAVAILABLE; HTTP clients on connection failures
+    (:class:`InferenceServerConnectionError`).  Waits ``initial_backoff`` seconds after the
+    first failure, then multiplies by ``backoff_multiplier`` up to ``max_backoff``.
+
+    Parameters
+    ----------
+    max_attempts : int
+        Attempts in all, the first included (>= 1). Default 3.
+    initial_backoff : float
+        Seconds to wait before the second attempt. Default 0.1.
+    max_backoff : float
+        Longest wait between attempts, in seconds. Default 1.0.
+    backoff_multiplier : float
+        Growth of the wait from one attempt to the next. Default 2.0.
+    """
+
+    def __init__(
+        self,
+        max_attempts: int = 3,
+        initial_backoff: float = 0.1,
+        max_backoff: float = 1.0,
+        backoff_multiplier: float = 2.0,
+    ) -> None:
+        if int(max_attempts) < 1:
+            raise_error("RetryPolicy: max_attempts must be at least 1")
+        if initial_backoff < 0 or max_backoff < 0 or backoff_multiplier < 1:
+            raise_error("RetryPolicy: backoffs must be >= 0 and backoff_multiplier must be >= 1")
+        self.max_attempts = int(max_attempts)
+        self.initial_backoff = float(initial_backoff)
+        self.max_backoff = float(max_backoff)
+        self.backoff_multiplier = float(backoff_multiplier)
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        delay = self.initial_backoff * self.backoff_multiplier ** max(0, attempt - 1)
+        return float(min(delay, self.max_backoff))
+
+    def __repr__(self) -> str:
+        return (
+            f"RetryPolicy(max_attempts={self.max_attempts}, "
+            f"initial_backoff={self.initial_backoff}, max_backoff={self.max_backoff}, "
+            f"backoff_multiplier={self.backoff_multiplier})"
+        )

@@ -27,7 +27,12 @@ from tritonclient.grpc import (
 )
 from tritonclient.grpc import _client as _sync
 from tritonclient.grpc import _common as common
-from tritonclient.utils import InferenceServerException, np_to_triton_dtype, triton_to_np_dtype
+from tritonclient.utils import (
+    InferenceServerException,
+    RetryPolicy,
+    np_to_triton_dtype,
+    triton_to_np_dtype,
+)
 
 __all__ = [
     "InferInput",
@@ -140,13 +145,18 @@ class InferenceServerClient(common.ClientBase):
     keepalive_options : KeepAliveOptions
         GRPC KeepAlive options. Default is None (the defaults of KeepAliveOptions).
     channel_args : List[Tuple]
-        Channel arguments passed as given (then keepalive_options and the message size
-        limits are not set by the client). Default is None.
+        Channel arguments added to the defaults (message size limits, keepalive); a key
+        given here overrides the default of the same key. Default is None.
+    retry_policy : tritonclient.utils.RetryPolicy, keyword-only
+        Retry idempotent calls failing with UNAVAILABLE (see the sync client). Default None.
+
+    ``url`` may be a list of addresses or a ``dns:///`` / ``ipv4:`` target for round-robin
+    load balancing, as with the sync client.
     """
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         verbose: bool = False,
         ssl: bool = False,
         root_certificates: str | None = None,
@@ -155,9 +165,15 @@ class InferenceServerClient(common.ClientBase):
         creds: Any = None,
         keepalive_options: KeepAliveOptions | None = None,
         channel_args: Sequence[tuple[str, Any]] | None = None,
+        *,
+        retry_policy: RetryPolicy | None = None,
     ) -> None:
         super().__init__(verbose)
-        options = common.channel_options(keepalive_options, channel_args)
+        self._retry_policy = common.check_retry_policy(retry_policy)
+        url, target_options = common.channel_target(url)
+        options = common.channel_options(
+            keepalive_options, [*target_options, *(channel_args or [])]
+        )
         credentials = common.channel_credentials(
             ssl, root_certificates, private_key, certificate_chain, creds
         )
@@ -187,15 +203,52 @@ class InferenceServerClient(common.ClientBase):
         """Close the client. Any future calls to server will result in an Error."""
         await self._channel.close()
 
+    @_doc_from(_Sync.wait_until_ready)
+    async def wait_until_ready(
+        self,
+        model_name: str | None = None,
+        model_version: str = "",
+        timeout: float = 30.0,
+        interval: float = 0.1,
+        headers: Mapping[str, Any] | None = None,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            what = "server"
+            last: BaseException | None = None
+            remaining = max(deadline - loop.time(), 0.001)
+            try:
+                if await self.is_server_ready(headers=headers, client_timeout=remaining):
+                    what = f"model '{model_name}'"
+                    if model_name is None or await self.is_model_ready(
+                        model_name, model_version, headers=headers, client_timeout=remaining
+                    ):
+                        return
+            except InferenceServerException as error:
+                last = error
+            now = loop.time()
+            if now >= deadline:
+                raise common.not_ready_error(what, timeout, last)
+            await asyncio.sleep(min(interval, deadline - now))
+
     async def _unary(self, call: common.Call[T], headers: Any, client_timeout: float | None) -> T:
         metadata = self._get_metadata(headers)
         self._log(f"{call.label}, metadata {metadata}\n{call.request}")
-        try:
-            response = await getattr(self._client_stub, call.rpc)(
-                request=call.request, metadata=metadata, timeout=client_timeout
-            )
-        except grpc.RpcError as rpc_error:
-            raise common.error_from_rpc(rpc_error) from None
+        policy = self._retry_policy if call.idempotent else None
+        attempt = 1
+        while True:
+            try:
+                response = await getattr(self._client_stub, call.rpc)(
+                    request=call.request, metadata=metadata, timeout=client_timeout
+                )
+                break
+            except grpc.RpcError as rpc_error:
+                error = common.error_from_rpc(rpc_error)
+            if policy is None or attempt >= policy.max_attempts or not common.is_retryable(error):
+                raise error
+            await asyncio.sleep(policy.backoff(attempt))
+            attempt += 1
         self._log(call.done if call.done is not None else response)
         return call.convert(response)
 

@@ -24,12 +24,23 @@ except ModuleNotFoundError as error:  # pragma: no cover - depends on the instal
 
 from tritonclient._codec.http import Buffer, EncodedBody
 from tritonclient._plugin import InferenceServerClientPlugin, Request
-from tritonclient.http._common import ClientCore, HttpCall, HttpReply, build_infer_body, parse_url
+from tritonclient.http._common import (
+    ClientCore,
+    HttpCall,
+    HttpReply,
+    build_infer_body,
+    check_retry_policy,
+    decode_error,
+    is_retryable,
+    not_ready_error,
+    parse_url,
+    transport_error,
+)
 from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
 from tritonclient.utils import *  # noqa: F403 - NVIDIA's aio module re-exports tritonclient.utils
-from tritonclient.utils import InferenceServerException, raise_error
+from tritonclient.utils import InferenceServerException, RetryPolicy, raise_error
 
 __all__ = [
     "InferInput",
@@ -65,6 +76,8 @@ class InferenceServerClient(ClientCore):
         If True, channels the requests to encrypted https scheme. Default value is False.
     ssl_context : ssl.SSLContext
         The SSL context to use with https (None: aiohttp's default verification).
+    retry_policy : tritonclient.utils.RetryPolicy, keyword-only
+        Retry idempotent calls that fail to connect (see the sync client). Default None.
     """
 
     def __init__(
@@ -75,7 +88,10 @@ class InferenceServerClient(ClientCore):
         conn_timeout: float = 60.0,
         ssl: bool = False,
         ssl_context: _ssl.SSLContext | None = None,
+        *,
+        retry_policy: RetryPolicy | None = None,
     ) -> None:
+        self._retry_policy = check_retry_policy(retry_policy)
         scheme, host, port, base = parse_url(url, ssl)
         super().__init__(base, verbose)
         netloc = f"[{host}]" if ":" in host else host
@@ -126,19 +142,108 @@ class InferenceServerClient(ClientCore):
             )
         return self._session
 
-    async def _run(self, call: HttpCall[T]) -> T:
+    async def _send(self, call: HttpCall[T]) -> T:
         session = self._get_session()
-        async with session.request(
-            call.method,
-            self._origin + call.path,
-            data=call.body if call.body else None,
-            headers=call.headers,
-        ) as response:
-            body = await response.read()
-            headers = {k.lower(): v for k, v in response.headers.items()}
-            reply = HttpReply(response.status, headers, body)
+        what = f"{call.method} {call.path}"
+        try:
+            async with session.request(
+                call.method,
+                self._origin + call.path,
+                data=call.body if call.body else None,
+                headers=call.headers,
+            ) as response:
+                body = await response.read()
+                headers = {k.lower(): v for k, v in response.headers.items()}
+                reply = HttpReply(response.status, headers, body)
+        except InferenceServerException:
+            raise
+        except asyncio.TimeoutError:
+            raise transport_error(
+                TimeoutError(f"no complete answer within {self._timeout.total} s"), what
+            ) from None
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as error:
+            raise transport_error(
+                ConnectionError(f"{type(error).__name__}: {error}"), what
+            ) from None
+        except Exception as error:
+            raise transport_error(error, what) from None
         self._verbose_reply(reply)
-        return call.parse(reply)
+        try:
+            return call.parse(reply)
+        except Exception as error:
+            raise decode_error(error, what) from None
+
+    async def _run(self, call: HttpCall[T]) -> T:
+        policy = self._retry_policy if call.idempotent else None
+        attempt = 1
+        while True:
+            try:
+                return await self._send(call)
+            except InferenceServerException as error:
+                if policy is None or attempt >= policy.max_attempts or not is_retryable(error):
+                    raise
+            await asyncio.sleep(policy.backoff(attempt))
+            attempt += 1
+
+    async def wait_until_ready(
+        self,
+        model_name: str | None = None,
+        model_version: str = "",
+        timeout: float = 30.0,
+        interval: float = 0.1,
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> None:
+        """Wait until the server (and ``model_name``, when given) is ready.
+
+        Not in NVIDIA's client. Refused connections and errors while waiting count as "not
+        ready yet". This is a coroutine: ``await`` it.
+
+        Parameters
+        ----------
+        model_name : str, optional
+            Also wait for this model to be ready.
+        model_version : str
+            The model version ("" for the server's choice).
+        timeout : float
+            The longest wait in seconds. Default 30.
+        interval : float
+            Seconds between checks. Default 0.1.
+        headers : dict, optional
+            Headers for the health requests.
+        query_params : dict, optional
+            Query parameters for the health requests.
+
+        Raises
+        ------
+        InferenceServerDeadlineExceededError
+            If the server or model is still not ready after ``timeout`` seconds; the message
+            names which, and the last error seen.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            what = "server"
+            last: BaseException | None = None
+            try:
+                remaining = max(deadline - loop.time(), 0.001)
+                ready = await asyncio.wait_for(
+                    self._send(self._c_server_ready(headers, query_params)), remaining
+                )
+                if ready:
+                    what = f"model '{model_name}'"
+                    if model_name is None:
+                        return
+                    remaining = max(deadline - loop.time(), 0.001)
+                    call = self._c_model_ready(model_name, model_version, headers, query_params)
+                    if await asyncio.wait_for(self._send(call), remaining):
+                        return
+            except (InferenceServerException, asyncio.TimeoutError) as error:
+                last = error
+            now = loop.time()
+            if now >= deadline:
+                raise not_ready_error(what, timeout, last)
+            await asyncio.sleep(min(interval, deadline - now))
 
     # -- health and metadata -------------------------------------------------------------------
 
