@@ -375,19 +375,19 @@ class GrpcFrontend:
         methods: dict[str, Any] = {
             name: grpc.unary_unary_rpc_method_handler(
                 self._unary(name, impl),
-                request_deserializer=request_type.FromString,
+                request_deserializer=_lenient(request_type),
                 response_serializer=_serialize,
             )
             for name, (request_type, impl) in unary.items()
         }
         methods["ModelInfer"] = grpc.unary_unary_rpc_method_handler(
             self._unary("ModelInfer", self._model_infer),
-            request_deserializer=codec.parse_infer_request,
+            request_deserializer=_parse_infer_request,
             response_serializer=_serialize_infer,
         )
         methods["ModelStreamInfer"] = grpc.stream_stream_rpc_method_handler(
             self._model_stream_infer,
-            request_deserializer=codec.parse_infer_request,
+            request_deserializer=_parse_infer_request,
             response_serializer=_serialize_stream,
         )
         declared = set(pb.DESCRIPTOR.services_by_name["GRPCInferenceService"].methods_by_name)
@@ -395,12 +395,12 @@ class GrpcFrontend:
         health = {
             "Check": grpc.unary_unary_rpc_method_handler(
                 self._unary("Check", self._health_check),
-                request_deserializer=health_pb2.HealthCheckRequest.FromString,
+                request_deserializer=_lenient(health_pb2.HealthCheckRequest),
                 response_serializer=_serialize,
             ),
             "Watch": grpc.unary_stream_rpc_method_handler(
                 self._health_watch,
-                request_deserializer=health_pb2.HealthCheckRequest.FromString,
+                request_deserializer=_lenient(health_pb2.HealthCheckRequest),
                 response_serializer=_serialize,
             ),
         }
@@ -423,10 +423,12 @@ class GrpcFrontend:
         async def handler(request: Any, context: Any) -> Any:
             try:
                 self._check_access(context, rpc)
+                if isinstance(request, _Malformed):
+                    raise ServerError.invalid_arg(request.message)
                 return await impl(request, context)
             except Exception as exc:
                 error = _server_error(exc)
-            await context.abort(_status(error.kind), error.message)
+            await context.abort(_status(error.kind), _clip(error.message))
 
         return handler
 
@@ -657,7 +659,8 @@ class GrpcFrontend:
 
     def _shm_input(self, name: str, ref: codec.SharedMemoryRef) -> memoryview:
         self._check_region(ref)
-        return self._core.shm.view(ref.region, ref.offset, ref.byte_size)
+        # A copy read with preadv: an object its owner shrank gives an error, not SIGBUS.
+        return self._core.shm.read(ref.region, ref.offset, ref.byte_size)
 
     async def _prepare(
         self, request: pb.ModelInferRequest, raw: list[memoryview], *, unary: bool
@@ -689,6 +692,9 @@ class GrpcFrontend:
         for output in decoded.outputs:
             if output.shared_memory is not None:
                 self._check_region(output.shared_memory)
+                # The object's current size (its owner may have shrunk it).
+                ref = output.shared_memory
+                self._core.shm.check(ref.region, ref.offset, ref.byte_size)
         return decoded, decoupled
 
     @staticmethod
@@ -729,7 +735,7 @@ class GrpcFrontend:
                     f"({ref.byte_size} bytes) should be at least {size} bytes to hold the "
                     "results"
                 )
-            self._core.shm.view(ref.region, ref.offset, size)[:] = buffer
+            self._core.shm.write(ref.region, ref.offset, buffer)
             written[tensor.name] = codec.SharedMemoryRef(ref.region, size, ref.offset)
         return written
 
@@ -756,9 +762,9 @@ class GrpcFrontend:
             return _server_error(exc)
 
     # -- ModelInfer ----------------------------------------------------------------------
-    async def _model_infer(
-        self, parts: tuple[pb.ModelInferRequest, list[memoryview]], context: Any
-    ) -> Any:
+    async def _model_infer(self, parts: _Parsed | _Malformed, context: Any) -> Any:
+        if isinstance(parts, _Malformed):
+            raise ServerError.invalid_arg(parts.message)
         request, raw = parts
         if self._compression is not None:
             context.set_compression(self._compression)
@@ -798,7 +804,7 @@ class GrpcFrontend:
                 if item is _END:
                     break
                 if isinstance(item, ServerError):
-                    await context.abort(_status(item.kind), item.message)
+                    await context.abort(_status(item.kind), _clip(item.message))
                 await context.write(item)
         finally:
             reader.cancel()
@@ -808,6 +814,52 @@ class GrpcFrontend:
 
 
 _END = object()
+
+_Parsed = tuple[pb.ModelInferRequest, list[memoryview]]
+
+
+@dataclass(frozen=True)
+class _Malformed:
+    """A ``ModelInferRequest`` that did not parse (reported as INVALID_ARGUMENT)."""
+
+    message: str
+
+
+#: Longest status message sent, in characters: grpc clients refuse trailers past 16 KiB, and a
+#: character may take 4 bytes, percent-encoded x3 (hostile shapes make long messages).
+_MAX_STATUS_MESSAGE = 1200
+
+
+def _clip(message: str) -> str:
+    if len(message) <= _MAX_STATUS_MESSAGE:
+        return message
+    return message[: _MAX_STATUS_MESSAGE - 20] + "... (message clipped)"
+
+
+def _lenient(message_type: Any) -> Callable[[bytes], Any]:
+    """A deserializer for ``message_type`` that returns :class:`_Malformed` on bad bytes."""
+    name = message_type.DESCRIPTOR.name
+
+    def parse(data: bytes) -> Any:
+        try:
+            return message_type.FromString(data)
+        except Exception as exc:
+            return _Malformed(f"failed to parse the {name} message: {exc}")
+
+    return parse
+
+
+def _parse_infer_request(data: bytes) -> _Parsed | _Malformed:
+    """:func:`codec.parse_infer_request`, turning a malformed message into a value.
+
+    grpc would answer a deserializer's exception with a bare UNKNOWN (unary) or end a whole
+    stream; as a value, the handler reports it as INVALID_ARGUMENT, and a stream reports it
+    in-band and keeps serving its other requests.
+    """
+    try:
+        return codec.parse_infer_request(data)
+    except Exception as exc:  # DecodeError, ValueError: whatever the bytes were
+        return _Malformed(f"failed to parse the ModelInferRequest message: {exc}")
 
 
 class _Stream:
@@ -830,7 +882,17 @@ class _Stream:
         """Submit every request of the stream, in order."""
         try:
             async for parts in request_iterator:
-                await self._submit(*parts)
+                if isinstance(parts, _Malformed):
+                    # Reported in the stream like any other failed request; the stream goes on.
+                    error = ServerError.invalid_arg(parts.message)
+                    if self._error_mode:
+                        self._fail(error)
+                    else:
+                        self.queue.put_nowait(
+                            (codec.encode_stream_error(error.message, request_id=""), [])
+                        )
+                else:
+                    await self._submit(*parts)
                 if self._failed:
                     break
         except Exception as exc:

@@ -518,8 +518,10 @@ class HttpFrontend:
         if model.config.model_transaction_policy.decoupled:
             raise _HttpError(501, _DECOUPLED_MESSAGE)
         raw_body = await self._read_body(request)
+        # A compressed body may inflate to at most the input-size limit (decompression bombs
+        # stop as soon as they pass it); an uncompressed one is limited by its JSON part.
         body = await self._maybe_blocking(
-            len(raw_body), self._decompressed, request, raw_body, False
+            len(raw_body), self._decompressed, request, raw_body, True
         )
         header_length = codec.parse_header_length(request.headers.get(_HEADER_LENGTH), len(body))
         if header_length == 0:
@@ -563,8 +565,10 @@ class HttpFrontend:
             out[str(key)] = value
         return out
 
-    def _shm_view(self, placement: codec.SharedMemoryRef) -> memoryview:
-        """A bounds-checked view of a tensor in a registered region, with Triton's messages."""
+    def _shm_view(self, placement: codec.SharedMemoryRef, *, read: bool = True) -> memoryview:
+        """A tensor in a registered region, bounds-checked with Triton's messages: a copy of
+        its bytes (``read``), else an empty placeholder (outputs are written with
+        ``shm.write``, never through a view a shrinking object could fault)."""
         shm = self._core.shm
         region = placement.region
         try:
@@ -584,7 +588,10 @@ class HttpFrontend:
             raise ServerError.invalid_arg(
                 f"Invalid offset + byte size for shared memory region: '{region}'"
             )
-        return shm.view(region, placement.offset, placement.byte_size)
+        if read:
+            return shm.read(region, placement.offset, placement.byte_size)
+        shm.check(region, placement.offset, placement.byte_size)
+        return memoryview(b"")
 
     def _core_request(
         self,
@@ -592,7 +599,7 @@ class HttpFrontend:
         parsed: codec.ParsedInferRequest,
         name: str,
         version: int,
-    ) -> tuple[InferRequest, dict[str, memoryview]]:
+    ) -> tuple[InferRequest, dict[str, codec.SharedMemoryRef]]:
         """Turn a parsed request into a core request; resolve shared-memory placements."""
         inputs = []
         for each in parsed.inputs:
@@ -600,14 +607,15 @@ class HttpFrontend:
             data = codec.decode_input(each, buffer, model_name=name, request_id=parsed.id)
             inputs.append(Tensor(each.name, each.datatype, tuple(each.shape), data))
         outputs = []
-        views: dict[str, memoryview] = {}
+        views: dict[str, codec.SharedMemoryRef] = {}
         for wanted in parsed.outputs:
             parameters: dict[str, ParamValue] = {}
             if wanted.class_count:
                 parameters["classification"] = wanted.class_count
             outputs.append(RequestedOutput(wanted.name, parameters))
             if wanted.shared_memory is not None:
-                views[wanted.name] = self._shm_view(wanted.shared_memory)
+                self._shm_view(wanted.shared_memory, read=False)
+                views[wanted.name] = wanted.shared_memory
         interpreted = parsed.parameters
         custom = dict(interpreted.custom)
         custom.update(self._forwarded_headers(request))
@@ -661,21 +669,21 @@ class HttpFrontend:
         self,
         final: InferResponse,
         parsed: codec.ParsedInferRequest,
-        views: dict[str, memoryview],
+        views: dict[str, codec.SharedMemoryRef],
         name: str,
     ) -> codec.EncodedBody:
         outputs = []
         for tensor in final.outputs:
-            view = views.get(tensor.name)
-            if view is not None:
+            ref = views.get(tensor.name)
+            if ref is not None:
                 raw = memoryview(codec.tensor_to_buffer(tensor.datatype, tensor.data)).cast("B")
-                if raw.nbytes > view.nbytes:
+                if raw.nbytes > ref.byte_size:
                     raise ServerError.internal(
                         f"shared memory size specified with the request for output "
-                        f"'{tensor.name}' ({view.nbytes} bytes) should be at least "
+                        f"'{tensor.name}' ({ref.byte_size} bytes) should be at least "
                         f"{raw.nbytes} bytes to hold the results"
                     )
-                view[: raw.nbytes] = raw
+                self._core.shm.write(ref.region, ref.offset, raw)
                 outputs.append(
                     codec.ResponseOutput(tensor.name, tensor.datatype, tensor.shape, None)
                 )

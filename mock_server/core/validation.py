@@ -35,7 +35,6 @@ Decisions where Triton is silent or undefined
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -146,7 +145,16 @@ def _corrid_data_type(config: ModelConfig) -> int | None:
 
 
 def _element_count(shape: Sequence[int]) -> int:
-    return math.prod(shape)
+    """The product of ``shape``, checked as it goes: past the int64 range it stops
+    multiplying (the partial product is already larger than any tensor)."""
+    if 0 in shape:
+        return 0
+    count = 1
+    for dim in shape:
+        count *= int(dim)
+        if not -(2**63) < count < 2**63:
+            return count
+    return count
 
 
 def batch_size_of(request: InferRequest, config: ModelConfig) -> int:

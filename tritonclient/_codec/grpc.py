@@ -38,7 +38,6 @@ codecs of :mod:`tritonclient.utils`.
 
 from __future__ import annotations
 
-import math
 import struct
 import sys
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
@@ -462,7 +461,18 @@ def _wire_dtype(datatype: str) -> np.dtype[Any]:
 
 
 def _element_count(shape: Sequence[int]) -> int:
-    return math.prod(int(d) for d in shape)
+    """The product of ``shape``; past the int64 range it stops multiplying and returns the
+    partial product (already too large to match any buffer), so hostile shapes such as
+    ``[2**62] * 100000`` cost no big-integer arithmetic."""
+    dims = [int(d) for d in shape]
+    if 0 in dims:
+        return 0
+    count = 1
+    for dim in dims:
+        count *= dim
+        if not -_INT64_MAX <= count <= _INT64_MAX:
+            return count
+    return count
 
 
 def _as_byte_view(array: npt.NDArray[Any]) -> memoryview:

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -319,7 +318,18 @@ def _is_int64(value: Any) -> bool:
 
 
 def _element_count(shape: Sequence[int]) -> int:
-    return math.prod(int(d) for d in shape)
+    """The product of ``shape``; past the int64 range it stops multiplying and returns the
+    partial product (already too large to match any buffer), so hostile shapes such as
+    ``[2**62] * 100000`` cost no big-integer arithmetic."""
+    dims = [int(d) for d in shape]
+    if 0 in dims:
+        return 0
+    count = 1
+    for dim in dims:
+        count *= dim
+        if not -_INT64_MAX <= count <= _INT64_MAX:
+            return count
+    return count
 
 
 def tensor_to_buffer(datatype: str, array: npt.NDArray[Any]) -> Buffer:
