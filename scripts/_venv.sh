@@ -10,4 +10,4 @@ if [ "${CI:-}" = "true" ] || [ ! -x "$VENV/bin/python" ]; then
 fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check --quiet)
 "${PIP[@]}" install --upgrade pip
-"${PIP[@]}" install -e ".[${EXTRAS}]" --config-settings editable_mode=compat
+"${PIP[@]}" install -e ".[${EXTRAS}]"
