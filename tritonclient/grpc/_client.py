@@ -1351,17 +1351,22 @@ class InferenceServerClient(common.ClientBase):
             names which, and the last error seen.
         """
         deadline = time.monotonic() + timeout
+        # Blame what was last seen not ready: a timeout on the final, very short attempt must
+        # not hide that the server itself was already ready.
+        what = "server"
+        last: BaseException | None = None
         while True:
-            what = "server"
-            last: BaseException | None = None
             remaining = max(deadline - time.monotonic(), 0.001)
             try:
-                if self.is_server_ready(headers=headers, client_timeout=remaining):
-                    what = f"model '{model_name}'"
-                    if model_name is None or self.is_model_ready(
+                server_ready = self.is_server_ready(headers=headers, client_timeout=remaining)
+                what = f"model '{model_name}'" if server_ready else "server"
+                if server_ready and (
+                    model_name is None
+                    or self.is_model_ready(
                         model_name, model_version, headers=headers, client_timeout=remaining
-                    ):
-                        return
+                    )
+                ):
+                    return
             except InferenceServerException as error:
                 last = error
             now = time.monotonic()

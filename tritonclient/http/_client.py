@@ -335,13 +335,16 @@ class InferenceServerClient(ClientCore):
             names which, and the last error seen.
         """
         deadline = time.monotonic() + timeout
+        # Blame what was last seen not ready: a timeout on the final, very short attempt must
+        # not hide that the server itself was already ready.
+        what = "server"
+        last: BaseException | None = None
         while True:
-            what = "server"
-            last: BaseException | None = None
             try:
                 remaining = max(deadline - time.monotonic(), 0.001)
-                if self._run(self._c_server_ready(headers, query_params), remaining):
-                    what = f"model '{model_name}'"
+                server_ready = self._run(self._c_server_ready(headers, query_params), remaining)
+                what = f"model '{model_name}'" if server_ready else "server"
+                if server_ready:
                     remaining = max(deadline - time.monotonic(), 0.001)
                     if model_name is None or self._run(
                         self._c_model_ready(model_name, model_version, headers, query_params),

@@ -214,17 +214,22 @@ class InferenceServerClient(common.ClientBase):
     ) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        # Blame what was last seen not ready: a timeout on the final, very short attempt must
+        # not hide that the server itself was already ready.
+        what = "server"
+        last: BaseException | None = None
         while True:
-            what = "server"
-            last: BaseException | None = None
             remaining = max(deadline - loop.time(), 0.001)
             try:
-                if await self.is_server_ready(headers=headers, client_timeout=remaining):
-                    what = f"model '{model_name}'"
-                    if model_name is None or await self.is_model_ready(
+                server_ready = await self.is_server_ready(headers=headers, client_timeout=remaining)
+                what = f"model '{model_name}'" if server_ready else "server"
+                if server_ready and (
+                    model_name is None
+                    or await self.is_model_ready(
                         model_name, model_version, headers=headers, client_timeout=remaining
-                    ):
-                        return
+                    )
+                ):
+                    return
             except InferenceServerException as error:
                 last = error
             now = loop.time()

@@ -222,16 +222,18 @@ class InferenceServerClient(ClientCore):
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        # Blame what was last seen not ready: a timeout on the final, very short attempt must
+        # not hide that the server itself was already ready.
+        what = "server"
+        last: BaseException | None = None
         while True:
-            what = "server"
-            last: BaseException | None = None
             try:
                 remaining = max(deadline - loop.time(), 0.001)
                 ready = await asyncio.wait_for(
                     self._send(self._c_server_ready(headers, query_params)), remaining
                 )
+                what = f"model '{model_name}'" if ready else "server"
                 if ready:
-                    what = f"model '{model_name}'"
                     if model_name is None:
                         return
                     remaining = max(deadline - loop.time(), 0.001)
