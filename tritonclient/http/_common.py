@@ -12,7 +12,7 @@ import base64
 import binascii
 import contextlib
 import ssl as _ssl
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
@@ -275,6 +275,104 @@ class ClientCore:
         self._plugin: InferenceServerClientPlugin | None = None
         self._base_path = base_path
         self._verbose = verbose
+
+    # -- request bodies (static, as in NVIDIA's client) -----------------------------------
+
+    @staticmethod
+    def generate_request_body(
+        inputs: Sequence[InferInput],
+        outputs: Sequence[InferRequestedOutput] | None = None,
+        request_id: str = "",
+        sequence_id: int | str = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+        priority: int = 0,
+        timeout: int | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> tuple[bytes, int | None]:
+        """Generate a request body for inference using the supplied 'inputs' requesting the
+        outputs specified by 'outputs'.
+
+        Parameters
+        ----------
+        inputs : list
+            A list of InferInput objects, each describing data for a input tensor required by
+            the model.
+        outputs : list
+            A list of InferRequestedOutput objects, each describing how the output data must
+            be returned. If not specified all outputs produced by the model will be returned
+            using default settings.
+        request_id : str
+            Optional identifier for the request.
+        sequence_id : int or str
+            The unique identifier for the sequence being represented by the object. A value
+            of 0 or "" means that the request does not belong to a sequence.
+        sequence_start : bool
+            Indicates whether the request being added marks the start of the sequence.
+        sequence_end : bool
+            Indicates whether the request being added marks the end of the sequence.
+        priority : int
+            Indicates the priority of the request (0: the default priority).
+        timeout : int
+            The timeout value for the request, in microseconds.
+        parameters : dict
+            Optional custom parameters to be included in the inference request.
+
+        Returns
+        -------
+        bytes
+            The request body of the inference.
+        int
+            The byte size of the inference request header in the request body. Returns None
+            if the whole request body constitutes the request header.
+
+        Raises
+        ------
+        InferenceServerException
+            If server fails to perform inference.
+        """
+        body: EncodedBody = build_infer_body(
+            inputs,
+            outputs,
+            request_id,
+            sequence_id,
+            sequence_start,
+            sequence_end,
+            priority,
+            timeout,
+            parameters,
+        )
+        return body.tobytes(), body.json_size
+
+    @staticmethod
+    def parse_response_body(
+        response_body: Buffer,
+        verbose: bool = False,
+        header_length: int | str | None = None,
+        content_encoding: str | None = None,
+    ) -> InferResult:
+        """Generate an InferResult object from the given 'response_body'.
+
+        Parameters
+        ----------
+        response_body : bytes
+            The inference response from the server.
+        verbose : bool
+            If True generate verbose output. Default value is False.
+        header_length : int
+            The length of the inference header if the header does not occupy the whole
+            response body. Default value is None.
+        content_encoding : str
+            The encoding of the response body if it is compressed. Default value is None.
+
+        Returns
+        -------
+        InferResult
+            The InferResult object generated from the response body.
+        """
+        return InferResult.from_response_body(
+            response_body, verbose, header_length, content_encoding
+        )
 
     # -- plugins ----------------------------------------------------------------------------
 
