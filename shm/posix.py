@@ -54,6 +54,16 @@ class MappedRegion:
     offset: int
     byte_size: int
     _map: mmap.mmap | None = field(default=None, repr=False)
+    _fd: int | None = field(default=None, repr=False)
+
+    def object_size(self) -> int:
+        """The object's size now (it may have been shrunk by its owner since mapping).
+
+        Needs a region opened with ``keep_fd=True``.
+        """
+        if self._fd is None:
+            raise SharedMemoryError(f"shared memory region '{self.key}' keeps no descriptor")
+        return os.fstat(self._fd).st_size
 
     @property
     def buffer(self) -> memoryview:
@@ -78,9 +88,13 @@ class MappedRegion:
             with contextlib.suppress(BufferError):
                 self._map.close()
             self._map = None
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
 
 
-def _map(fd: int, key: str, offset: int, byte_size: int) -> MappedRegion:
+def _map(fd: int, key: str, offset: int, byte_size: int, keep_fd: bool = False) -> MappedRegion:
     try:
         size = os.fstat(fd).st_size
         if offset < 0 or byte_size < 0 or offset + byte_size > size:
@@ -89,9 +103,12 @@ def _map(fd: int, key: str, offset: int, byte_size: int) -> MappedRegion:
                 f"the {size} bytes of '{key}'"
             )
         mapping = mmap.mmap(fd, offset + byte_size) if offset + byte_size else None
-    finally:
+    except BaseException:
         os.close(fd)
-    return MappedRegion(key, offset, byte_size, mapping)
+        raise
+    if not keep_fd:
+        os.close(fd)
+    return MappedRegion(key, offset, byte_size, mapping, fd if keep_fd else None)
 
 
 def create(key: str, byte_size: int, create_only: bool = False) -> MappedRegion:
@@ -112,13 +129,17 @@ def create(key: str, byte_size: int, create_only: bool = False) -> MappedRegion:
     return _map(fd, key, 0, byte_size)
 
 
-def open_region(key: str, offset: int, byte_size: int) -> MappedRegion:
-    """Map ``byte_size`` bytes at ``offset`` of the existing object ``key``."""
+def open_region(key: str, offset: int, byte_size: int, keep_fd: bool = False) -> MappedRegion:
+    """Map ``byte_size`` bytes at ``offset`` of the existing object ``key``.
+
+    With ``keep_fd`` the region keeps its descriptor open, so :meth:`MappedRegion.object_size`
+    can tell whether the owner has shrunk the object since.
+    """
     try:
         fd = _shm_open(key, os.O_RDWR)
     except OSError as exc:
         raise SharedMemoryError(f"unable to open shared memory object '{key}': {exc}") from exc
-    return _map(fd, key, offset, byte_size)
+    return _map(fd, key, offset, byte_size, keep_fd)
 
 
 def unlink(key: str) -> None:

@@ -15,15 +15,13 @@ Region names share one namespace across system and CUDA regions, as in Triton.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from shm.posix import MappedRegion, SharedMemoryError, _shm_open, open_region
+from shm.posix import MappedRegion, SharedMemoryError, open_region
 
 from .errors import ErrorKind, ServerError
 
@@ -58,7 +56,6 @@ class SharedMemoryRegistry:
         self._allowed = allow_client_shm
         self._lock = threading.Lock()
         self._system: dict[str, MappedRegion] = {}
-        self._fds: dict[str, int] = {}
         self._cuda: dict[str, _CudaRegion] = {}
 
     # -- system --------------------------------------------------------------------------
@@ -82,20 +79,15 @@ class SharedMemoryRegistry:
                     ErrorKind.ALREADY_EXISTS, f"shared memory region '{name}' already in manager"
                 )
             try:
-                fd = _shm_open(key, os.O_RDWR)
-            except (OSError, ValueError) as exc:
-                raise ServerError.internal(f"Unable to open shared memory region: '{key}'") from exc
-            try:
-                region = open_region(key, offset, byte_size)
+                # The region keeps its descriptor: every use checks the object's current size.
+                region = open_region(key, offset, byte_size, keep_fd=True)
             except (SharedMemoryError, ValueError, OverflowError) as exc:
-                os.close(fd)
                 if "exceed" in str(exc):
                     raise ServerError.invalid_arg(
                         f"failed to register shared memory region '{name}': invalid args"
                     ) from exc
                 raise ServerError.internal(f"Unable to open shared memory region: '{key}'") from exc
             self._system[name] = region
-            self._fds[name] = fd
 
     def unregister_system(self, name: str | None = None) -> None:
         """Unregister one system region, or all of them (unknown names are not an error)."""
@@ -106,7 +98,6 @@ class SharedMemoryRegistry:
                 region = self._system.pop(each, None)
                 if region is not None:
                     region.close()
-                self._close_fd(each)
 
     def system_status(self, name: str | None = None) -> list[dict[str, Any]]:
         """``[{"name", "key", "offset", "byte_size"}]`` for one or every system region."""
@@ -181,15 +172,9 @@ class SharedMemoryRegistry:
             ]
 
     # -- data path -----------------------------------------------------------------------
-    def _close_fd(self, name: str) -> None:
-        fd = self._fds.pop(name, None)
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-    def _checked(self, name: str, offset: int, byte_size: int) -> tuple[MappedRegion, int, int]:
-        """The region, its descriptor and the absolute offset of ``byte_size`` bytes at
-        ``offset``, after checking the bounds and the object's *current* size."""
+    def _checked(self, name: str, offset: int, byte_size: int) -> MappedRegion:
+        """The region holding ``byte_size`` bytes at ``offset``, after checking the bounds and
+        the object's *current* size."""
         self._check_allowed()
         with self._lock:
             region = self._system.get(name)
@@ -199,7 +184,6 @@ class SharedMemoryRegistry:
                         "CUDA shared memory data path is not implemented yet"
                     )
                 raise ServerError.invalid_arg(f"Unable to find shared memory region: '{name}'")
-            fd = self._fds[name]
             if offset < 0 or byte_size < 0 or offset + byte_size > region.byte_size:
                 raise ServerError.invalid_arg(
                     f"shared memory region '{name}': {byte_size} bytes at offset {offset} "
@@ -207,7 +191,7 @@ class SharedMemoryRegistry:
                 )
             start = region.offset + offset
             try:
-                current = os.fstat(fd).st_size
+                current = region.object_size()
             except OSError as exc:  # pragma: no cover - the descriptor is ours
                 raise ServerError.internal(
                     f"shared memory region '{name}' is no longer accessible: {exc}"
@@ -218,7 +202,7 @@ class SharedMemoryRegistry:
                     f"'{region.key}' is now {current} bytes, smaller than the "
                     f"{region.offset + region.byte_size} bytes registered"
                 )
-            return region, fd, start
+            return region
 
     def check(self, name: str, offset: int, byte_size: int) -> None:
         """Raise :class:`ServerError` unless ``byte_size`` bytes at ``offset`` of the region
@@ -231,7 +215,7 @@ class SharedMemoryRegistry:
         The object's current size is checked, but a view held while its owner shrinks the
         object can still fault: the frontends use :meth:`read` and :meth:`write`.
         """
-        region, _, _ = self._checked(name, offset, byte_size)
+        region = self._checked(name, offset, byte_size)
         try:
             return region.view(offset, byte_size)
         except SharedMemoryError as exc:
@@ -245,7 +229,7 @@ class SharedMemoryRegistry:
         holds a view that a later truncation could turn into a crash.  (A truncation racing
         the copy itself, microseconds long, is the one window left.)
         """
-        region, _, _ = self._checked(name, offset, byte_size)
+        region = self._checked(name, offset, byte_size)
         out = np.empty(byte_size, dtype=np.uint8)  # no zero-fill: the copy writes it all
         out[:] = np.frombuffer(region.view(offset, byte_size), dtype=np.uint8)
         return out.data.toreadonly()
@@ -254,7 +238,7 @@ class SharedMemoryRegistry:
         """Copy the bytes-like ``data`` to ``offset`` of a registered region, after checking
         the object's current size (as :meth:`read`)."""
         source = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
-        region, _, _ = self._checked(name, offset, source.nbytes)
+        region = self._checked(name, offset, source.nbytes)
         target = np.frombuffer(region.view(offset, source.nbytes), dtype=np.uint8)
         target[:] = source
 
@@ -263,7 +247,5 @@ class SharedMemoryRegistry:
         with self._lock:
             for region in self._system.values():
                 region.close()
-            for name in list(self._fds):
-                self._close_fd(name)
             self._system.clear()
             self._cuda.clear()
