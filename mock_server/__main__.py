@@ -70,6 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="allow clients to register shared-memory regions (default true)",
     )
+    p.add_argument(
+        "--shm-copy-inputs",
+        type=_bool,
+        default=False,
+        help="copy shared-memory inputs instead of zero-copy views (for untrusted clients "
+        "that might shrink a registered object while a model reads it; default false)",
+    )
     p.add_argument("--exit-timeout-secs", type=float, default=30.0)
     p.add_argument("--id", dest="server_id", default="triton", help="server name in metadata")
     p.add_argument(
@@ -132,6 +139,7 @@ def options_from_args(args: argparse.Namespace) -> tuple[ServerOptions, Frontend
         log_file=args.log_file,
         strict_model_config=args.strict_model_config,
         allow_client_shm=args.allow_client_shm,
+        shm_copy_inputs=args.shm_copy_inputs,
     )
     use_grpc_ssl = args.grpc_use_ssl or args.grpc_use_ssl_mutual
     if use_grpc_ssl and not (args.grpc_server_cert and args.grpc_server_key):

@@ -254,3 +254,20 @@ def test_console_script_is_installed() -> None:
     assert script.exists(), "pip install should create the mock-server console script"
     result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "--model-repository" in result.stdout
+
+
+def test_shm_copy_inputs_option_reaches_the_registry() -> None:
+    from mock_server.__main__ import build_parser, options_from_args
+    from mock_server.core.server import CoreServer
+
+    for argv, expected in (([], False), (["--shm-copy-inputs", "true"], True)):
+        options, _ = options_from_args(
+            build_parser().parse_args(["--model-repository", "/x", *argv])
+        )
+        assert options.shm_copy_inputs is expected
+    options.model_repository = []
+    server = CoreServer(options)
+    try:
+        assert server.shm._copy_inputs is True
+    finally:
+        server.stop()

@@ -7,11 +7,12 @@ import os
 import uuid
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.settings import LogSettings, TraceSettings
-from mock_server.core.shm import SharedMemoryRegistry
+from mock_server.core.shm import COPY_BELOW, SharedMemoryRegistry
 from shm import posix
 
 
@@ -71,6 +72,49 @@ def test_registry_system_regions(key: str) -> None:
     registry.unregister_system("nope")  # unknown names are fine
     registry.unregister_system()
     assert registry.system_status() == []
+    region.close()
+
+
+@pytest.mark.parametrize("copy_inputs", [False, True])
+def test_registry_read_views_large_inputs_copies_small(key: str, copy_inputs: bool) -> None:
+    size = 2 * COPY_BELOW
+    region = posix.create(key, size)
+    base = np.frombuffer(region.buffer, dtype=np.uint8)
+    base[:] = np.arange(size, dtype=np.uint64).astype(np.uint8)
+    registry = SharedMemoryRegistry(copy_inputs=copy_inputs)
+    registry.register_system("r", key, 0, size)
+    large = registry.read("r", 16, COPY_BELOW)
+    small = registry.read("r", 16, COPY_BELOW - 1)
+    assert large.readonly and small.readonly
+    assert bytes(large) == base[16 : 16 + COPY_BELOW].tobytes()
+    assert bytes(small) == base[16 : 16 + COPY_BELOW - 1].tobytes()
+    # Zero-copy unless asked to copy (a write by the owner shows through); small inputs are
+    # always copies.
+    base[16:20] = [201, 202, 203, 204]
+    assert (bytes(large[:4]) == bytes([201, 202, 203, 204])) is not copy_inputs
+    assert bytes(small[:4]) == bytes([16, 17, 18, 19])
+    # A view outlives unregistering its region (the mapping stays alive with it).
+    registry.unregister_system("r")
+    assert registry.system_status() == []
+    assert len(bytes(large)) == COPY_BELOW
+    del large
+    region.close()
+
+
+def test_registry_read_refuses_a_truncated_object(key: str) -> None:
+    size = 2 * COPY_BELOW
+    region = posix.create(key, size)
+    registry = SharedMemoryRegistry()
+    registry.register_system("r", key, 0, size)
+    fd = os.open("/dev/shm" + key, os.O_RDWR)
+    try:
+        os.ftruncate(fd, COPY_BELOW)
+    finally:
+        os.close(fd)
+    with pytest.raises(ServerError, match="truncated by its owner"):
+        registry.read("r", COPY_BELOW - 8, 16)
+    assert bytes(registry.read("r", 0, COPY_BELOW)) == bytes(COPY_BELOW)  # what is left works
+    registry.close()
     region.close()
 
 

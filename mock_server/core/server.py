@@ -114,6 +114,9 @@ class ServerOptions:
         not called (Triton's ``--strict-model-config``).
     allow_client_shm : bool
         Whether clients may register shared-memory regions (Triton's ``--allow-client-shm``).
+    shm_copy_inputs : bool
+        Copy shared-memory inputs out of the client's region instead of handing models
+        zero-copy views (see :mod:`mock_server.core.shm`).
     """
 
     model_repository: list[Path] = field(default_factory=list)
@@ -128,6 +131,7 @@ class ServerOptions:
     log_file: str = ""
     strict_model_config: bool = False
     allow_client_shm: bool = True
+    shm_copy_inputs: bool = False
 
 
 def detect_gpu() -> bool:
@@ -184,7 +188,9 @@ class CoreServer:
         self.runtime = _Runtime(self)
         #: Client shared-memory regions (system and CUDA).
         self.shm = SharedMemoryRegistry(
-            has_gpu=self.has_gpu, allow_client_shm=options.allow_client_shm
+            has_gpu=self.has_gpu,
+            allow_client_shm=options.allow_client_shm,
+            copy_inputs=options.shm_copy_inputs,
         )
         #: Log settings (logging extension).
         self.log_settings = LogSettings(options.log_file)

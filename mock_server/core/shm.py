@@ -3,12 +3,17 @@
 System regions are POSIX shared-memory objects mapped with :mod:`shm.posix`; tensors placed
 in them are read and written through bounds-checked views.
 
+Inputs are zero-copy: a model reads a large shared-memory input as a read-only view of the
+client's mapping, as in Triton.  Inputs under :data:`COPY_BELOW` bytes are copied (a copy that
+small costs less than the bookkeeping it saves).
+
 The owner of an object may shrink it (``ftruncate``) after registering it; touching the pages
 past the new end of a mapping raises SIGBUS, which would kill the server.  So the registry keeps
 a descriptor of every registered object and checks its current size (``os.fstat``) on every
-use; the frontends read inputs with :meth:`SharedMemoryRegistry.read` (``preadv``: a short read
-at worst, never a signal) and write outputs with :meth:`SharedMemoryRegistry.write`
-(``pwrite``), so even an object shrunk between the check and the copy cannot crash the server.
+use: an object shrunk before a request gives that request a clear error.  A truncation while a
+model is reading its view is the one window left (Triton has it too); a server that must not
+trust its clients that far runs with ``copy_inputs=True`` (``--shm-copy-inputs``), which copies
+every input out of the mapping right after the size check, shrinking the window to the copy.
 
 Region names share one namespace across system and CUDA regions, as in Triton.
 """
@@ -25,7 +30,10 @@ from shm.posix import MappedRegion, SharedMemoryError, open_region
 
 from .errors import ErrorKind, ServerError
 
-__all__ = ["CUDA_IPC_HANDLE_SIZE", "SharedMemoryRegistry"]
+__all__ = ["COPY_BELOW", "CUDA_IPC_HANDLE_SIZE", "SharedMemoryRegistry"]
+
+#: Inputs smaller than this many bytes are copied out of the mapping, larger ones are views.
+COPY_BELOW = 64 * 1024
 
 #: sizeof(cudaIpcMemHandle_t)
 CUDA_IPC_HANDLE_SIZE = 64
@@ -49,11 +57,17 @@ class SharedMemoryRegistry:
     allow_client_shm : bool
         False refuses every register, unregister, status and use of client regions, as Triton
         does without ``--allow-client-shm=true`` (Triton >= 2.69).
+    copy_inputs : bool
+        True copies every input out of its region instead of handing the model a zero-copy
+        view (see the module docstring).
     """
 
-    def __init__(self, has_gpu: bool = False, allow_client_shm: bool = True) -> None:
+    def __init__(
+        self, has_gpu: bool = False, allow_client_shm: bool = True, copy_inputs: bool = False
+    ) -> None:
         self._has_gpu = has_gpu
         self._allowed = allow_client_shm
+        self._copy_inputs = copy_inputs
         self._lock = threading.Lock()
         self._system: dict[str, MappedRegion] = {}
         self._cuda: dict[str, _CudaRegion] = {}
@@ -222,16 +236,20 @@ class SharedMemoryRegistry:
             raise ServerError.invalid_arg(f"shared memory region '{name}': {exc}") from exc
 
     def read(self, name: str, offset: int, byte_size: int) -> memoryview:
-        """A read-only copy of ``byte_size`` bytes at ``offset`` of a registered region.
+        """A read-only view of ``byte_size`` bytes at ``offset`` of a registered region.
 
-        The object's current size is checked first (an object shrunk by its owner gives a
-        clear error, not SIGBUS); then one memory copy out of the mapping, so the model never
-        holds a view that a later truncation could turn into a crash.  (A truncation racing
-        the copy itself, microseconds long, is the one window left.)
+        The bounds and the object's current size are checked first (an object shrunk by its
+        owner gives a clear error, not SIGBUS).  Then the result is a zero-copy view of the
+        mapping, or a copy of it when the input is smaller than :data:`COPY_BELOW` or the
+        registry was made with ``copy_inputs=True``.  The view keeps the mapping alive, so
+        unregistering a region while a request still uses it is safe.
         """
         region = self._checked(name, offset, byte_size)
+        view = region.view(offset, byte_size)
+        if byte_size >= COPY_BELOW and not self._copy_inputs:
+            return view.toreadonly()
         out = np.empty(byte_size, dtype=np.uint8)  # no zero-fill: the copy writes it all
-        out[:] = np.frombuffer(region.view(offset, byte_size), dtype=np.uint8)
+        out[:] = np.frombuffer(view, dtype=np.uint8)
         return out.data.toreadonly()
 
     def write(self, name: str, offset: int, data: Any) -> None:
