@@ -483,3 +483,24 @@ def test_unload_drains_queue_then_rejects_new() -> None:
     assert all(r.error is None for r in rec.responses)
     with pytest.raises(ServerError, match="unloading"):
         version.enqueue(request(rec, 9), 1)
+
+
+def test_cancel_flag_behaves_like_an_event() -> None:
+    import threading
+    import time
+
+    from mock_server.core.types import CancelFlag
+
+    flag = CancelFlag()
+    assert not flag.is_set()
+    t0 = time.monotonic()
+    assert flag.wait(0.05) is False
+    assert time.monotonic() - t0 >= 0.04
+    timer = threading.Timer(0.05, flag.set)
+    timer.start()
+    assert flag.wait(5) is True
+    timer.join()
+    assert flag.is_set() and flag.wait(0) is True
+    early = CancelFlag()
+    early.set()
+    assert early.wait(0) is True

@@ -27,6 +27,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from .errors import ErrorKind, ServerError
 from .scheduler import Pending, Scheduler, make_scheduler
 from .types import InferRequest, InferResponse, RequestedOutput, ResponseCallback, Tensor
+from .validation import RequestChecks
 
 __all__ = ["InstanceSpec", "ModelInstance", "ModelVersion", "instance_specs"]
 
@@ -202,6 +203,8 @@ class ModelVersion:
         self.name = name
         self.version = version
         self.config = config
+        #: The request checks derived from ``config`` (see :func:`validate_request`).
+        self.checks = RequestChecks(config)
         self.decoupled = config.model_transaction_policy.decoupled
         self._instances = instances
         self._stats = stats

@@ -28,7 +28,7 @@ from .settings import LogSettings, TraceSettings
 from .shm import SharedMemoryRegistry
 from .stats import StatsRegistry
 from .types import InferRequest, InferResponse
-from .validation import batch_size_of, validate_request
+from .validation import validate_request
 
 __all__ = ["CoreServer", "ModelControlMode", "ModelState", "ServerOptions"]
 
@@ -604,8 +604,8 @@ class CoreServer:
             then and the callback is not called.
         """
         model = self.model_version(request.model_name, request.model_version)
-        validate_request(request, model.config, version=model.version)
-        model.enqueue(request, batch_size_of(request, model.config))
+        validate_request(request, model.checks, version=model.version)
+        model.enqueue(request, model.checks.batch_size_of(request))
 
     def statistics(self, name: str = "", version: int = -1) -> list[dict[str, Any]]:
         """Statistics of every loaded model version, or of one model (version)."""

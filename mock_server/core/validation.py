@@ -36,6 +36,7 @@ Decisions where Triton is silent or undefined
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,6 +53,7 @@ from .types import InferRequest, Tensor
 
 __all__ = [
     "ALLOWED_TRITON_PARAMS",
+    "RequestChecks",
     "batch_size_of",
     "effective_priority",
     "implicit_input_names",
@@ -157,6 +159,58 @@ def _element_count(shape: Sequence[int]) -> int:
     return count
 
 
+@dataclass(frozen=True)
+class _InputFacts:
+    datatype: str  # protocol datatype, "<invalid>" when the config type has none
+    dims: tuple[int, ...]
+    is_shape_tensor: bool
+
+
+class RequestChecks:
+    """What :func:`validate_request` needs of one model configuration, derived once.
+
+    Reading protobuf fields costs more than the checks themselves, so a model version builds
+    one of these when it loads and validates every request with it.  The configuration must
+    not change afterwards (loaded configurations never do).
+
+    Parameters
+    ----------
+    config : ModelConfig
+        The complete configuration of a model version.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+        self.name = config.name
+        self.max_batch_size = int(config.max_batch_size)
+        implicit = implicit_input_names(config)
+        self.inputs = {
+            i.name: _InputFacts(
+                _config_protocol_dtype(i.data_type),
+                tuple(int(d) for d in i.dims),
+                bool(i.is_shape_tensor),
+            )
+            for i in config.input
+        }
+        client_inputs = [i for i in config.input if i.name not in implicit]
+        self.expected_inputs = len(client_inputs)
+        self.required_inputs = tuple(i.name for i in client_inputs if not i.optional)
+        self.client_input_names = frozenset(i.name for i in client_inputs)
+        self.output_names = frozenset(o.name for o in config.output)
+        self.shape_tensors = frozenset(i.name for i in config.input if i.is_shape_tensor)
+        self.has_sequence_batching = config.HasField("sequence_batching")
+        self.has_dynamic_batching = config.HasField("dynamic_batching")
+
+    def batch_size_of(self, request: InferRequest) -> int:
+        """:func:`batch_size_of` for this configuration."""
+        if self.max_batch_size <= 0:
+            return 1
+        for tensor in request.inputs:
+            if tensor.name not in self.shape_tensors and len(tensor.shape) > 0:
+                return int(tensor.shape[0])
+        return 1
+
+
 def batch_size_of(request: InferRequest, config: ModelConfig) -> int:
     """Return the batch size of a (validated) request.
 
@@ -174,13 +228,7 @@ def batch_size_of(request: InferRequest, config: ModelConfig) -> int:
         by the request's inputs (shape tensors excluded), or 1 when no input carries one
         (e.g. every input is optional and absent).
     """
-    if config.max_batch_size <= 0:
-        return 1
-    shape_tensors = {i.name for i in config.input if i.is_shape_tensor}
-    for tensor in request.inputs:
-        if tensor.name not in shape_tensors and len(tensor.shape) > 0:
-            return int(tensor.shape[0])
-    return 1
+    return RequestChecks(config).batch_size_of(request)
 
 
 def effective_priority(request: InferRequest, config: ModelConfig) -> int:
@@ -249,16 +297,16 @@ def _check_duplicates(request: InferRequest) -> None:
         seen.add(output.name)
 
 
-def _check_outputs(request: InferRequest, config: ModelConfig) -> None:
-    known = {output.name for output in config.output}
+def _check_outputs(request: InferRequest, checks: RequestChecks) -> None:
     for output in request.outputs:
-        if output.name not in known:
-            raise _invalid(f"unexpected inference output '{output.name}' for model '{config.name}'")
+        if output.name not in checks.output_names:
+            raise _invalid(f"unexpected inference output '{output.name}' for model '{checks.name}'")
 
 
 def _input_count_error(
-    request: InferRequest, config: ModelConfig, expected: int, required: int, missing: list[str]
+    request: InferRequest, checks: RequestChecks, missing: list[str]
 ) -> ServerError:
+    expected, required = checks.expected_inputs, len(checks.required_inputs)
     got = sorted(tensor.name for tensor in request.inputs)
     if expected == required:
         head = f"expected {expected} inputs"
@@ -266,123 +314,121 @@ def _input_count_error(
         head = f"expected number of inputs between {required} and {expected}"
     return _invalid(
         f"{log_request_prefix(request)}{head} but got {len(request.inputs)} inputs for model "
-        f"'{config.name}'. Got input(s) {_names_str(got)}, but missing required input(s) "
+        f"'{checks.name}'. Got input(s) {_names_str(got)}, but missing required input(s) "
         f"{_names_str(missing)}. Please provide all required input(s)."
     )
 
 
-def _check_input_names(request: InferRequest, config: ModelConfig) -> None:
-    implicit = implicit_input_names(config)
-    client_inputs = [i for i in config.input if i.name not in implicit]
-    expected = len(client_inputs)
-    required_names = [i.name for i in client_inputs if not i.optional]
+def _check_input_names(request: InferRequest, checks: RequestChecks) -> None:
     present = {tensor.name for tensor in request.inputs}
-    missing = [name for name in required_names if name not in present]
+    missing = [name for name in checks.required_inputs if name not in present]
 
     # Triton checks the count first, so an extra unknown input reports the count.
-    if len(request.inputs) > expected or len(request.inputs) < len(required_names):
-        raise _input_count_error(request, config, expected, len(required_names), missing)
-    known = {i.name for i in client_inputs}
+    count = len(request.inputs)
+    if count > checks.expected_inputs or count < len(checks.required_inputs):
+        raise _input_count_error(request, checks, missing)
     for tensor in request.inputs:
-        if tensor.name not in known:
-            raise _invalid(f"unexpected inference input '{tensor.name}' for model '{config.name}'")
+        if tensor.name not in checks.client_input_names:
+            raise _invalid(f"unexpected inference input '{tensor.name}' for model '{checks.name}'")
     if missing:
-        raise _input_count_error(request, config, expected, len(required_names), missing)
+        raise _input_count_error(request, checks, missing)
 
 
-def _check_negative_dims(request: InferRequest, config: ModelConfig) -> None:
-    prefix = log_request_prefix(request)
+def _check_negative_dims(request: InferRequest, checks: RequestChecks) -> None:
     for tensor in request.inputs:
-        if any(d == -1 for d in tensor.shape):
-            raise _invalid(
-                f"{prefix}All input dimensions should be specified for input '{tensor.name}' "
-                f"for model '{config.name}', got {_dims_str(tensor.shape)}"
-            )
         if any(d < 0 for d in tensor.shape):
+            prefix = log_request_prefix(request)
+            if any(d == -1 for d in tensor.shape):
+                raise _invalid(
+                    f"{prefix}All input dimensions should be specified for input "
+                    f"'{tensor.name}' for model '{checks.name}', got {_dims_str(tensor.shape)}"
+                )
             raise _invalid(
-                f"{prefix}invalid shape for input '{tensor.name}' for model '{config.name}': "
+                f"{prefix}invalid shape for input '{tensor.name}' for model '{checks.name}': "
                 f"dimensions must be non-negative, got {_dims_str(tensor.shape)}"
             )
 
 
-def _check_batch(request: InferRequest, config: ModelConfig) -> None:
-    if config.max_batch_size <= 0:
+def _check_batch(request: InferRequest, checks: RequestChecks) -> None:
+    if checks.max_batch_size <= 0:
         return
-    prefix = log_request_prefix(request)
-    shape_tensors = {i.name for i in config.input if i.is_shape_tensor}
+    name = checks.name
     batch_size: int | None = None
     for tensor in request.inputs:
-        if tensor.name in shape_tensors:
+        if tensor.name in checks.shape_tensors:
             continue
         if len(tensor.shape) == 0:
             raise _invalid(
-                f"{prefix}input '{tensor.name}' has no shape but model requires batch "
-                f"dimension for '{config.name}'"
+                f"{log_request_prefix(request)}input '{tensor.name}' has no shape but model "
+                f"requires batch dimension for '{name}'"
             )
         if batch_size is None:
             batch_size = int(tensor.shape[0])
         elif tensor.shape[0] != batch_size:
             raise _invalid(
-                f"{prefix}input '{tensor.name}' batch size does not match other inputs for "
-                f"'{config.name}'"
+                f"{log_request_prefix(request)}input '{tensor.name}' batch size does not "
+                f"match other inputs for '{name}'"
             )
     if batch_size is None:
         return
-    if batch_size > config.max_batch_size:
+    if batch_size > checks.max_batch_size:
         raise _invalid(
-            f"{prefix}inference request batch-size must be <= {config.max_batch_size} for "
-            f"'{config.name}'"
+            f"{log_request_prefix(request)}inference request batch-size must be <= "
+            f"{checks.max_batch_size} for '{name}'"
         )
     if batch_size < 1:
-        raise _invalid(f"{prefix}inference request batch-size must be >= 1 for '{config.name}'")
+        raise _invalid(
+            f"{log_request_prefix(request)}inference request batch-size must be >= 1 for '{name}'"
+        )
 
 
-def _check_datatype_and_shape(request: InferRequest, config: ModelConfig) -> None:
-    prefix = log_request_prefix(request)
-    by_name = {i.name: i for i in config.input}
+def _check_datatype_and_shape(request: InferRequest, checks: RequestChecks) -> None:
+    batching = checks.max_batch_size > 0
     for tensor in request.inputs:
-        input_config = by_name[tensor.name]
-        expected_dtype = _config_protocol_dtype(input_config.data_type)
-        got_dtype = tensor.datatype if tensor.datatype in DATATYPES else "<invalid>"
-        if got_dtype != expected_dtype:
-            raise _invalid(
-                f"{prefix}inference input '{tensor.name}' data-type is '{got_dtype}', but model "
-                f"'{config.name}' expects '{expected_dtype}'"
-            )
+        facts = checks.inputs[tensor.name]
+        if tensor.datatype != facts.datatype:
+            got_dtype = tensor.datatype if tensor.datatype in DATATYPES else "<invalid>"
+            if got_dtype != facts.datatype:
+                raise _invalid(
+                    f"{log_request_prefix(request)}inference input '{tensor.name}' data-type "
+                    f"is '{got_dtype}', but model '{checks.name}' expects '{facts.datatype}'"
+                )
 
-        batched = config.max_batch_size > 0 and not input_config.is_shape_tensor
+        batched = batching and not facts.is_shape_tensor
         dims = tuple(tensor.shape[1:]) if batched else tuple(tensor.shape)
-        config_dims = tuple(int(d) for d in input_config.dims)
+        config_dims = facts.dims
         matches = len(dims) == len(config_dims) and all(
             c == -1 or c == d for c, d in zip(config_dims, dims, strict=True)
         )
         if not matches:
-            full_dims = ((-1,) if config.max_batch_size > 0 else ()) + config_dims
+            full_dims = ((-1,) if batching else ()) + config_dims
             raise _invalid(
-                f"{prefix}unexpected shape for input '{tensor.name}' for model "
-                f"'{config.name}'. Expected {_dims_str(full_dims)}, got "
+                f"{log_request_prefix(request)}unexpected shape for input '{tensor.name}' for "
+                f"model '{checks.name}'. Expected {_dims_str(full_dims)}, got "
                 f"{_dims_str(tensor.shape)}. {_SHAPE_NOTE}"
             )
 
 
-def _check_data(request: InferRequest, config: ModelConfig) -> None:
-    prefix = log_request_prefix(request)
+def _check_data(request: InferRequest, checks: RequestChecks) -> None:
     for tensor in request.inputs:
-        _check_tensor_data(tensor, config.name, prefix)
+        _check_tensor_data(tensor, checks.name, request)
 
 
-def _check_tensor_data(tensor: Tensor, model_name: str, prefix: str) -> None:
+def _check_tensor_data(tensor: Tensor, model_name: str, request: InferRequest) -> None:
     info = DATATYPES[tensor.datatype]
     data = tensor.data
     expected_dtype = np.dtype(info.numpy_type)
+    expected = _element_count(tensor.shape)
+    got = int(data.size)
+    if data.dtype == expected_dtype and got == expected:
+        return  # the common case, checked cheaply
+    prefix = log_request_prefix(request)
     if data.dtype.newbyteorder("=") != expected_dtype.newbyteorder("="):
         raise _invalid(
             f"{prefix}input '{tensor.name}' for model '{model_name}' holds data of numpy "
             f"dtype '{data.dtype}', which does not match its datatype '{tensor.datatype}' "
             f"(expected numpy dtype '{expected_dtype}')"
         )
-    expected = _element_count(tensor.shape)
-    got = int(data.size)
     if info.byte_size is None:
         if got < expected:
             raise _invalid(
@@ -455,7 +501,7 @@ def _check_priority(request: InferRequest, config: ModelConfig, *, strict: bool)
 
 def validate_request(
     request: InferRequest,
-    config: ModelConfig,
+    config: ModelConfig | RequestChecks,
     *,
     version: int,
     strict_priority: bool = False,
@@ -477,8 +523,9 @@ def validate_request(
     ----------
     request : InferRequest
         The request, as built by a frontend (reserved parameters already parsed out).
-    config : ModelConfig
-        The complete configuration of the model version serving the request.
+    config : ModelConfig or RequestChecks
+        The complete configuration of the model version serving the request, or the
+        :class:`RequestChecks` derived from it (what a loaded model version passes: faster).
     version : int
         The model version the request was resolved to.  A request naming a different
         explicit version (``model_version > 0``) is an internal routing error.
@@ -492,18 +539,22 @@ def validate_request(
         ``INVALID_ARG`` with a Triton-like message for the first check that fails;
         ``INTERNAL`` when ``request.model_version`` contradicts ``version``.
     """
+    checks = config if isinstance(config, RequestChecks) else RequestChecks(config)
     if request.model_version > 0 and request.model_version != version:
         raise ServerError.internal(
-            f"request for model '{config.name}' version {request.model_version} was routed "
+            f"request for model '{checks.name}' version {request.model_version} was routed "
             f"to version {version}"
         )
-    _check_parameters(request)
+    if request.parameters:
+        _check_parameters(request)
     _check_duplicates(request)
-    _check_outputs(request, config)
-    _check_input_names(request, config)
-    _check_negative_dims(request, config)
-    _check_batch(request, config)
-    _check_datatype_and_shape(request, config)
-    _check_data(request, config)
-    _check_sequence(request, config)
-    _check_priority(request, config, strict=strict_priority)
+    _check_outputs(request, checks)
+    _check_input_names(request, checks)
+    _check_negative_dims(request, checks)
+    _check_batch(request, checks)
+    _check_datatype_and_shape(request, checks)
+    _check_data(request, checks)
+    if checks.has_sequence_batching:
+        _check_sequence(request, checks.config)
+    if request.priority != 0:  # priority 0 always passes
+        _check_priority(request, checks.config, strict=strict_priority)
