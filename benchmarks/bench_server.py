@@ -1,0 +1,263 @@
+"""The bundled server against the real Triton server, driven by the same client in one run.
+
+Usage
+-----
+``python benchmarks/bench_server.py [--quick] [--client nvidia|ours] [--seconds S]
+[--big-mib N] [--peer-python PATH]``
+
+Both servers serve the same Python-backend models (``simple`` and ``identity_uint8`` from
+``mock_server/models``; the real one gets them through ``tests/peers.py``, which also says where
+it is installed).  One client drives both: NVIDIA's ``tritonclient`` 2.73 by default (a
+separate virtual environment, as in ``bench_clients.py``), so the comparison is of servers.
+
+Cases, for HTTP and gRPC:
+
+``c=1``      sequential sync ``simple`` infers (INT32 [1,16] x2) for ``--seconds``: requests/s.
+``c=8``      eight asyncio coroutines, each awaiting one ``simple`` infer after another:
+             requests/s.
+``64MiB``    ``identity_uint8`` round trip of a [1, 64 Mi] UINT8 tensor (binary over HTTP):
+             payload MB/s of the best of three.
+server CPU   user + system time of the server process and all its descendants (Triton's
+             Python-backend stub processes included) over each small-request case, read from
+             ``/proc`` before and after, divided by the number of requests sent (warm-up
+             included).
+
+Clients and servers share the machine's cores, as they do in the issue's figures.  Every
+result is checked (a+b, a-b; identity equals input).  The table gives both servers' figures
+and the ratio oriented so that >1 means the bundled server is better.  The goal of issue 4:
+at least the real server's requests/s and 64 MiB MB/s over both protocols.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import bench_clients as bc  # noqa: E402  (the worker helpers and server launchers)
+
+MiB = 1 << 20
+
+# ---------------------------------------------------------------------------------------------
+# Worker side (runs with either client package; nothing from the repository is imported).
+# ---------------------------------------------------------------------------------------------
+
+
+def case_c1(protocol: str, url: str, seconds: float) -> dict[str, Any]:
+    sync, _ = bc._modules(protocol)
+    inputs, outputs, want_sum, want_diff = bc._simple_inputs(sync, protocol)
+    client = bc._client(sync, protocol, url)
+    total = 0
+    try:
+        for _ in range(50):
+            r = client.infer("simple", inputs, outputs=outputs)
+            total += 1
+        bc._check_simple(r, want_sum, want_diff)
+        count = 0
+        w0 = time.perf_counter()
+        while time.perf_counter() - w0 < seconds:
+            r = client.infer("simple", inputs, outputs=outputs)
+            count += 1
+        wall = time.perf_counter() - w0
+        bc._check_simple(r, want_sum, want_diff)
+    finally:
+        client.close()
+    return {"rps": count / wall, "requests": total + count}
+
+
+def case_c8(protocol: str, url: str, seconds: float) -> dict[str, Any]:
+    import asyncio
+
+    sync, aio = bc._modules(protocol)
+    inputs, outputs, want_sum, want_diff = bc._simple_inputs(sync, protocol)
+
+    async def main() -> tuple[int, int, float]:
+        client = aio.InferenceServerClient(url)
+        try:
+
+            async def worker(deadline: float) -> int:
+                count = 0
+                r = None
+                while time.perf_counter() < deadline:
+                    r = await client.infer("simple", inputs, outputs=outputs)
+                    count += 1
+                if r is not None:
+                    bc._check_simple(r, want_sum, want_diff)
+                return count
+
+            async def run(duration: float) -> tuple[int, float]:
+                w0 = time.perf_counter()
+                counts = await asyncio.gather(*(worker(w0 + duration) for _ in range(8)))
+                return sum(counts), time.perf_counter() - w0
+
+            warm, _ = await run(min(0.5, seconds / 4))
+            count, wall = await run(seconds)
+            return warm + count, count, wall
+        finally:
+            await client.close()
+
+    total, count, wall = asyncio.run(main())
+    return {"rps": count / wall, "requests": total}
+
+
+def worker(spec: dict[str, Any]) -> dict[str, Any]:
+    import tritonclient
+
+    out: dict[str, Any] = {"module": tritonclient.__file__}
+    proto, url = spec["protocol"], spec["url"]
+    if spec["case"] == "c1":
+        out.update(case_c1(proto, url, spec["seconds"]))
+    elif spec["case"] == "c8":
+        out.update(case_c8(proto, url, spec["seconds"]))
+    elif spec["case"] == "big":
+        out.update(bc.case_big(proto, url, spec["nbytes"], spec["repeat"], False))
+    else:
+        raise ValueError(spec["case"])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver side.
+# ---------------------------------------------------------------------------------------------
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """User + system CPU seconds of ``root`` and every live descendant (from ``/proc``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        pid = int(entry)
+        parents[pid] = int(fields[1])
+        times[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    total = 0.0
+    for pid, t in times.items():
+        p = pid
+        while p > 1 and p != root:
+            p = parents.get(p, 0)
+        if p == root:
+            total += t
+    return total
+
+
+def run_worker(python: str, spec: dict[str, Any], ours: bool, timeout: float = 300) -> Any:
+    """``bench_clients.run_worker`` with this file as the worker script."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [python, str(Path(__file__).resolve()), "--worker", json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd="/",
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"worker {spec} ({python}) failed:\n{proc.stderr[-4000:]}")
+    result = json.loads(proc.stdout)
+    inside = Path(result["module"]).resolve().is_relative_to(bc.REPO / "tritonclient")
+    if inside != ours:
+        raise SystemExit(f"wrong package imported by {python}: {result['module']}")
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--client", choices=("nvidia", "ours"), default="nvidia")
+    parser.add_argument("--seconds", type=float, default=3.0, help="per small-request case")
+    parser.add_argument("--big-mib", type=int, default=64)
+    parser.add_argument("--big-repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="short runs (smoke test)")
+    parser.add_argument("--peer-python", help="python of a venv with NVIDIA's tritonclient")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        json.dump(worker(json.loads(args.worker)), sys.stdout)
+        return 0
+    if args.quick:
+        args.seconds, args.big_repeat = 0.5, 1
+    ours = args.client == "ours"
+    python = sys.executable if ours else bc.peer_python(args.peer_python)
+    t_start = time.perf_counter()
+    results: dict[tuple[str, str, str], dict[str, Any]] = {}
+    with contextlib.ExitStack() as stack:
+        mock = stack.enter_context(bc.MockServer())
+        servers: list[tuple[str, Any, int]] = [("mock", mock, mock.proc.pid)]
+        triton = bc.triton_server(stack)
+        if triton is None:
+            print("Triton server not installed (tests/peers.py): mock_server only", file=sys.stderr)
+        else:
+            servers.append(("triton", triton, triton.pid))
+        for sname, srv, pid in servers:
+            for proto, url in (("grpc", srv.grpc_url), ("http", srv.http_url)):
+                for case, spec in (
+                    ("c1", {"case": "c1", "seconds": args.seconds}),
+                    ("c8", {"case": "c8", "seconds": args.seconds}),
+                    (
+                        "big",
+                        {"case": "big", "nbytes": args.big_mib * MiB, "repeat": args.big_repeat},
+                    ),
+                ):
+                    cpu0 = tree_cpu_seconds(pid)
+                    res = run_worker(python, dict(spec, protocol=proto, url=url), ours)
+                    res["server_cpu_s"] = tree_cpu_seconds(pid) - cpu0
+                    results[(sname, proto, case)] = res
+                    print(f"  done: {sname} {proto} {case}", file=sys.stderr, flush=True)
+
+    client = "this project's client" if ours else "NVIDIA tritonclient 2.73"
+    print(f"\nServer benchmark: bundled mock_server vs Triton 2.51, driven by {client}")
+    print(f"({os.cpu_count()} CPUs, client and server on the same machine; ratio >1: mock better)")
+    print(f"{'case':44} {'unit':>7} {'mock':>10} {'Triton':>10} {'ratio':>7}  goal")
+    misses = 0
+    have_triton = triton is not None
+    for proto in ("grpc", "http"):
+        rows: list[tuple[str, str, str, str, bool]] = []
+        for case, label in (("c1", "simple, concurrency 1"), ("c8", "simple, concurrency 8")):
+            rows.append((f"{proto:4} {label}", "req/s", case, "rps", True))
+            rows.append((f"{proto:4} {label}: server CPU/request", "us", case, "cpu_us", False))
+        rows.append(
+            (f"{proto:4} {args.big_mib} MiB identity round trip", "MB/s", "big", "mbps", True)
+        )
+        for label, unit, case, key, higher_better in rows:
+            vals = []
+            for sname in ("mock", "triton"):
+                res = results.get((sname, proto, case))
+                if res is None:
+                    vals.append(float("nan"))
+                elif key == "cpu_us":
+                    vals.append(res["server_cpu_s"] / res["requests"] * 1e6)
+                else:
+                    vals.append(res[key])
+            mock_v, triton_v = vals
+            if not have_triton:
+                ratio = float("nan")
+            else:
+                ratio = mock_v / triton_v if higher_better else triton_v / mock_v
+            goal = ""
+            if higher_better and have_triton:
+                ok = ratio >= 1.0
+                misses += not ok
+                goal = ">= 1 (Triton's)" + ("" if ok else "  MISS")
+            print(f"{label:44} {unit:>7} {mock_v:10.1f} {triton_v:10.1f} {ratio:6.2f}x  {goal}")
+    print(f"{misses} goal(s) missed; total {time.perf_counter() - t_start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
