@@ -16,10 +16,12 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from .app import BUNDLED_MODELS, FrontendOptions, MockServer, parse_restricted
 from .core.errors import ServerError
 from .core.server import ModelControlMode, ServerOptions
+from .core.settings import TraceSettings
 
 
 def _bool(text: str) -> bool:
@@ -113,7 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grpc-server-cert")
     p.add_argument("--grpc-server-key")
     p.add_argument("--grpc-root-cert")
-    p.add_argument("--trace-file", default="")
+    p.add_argument("--trace-file", default="", help="trace file (older tritonserver flag)")
+    p.add_argument(
+        "--trace-config",
+        action="append",
+        default=[],
+        metavar="[triton,]KEY=VALUE",
+        help="tritonserver's trace options: file=PATH, level=OFF|TIMESTAMPS|TENSORS (repeat "
+        "for both), rate=N, count=N, log-frequency=N, mode=triton (repeatable)",
+    )
     p.add_argument("--log-file", default="")
     p.add_argument("--log-verbose", type=int, default=0)
     p.add_argument(
@@ -124,9 +134,44 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _trace_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The trace file and initial trace settings from ``--trace-file``/``--trace-config``."""
+    trace_file = args.trace_file
+    settings: dict[str, Any] = {}
+    levels: list[str] = []
+    keys = {"rate": "trace_rate", "count": "trace_count", "log-frequency": "log_frequency"}
+    for item in args.trace_config:
+        mode, _, setting = item.rpartition(",")
+        if mode and mode != "triton":
+            raise ValueError(f"--trace-config {item}: only the 'triton' trace mode is supported")
+        key, sep, value = setting.partition("=")
+        if not sep:
+            raise ValueError(f"--trace-config {item}: expected KEY=VALUE")
+        if key == "file":
+            trace_file = value
+        elif key == "level":
+            levels.append(value.upper())
+        elif key == "mode":
+            if value != "triton":
+                raise ValueError(f"--trace-config {item}: only the 'triton' mode is supported")
+        elif key in keys:
+            settings[keys[key]] = value
+        else:
+            raise ValueError(f"--trace-config {item}: unknown trace setting '{key}'")
+    if levels:
+        settings["trace_level"] = levels
+    if settings:
+        try:  # the same checks as over the network, reported as a usage error
+            TraceSettings(trace_file).update(settings)
+        except ServerError as exc:
+            raise ValueError(f"--trace-config: {exc.message}") from None
+    return trace_file, settings
+
+
 def options_from_args(args: argparse.Namespace) -> tuple[ServerOptions, FrontendOptions]:
     """Turn parsed arguments into the options of :class:`MockServer`."""
     repos = [Path(r) for r in args.model_repository] or [BUNDLED_MODELS]
+    trace_file, trace_settings = _trace_config(args)
     core = ServerOptions(
         model_repository=repos,
         model_control_mode=ModelControlMode(args.model_control_mode),
@@ -135,7 +180,8 @@ def options_from_args(args: argparse.Namespace) -> tuple[ServerOptions, Frontend
         strict_readiness=args.strict_readiness,
         exit_timeout_secs=args.exit_timeout_secs,
         server_id=args.server_id,
-        trace_file=args.trace_file,
+        trace_file=trace_file,
+        trace_settings=trace_settings,
         log_file=args.log_file,
         strict_model_config=args.strict_model_config,
         allow_client_shm=args.allow_client_shm,

@@ -271,3 +271,45 @@ def test_shm_copy_inputs_option_reaches_the_registry() -> None:
         assert server.shm._copy_inputs is True
     finally:
         server.stop()
+
+
+def test_trace_config_writes_a_trace_file_at_shutdown(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.json"
+    with serve(
+        tmp_path,
+        "--trace-config",
+        f"triton,file={trace}",
+        "--trace-config",
+        "level=TIMESTAMPS",
+        "--trace-config",
+        "rate=1",
+    ) as info:
+        base = f"http://127.0.0.1:{info['http']}"
+        with urllib.request.urlopen(f"{base}/v2/trace/setting", timeout=10) as reply:
+            settings = json.loads(reply.read())
+        assert settings["trace_level"] == ["TIMESTAMPS"] and settings["trace_rate"] == "1"
+        assert settings["trace_file"] == str(trace)
+        body = json.dumps(
+            {
+                "inputs": [
+                    {"name": n, "shape": [1, 16], "datatype": "INT32", "data": list(range(16))}
+                    for n in ("INPUT0", "INPUT1")
+                ]
+            }
+        ).encode()
+        for _ in range(2):
+            request = urllib.request.Request(f"{base}/v2/models/simple/infer", data=body)
+            with urllib.request.urlopen(request, timeout=10) as reply:
+                assert reply.status == 200
+    entries = json.loads(trace.read_text())
+    assert [e["model_name"] for e in entries if "model_name" in e] == ["simple", "simple"]
+    assert len([e for e in entries if "timestamps" in e]) == 2
+
+
+def test_bad_trace_config_is_a_usage_error() -> None:
+    from mock_server.__main__ import build_parser, options_from_args
+
+    for bad in ("level=LOUD", "colour=red", "opentelemetry,url=x", "rate"):
+        args = build_parser().parse_args(["--trace-config", bad])
+        with pytest.raises(ValueError, match="trace"):
+            options_from_args(args)

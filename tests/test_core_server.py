@@ -405,3 +405,84 @@ def test_implicit_sequence_state_is_refused_clearly(tmp_path: Path) -> None:
         assert "implicit sequence state" in rows[0]["reason"]
     finally:
         core.stop()
+
+
+def _explicit_simple(tmp_path: Path, trace_file: Path) -> CoreServer:
+    core = CoreServer(
+        ServerOptions(
+            model_repository=[MODELS],
+            model_control_mode=ModelControlMode.EXPLICIT,
+            startup_models=["simple"],
+            trace_file=str(trace_file),
+        )
+    )
+    core.start()
+    return core
+
+
+def test_traces_are_written_as_triton_writes_them(tmp_path: Path) -> None:
+    import json
+
+    trace_file = tmp_path / "trace.json"
+    core = _explicit_simple(tmp_path, trace_file)
+    a = np.arange(16, dtype=np.int32).reshape(1, 16)
+    try:
+        one(core, simple_request(a, a))  # level OFF: not traced
+        core.update_trace_settings(
+            {"trace_level": ["TIMESTAMPS"], "trace_rate": "2", "trace_count": "3"}
+        )
+        for i in range(10):
+            one(core, simple_request(a, a, id=f"r{i}"))
+        assert core.trace_settings()["trace_count"] == "0"  # the remaining count
+        assert not trace_file.exists()  # log_frequency 0: written at shutdown
+    finally:
+        core.stop()
+    entries = json.loads(trace_file.read_text())
+    heads = [e for e in entries if "model_name" in e]
+    # Rate 2 traces requests 0, 2 and 4 of those sent once tracing was on; count 3 stops it.
+    assert [(h["id"], h["request_id"]) for h in heads] == [(1, "r0"), (2, "r2"), (3, "r4")]
+    assert all(h["model_name"] == "simple" and h["model_version"] == 1 for h in heads)
+    stamps = [e["timestamps"] for e in entries if "timestamps" in e]
+    assert len(stamps) == 3
+    for trace in stamps:
+        names = [t["name"] for t in trace]
+        assert names == [
+            "REQUEST_START",
+            "QUEUE_START",
+            "COMPUTE_START",
+            "COMPUTE_INPUT_END",
+            "COMPUTE_OUTPUT_START",
+            "COMPUTE_END",
+            "REQUEST_END",
+        ]
+        ns = [t["ns"] for t in trace]
+        assert ns == sorted(ns) and ns[-1] > ns[0]
+
+
+def test_trace_tensors_and_log_frequency(tmp_path: Path) -> None:
+    import json
+
+    trace_file = tmp_path / "t.json"
+    core = _explicit_simple(tmp_path, trace_file)
+    a = np.arange(16, dtype=np.int32).reshape(1, 16)
+    b = np.ones((1, 16), dtype=np.int32)
+    try:
+        core.update_trace_settings(
+            {"trace_level": ["TENSORS"], "trace_rate": "1", "log_frequency": "2"}, model="simple"
+        )
+        core.update_trace_settings({"log_frequency": "2"})
+        for _ in range(3):
+            one(core, simple_request(a, b))
+        first = json.loads((tmp_path / "t.json.0").read_text())  # written after two traces
+        assert len([e for e in first if "model_name" in e]) == 2
+    finally:
+        core.stop()
+    rest = json.loads((tmp_path / "t.json.1").read_text())  # the third, at shutdown
+    tensors = {e["tensor"]["name"]: (e["activity"], e["tensor"]) for e in rest if "tensor" in e}
+    assert tensors["INPUT0"][0] == "TENSOR_QUEUE_INPUT"
+    assert tensors["INPUT0"][1]["data"] == ",".join(str(v) for v in range(16))
+    assert tensors["INPUT0"][1]["shape"] == "1,16" and tensors["INPUT0"][1]["dtype"] == "INT32"
+    assert tensors["OUTPUT0"][0] == "TENSOR_BACKEND_OUTPUT"
+    assert tensors["OUTPUT0"][1]["data"] == ",".join(str(v + 1) for v in range(16))
+    assert not any("timestamps" in e for e in rest)  # TENSORS alone: no timestamps
+    assert not trace_file.exists()

@@ -26,6 +26,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from .errors import ErrorKind, ServerError
 from .scheduler import Pending, Scheduler, make_scheduler
+from .settings import TraceSettings
 from .types import InferRequest, InferResponse, RequestedOutput, ResponseCallback, Tensor
 from .validation import RequestChecks
 
@@ -170,6 +171,8 @@ class _Flight:
     exec_end_ns: int = 0
     responses: int = 0
     done: bool = False
+    trace_id: int = 0
+    trace_levels: tuple[str, ...] = ()
 
 
 class ModelVersion:
@@ -189,6 +192,8 @@ class ModelVersion:
         Where statistics are recorded.
     model_dir : pathlib.Path
         The model's folder (for output label files).
+    trace : TraceSettings or None
+        Where requests are sampled for tracing and their traces kept (None: no tracing).
     """
 
     def __init__(
@@ -199,6 +204,7 @@ class ModelVersion:
         instances: list[ModelInstance],
         stats: StatsSink,
         model_dir: Path,
+        trace: TraceSettings | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -209,6 +215,7 @@ class ModelVersion:
         self._instances = instances
         self._stats = stats
         self._model_dir = model_dir
+        self._trace = trace
         self._lock = threading.Condition()
         self._flights: dict[int, _Flight] = {}
         self._stopping = False
@@ -231,6 +238,8 @@ class ModelVersion:
         """Queue a validated request; its responses arrive through its callback."""
         pending = Pending(request=request, batch_size=batch_size)
         flight = _Flight(pending=pending, callback=request.response_callback)
+        if self._trace is not None:
+            flight.trace_id, flight.trace_levels = self._trace.start(self.name)
         with self._lock:
             if self._stopping:
                 raise ServerError.unavailable(
@@ -375,10 +384,37 @@ class ModelVersion:
             else:
                 self._stats.record_failure(now - flight.pending.enqueue_ns)
                 self.failures[_failure_reason(response.error, flight.dispatch_ns)] += 1
+            if flight.trace_id and self._trace is not None:
+                self._record_trace(flight, response, now)
         if flight.callback is not None:
             flight.callback(response)
 
     # -- shutdown -------------------------------------------------------------------------
+    def _record_trace(self, flight: _Flight, response: InferResponse, now: int) -> None:
+        assert self._trace is not None
+        request = flight.pending.request
+        start = flight.pending.enqueue_ns
+        dispatch = flight.dispatch_ns or now
+        exec_end = flight.exec_end_ns or now
+        self._trace.record(
+            flight.trace_id,
+            flight.trace_levels,
+            model=self.name,
+            version=self.version,
+            request_id=request.id,
+            timestamps=(
+                ("REQUEST_START", start),
+                ("QUEUE_START", start),
+                ("COMPUTE_START", dispatch),
+                ("COMPUTE_INPUT_END", dispatch),
+                ("COMPUTE_OUTPUT_START", exec_end),
+                ("COMPUTE_END", exec_end),
+                ("REQUEST_END", now),
+            ),
+            inputs=request.inputs,
+            outputs=response.outputs,
+        )
+
     def stop(self, timeout_s: float = 30.0) -> None:
         """Stop taking requests, let queued and running ones finish (up to ``timeout_s``),
         then finalize the instances."""

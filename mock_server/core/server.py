@@ -106,7 +106,11 @@ class ServerOptions:
     has_gpu : bool or None
         Whether KIND_GPU instances can be created; None detects a CUDA device.
     trace_file : str
-        Trace file reported by the trace settings (read-only over the network).
+        Where traces are written; reported by the trace settings (read-only over the
+        network).
+    trace_settings : dict
+        Initial global trace settings in their HTTP form (e.g. ``{"trace_level":
+        ["TIMESTAMPS"], "trace_rate": "1"}``), as ``--trace-config`` gives them.
     log_file : str
         Log file reported by the log settings ("" = console).
     strict_model_config : bool
@@ -128,6 +132,7 @@ class ServerOptions:
     server_id: str = "triton"
     has_gpu: bool | None = None
     trace_file: str = ""
+    trace_settings: dict[str, Any] = field(default_factory=dict)
     log_file: str = ""
     strict_model_config: bool = False
     allow_client_shm: bool = True
@@ -195,6 +200,8 @@ class CoreServer:
         #: Log settings (logging extension).
         self.log_settings = LogSettings(options.log_file)
         self._trace = TraceSettings(options.trace_file)
+        if options.trace_settings:
+            self._trace.update(options.trace_settings)
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -230,6 +237,7 @@ class CoreServer:
             self._unload(name)
         self.repository.cleanup()
         self.shm.close()
+        self._trace.flush()
         self._stopped = True
 
     def live(self) -> bool:
@@ -527,7 +535,7 @@ class CoreServer:
                 instance.finalize()
             raise ServerError.internal(f"failed to load model '{name}': {exc}") from exc
         stats = self.stats.get(name, version)
-        return ModelVersion(name, version, config, instances, stats, source.path)
+        return ModelVersion(name, version, config, instances, stats, source.path, self._trace)
 
     def _record_failure(
         self,

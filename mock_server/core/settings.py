@@ -3,13 +3,31 @@
 Values are kept in the HTTP form of the protocol: trace settings as strings (``trace_level`` a
 list of strings), log settings as bool/int/str.  Frontends convert to and from their wire
 types; errors are :class:`ServerError` with Triton's messages.
+
+Traces are written as Triton writes them in ``triton`` trace mode: a JSON array in
+``trace_file``, per traced request one object naming the model (``id``, ``model_name``,
+``model_version``, ``request_id``, ``parent_id``) and, with ``TIMESTAMPS``, one with its
+``timestamps`` (``REQUEST_START``, ``QUEUE_START``, ``COMPUTE_START``,
+``COMPUTE_INPUT_END``, ``COMPUTE_OUTPUT_START``, ``COMPUTE_END``, ``REQUEST_END``; steady
+clock nanoseconds); with ``TENSORS``, one object per input (``TENSOR_QUEUE_INPUT``) and output
+(``TENSOR_BACKEND_OUTPUT``) with its name, datatype, shape and values.  ``trace_rate`` N
+traces the first of every N requests, ``trace_count`` limits how many are traced (-1: no
+limit), ``log_frequency`` 0 writes everything to ``trace_file`` at shutdown and N writes
+every N traces to ``<trace_file>.<index>`` (the rest at shutdown).  The core has no separate
+input and output stages, so ``COMPUTE_INPUT_END`` equals ``COMPUTE_START`` and
+``COMPUTE_OUTPUT_START`` equals ``COMPUTE_END``.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import logging
 import threading
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from .errors import ServerError
 
@@ -46,6 +64,111 @@ class TraceSettings:
             "trace_mode": "triton",
         }
         self._models: dict[str, dict[str, Any]] = {}
+        self._enabled = False  # some scope has a level other than OFF (checked lock-free)
+        self._seen: dict[str, int] = {}  # requests seen per scope, for trace_rate
+        self._ids = itertools.count(1)
+        self._pending: list[dict[str, Any]] = []
+        self._written = 0  # traces kept since the last write (log_frequency)
+        self._file_index = 0
+
+    # -- tracing ---------------------------------------------------------------------------
+    def start(self, model: str) -> tuple[int, tuple[str, ...]]:
+        """Decide whether to trace a request to ``model``.
+
+        Returns
+        -------
+        tuple of (int, tuple of str)
+            The trace id (0: not traced) and the trace levels in effect.
+        """
+        if not self._enabled:
+            return 0, ()
+        with self._lock:
+            scope = model if model in self._models else ""
+            merged = {**self._global, **self._models.get(model, {})}
+            levels = tuple(merged["trace_level"])
+            if levels == ("OFF",) or not merged["trace_file"]:
+                return 0, ()
+            seen = self._seen.get(scope, 0)
+            self._seen[scope] = seen + 1
+            if seen % max(int(merged["trace_rate"]), 1):
+                return 0, ()
+            count = int(merged["trace_count"])
+            if count == 0:
+                return 0, ()
+            if count > 0:  # the remaining count goes down where it was set
+                target = (
+                    self._models[model]
+                    if "trace_count" in self._models.get(model, {})
+                    else self._global
+                )
+                target["trace_count"] = str(count - 1)
+            return next(self._ids), levels
+
+    def record(
+        self,
+        trace_id: int,
+        levels: Sequence[str],
+        *,
+        model: str,
+        version: int,
+        request_id: str,
+        timestamps: Sequence[tuple[str, int]],
+        inputs: Sequence[Any] = (),
+        outputs: Sequence[Any] = (),
+    ) -> None:
+        """Keep the trace of a finished request (see the module docstring for the format).
+
+        ``inputs`` and ``outputs`` are core tensors (``name``, ``datatype``, ``shape``,
+        ``data``); they are written only at the ``TENSORS`` level.
+        """
+        entries: list[dict[str, Any]] = [
+            {
+                "id": trace_id,
+                "model_name": model,
+                "model_version": version,
+                "request_id": request_id,
+                "parent_id": 0,
+            }
+        ]
+        if "TIMESTAMPS" in levels:
+            entries.append(
+                {"id": trace_id, "timestamps": [{"name": n, "ns": ns} for n, ns in timestamps]}
+            )
+        if "TENSORS" in levels:
+            for activity, tensors in (
+                ("TENSOR_QUEUE_INPUT", inputs),
+                ("TENSOR_BACKEND_OUTPUT", outputs),
+            ):
+                entries.extend(
+                    {"id": trace_id, "activity": activity, "tensor": _tensor_json(t)}
+                    for t in tensors
+                )
+        with self._lock:
+            self._pending.extend(entries)
+            self._written += 1
+            frequency = int(self._global["log_frequency"])
+            if frequency > 0 and self._written >= frequency:
+                self._write_locked(f"{self._global['trace_file']}.{self._file_index}")
+                self._file_index += 1
+
+    def flush(self) -> None:
+        """Write the traces not written yet (server shutdown)."""
+        with self._lock:
+            if not self._pending or not self._global["trace_file"]:
+                return
+            path = self._global["trace_file"]
+            if int(self._global["log_frequency"]) > 0:
+                path = f"{path}.{self._file_index}"
+                self._file_index += 1
+            self._write_locked(path)
+
+    def _write_locked(self, path: str) -> None:
+        entries, self._pending, self._written = self._pending, [], 0
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(entries, f)
+        except OSError as exc:
+            logging.getLogger("mock_server").error("cannot write trace file '%s': %s", path, exc)
 
     def get(self, model: str | None = None) -> dict[str, Any]:
         """The effective settings, globally or for ``model``."""
@@ -111,7 +234,28 @@ class TraceSettings:
             self._global = new_global
             if model:
                 self._models[model] = new_model
+            self._enabled = any(
+                scope.get("trace_level", ["OFF"]) != ["OFF"]
+                for scope in (self._global, *self._models.values())
+            )
         return self.get(model)
+
+
+def _tensor_json(tensor: Any) -> dict[str, str]:
+    data = np.asarray(tensor.data).reshape(-1)
+    if data.dtype == np.object_:
+        values = ",".join(
+            v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else str(v)
+            for v in data.tolist()
+        )
+    else:
+        values = ",".join(str(v) for v in data.tolist())
+    return {
+        "name": tensor.name,
+        "data": values,
+        "shape": ",".join(str(d) for d in tensor.shape),
+        "dtype": tensor.datatype,
+    }
 
 
 class LogSettings:
