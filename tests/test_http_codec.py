@@ -859,3 +859,152 @@ def test_codec_error_pickles() -> None:
     error = codec.HttpCodecError("bad", 501)
     again = pickle.loads(pickle.dumps(error))
     assert again.http_status == 501 and again.message() == "bad" and again.status() == "501"
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON data written as number text
+# ---------------------------------------------------------------------------------------------
+
+NUMBER_TYPES = [name for name in FIXED if name not in ("BF16",)]
+
+
+def edge_values(datatype: str) -> np.ndarray:
+    dtype = np_dtype(datatype)
+    if dtype.kind == "b":
+        return np.array([True, False, True])
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return np.array([info.min, info.max, 0, 1, info.max // 3], dtype=dtype)
+    finfo = np.finfo(dtype)
+    values = [0.0, -0.0, 0.1, -1.5, float(finfo.max), -float(finfo.max), float(finfo.tiny)]
+    values += [float(finfo.smallest_subnormal), math.nan, math.inf, -math.inf]
+    return np.array(values, dtype=dtype)
+
+
+@pytest.mark.parametrize("datatype", NUMBER_TYPES)
+def test_json_input_numbers_are_exact_and_list_is_lazy(datatype: str) -> None:
+    array = edge_values(datatype).reshape(1, -1)
+    encoded = codec.encode_input("X", datatype, list(array.shape), array, binary_data=False)
+    assert encoded.text is not None and encoded.raw is None
+    body = codec.encode_infer_request([encoded], [codec.encode_output("Y")], request_id="r")
+    assert body.json_size is None
+    doc = json.loads(body.tobytes())
+    assert list(doc) == ["id", "inputs", "outputs"]
+    entry = doc["inputs"][0]
+    assert list(entry) == ["name", "shape", "datatype", "data"]
+    wide = np.float64 if array.dtype.kind == "f" else array.dtype
+    back = np.array(entry["data"], dtype=wide).astype(array.dtype)
+    assert same(back, array.reshape(-1), bits=False)
+    # The list (tritonclient keeps one) is made on demand, as before: widened values.
+    expected = array.reshape(-1).astype(np.float64 if datatype == "FP16" else array.dtype)
+    assert encoded.data is not None
+    assert json.dumps(encoded.data) == json.dumps(tensor_list(datatype, expected))
+    assert encoded.to_json()["data"] == encoded.data
+
+
+def tensor_list(datatype: str, flat: np.ndarray) -> list[Any]:
+    if datatype in ("FP16", "FP32"):
+        return flat.astype(np.float64).tolist()  # type: ignore[no-any-return]
+    return codec.tensor_to_json(datatype, flat)
+
+
+def test_json_input_body_matches_plain_json_dumps() -> None:
+    rng = np.random.default_rng(2)
+    ints = rng.integers(-50, 50, (2, 3)).astype(np.int32)
+    floats = rng.standard_normal(7).astype(np.float64)
+    inputs = [
+        codec.encode_input("I", "INT32", [2, 3], ints, binary_data=False),
+        codec.encode_input("B", "BOOL", [2], np.array([True, False]), binary_data=False),
+        codec.encode_input("F", "FP64", [7], floats, binary_data=False),
+        codec.encode_input("S", "BYTES", [1], np.array([b"x"], np.object_), binary_data=False),
+        codec.encode_input("R", "INT8", [2], np.array([1, 2], np.int8)),
+    ]
+    body = codec.encode_infer_request(inputs, sequence_id=3, parameters={"p": "v"})
+    expected = {
+        "inputs": [each.to_json() for each in inputs],
+        "parameters": {"sequence_id": 3, "sequence_start": False, "sequence_end": False},
+    }
+    expected["parameters"].update({"binary_data_output": True, "p": "v"})
+    header = codec.dumps(expected)
+    assert body.tobytes()[: body.json_size] == header and body.json_size == len(header)
+
+
+def test_json_input_is_a_snapshot() -> None:
+    array = np.arange(4, dtype=np.float32)
+    encoded = codec.encode_input("X", "FP32", [4], array, binary_data=False)
+    array[:] = 9
+    assert json.loads(codec.encode_infer_request([encoded]).tobytes())["inputs"][0]["data"] == [
+        0.0,
+        1.0,
+        2.0,
+        3.0,
+    ]
+
+
+def test_json_input_float32_text_is_short() -> None:
+    array = np.array([0.1, 2.5, -3e-7], np.float32)
+    encoded = codec.encode_input("X", "FP32", [3], array, binary_data=False)
+    assert b'"data":[0.1,2.5,-3e-07]' in codec.encode_infer_request([encoded]).tobytes()
+    assert encoded.data == array.astype(np.float64).tolist()
+
+
+def test_json_input_non_contiguous_and_empty() -> None:
+    base = np.arange(24, dtype=np.int64).reshape(4, 6)
+    view = base[::2, ::-3]
+    encoded = codec.encode_input("X", "INT64", [2, 2], view, binary_data=False)
+    doc = json.loads(codec.encode_infer_request([encoded]).tobytes())
+    assert doc["inputs"][0]["data"] == view.reshape(-1).tolist()
+    empty = codec.encode_input("E", "FP32", [0, 3], np.zeros((0, 3), np.float32), binary_data=False)
+    doc = json.loads(codec.encode_infer_request([empty]).tobytes())
+    assert doc["inputs"][0]["data"] == [] and doc["inputs"][0]["shape"] == [0, 3]
+
+
+def test_infer_input_keeps_its_json_data() -> None:
+    import tritonclient.http as httpclient
+
+    array = np.array([[1.25, -0.0, 3.0]], np.float32)
+    inp = httpclient.InferInput("X", [1, 3], "FP32").set_data_from_numpy(array, binary_data=False)
+    assert inp._get_tensor()["data"] == [1.25, -0.0, 3.0]
+    inp.set_shape([3])
+    body, size = httpclient.InferenceServerClient.generate_request_body([inp])
+    assert size is None
+    entry = json.loads(body)["inputs"][0]
+    assert entry["shape"] == [3] and entry["data"] == [1.25, -0.0, 3.0]
+    assert math.copysign(1, entry["data"][1]) == -1
+
+
+@pytest.mark.parametrize("datatype", [name for name in NUMBER_TYPES if name != "FP16"])
+def test_json_output_text_is_unchanged(datatype: str) -> None:
+    array = edge_values(datatype)
+    outputs = [
+        codec.ResponseOutput("A", datatype, [array.size], array),
+        codec.ResponseOutput("B", "BYTES", [1], np.array([b"\xffz"], np.object_)),
+        codec.ResponseOutput("C", datatype, [array.size], array, True),
+        codec.ResponseOutput("D", datatype, [array.size], array[::-1]),
+    ]
+    body = codec.encode_infer_response("m", "1", outputs, request_id="q", parameters={"k": 1})
+    entries = []
+    for each in outputs:
+        entry: dict[str, Any] = {"name": each.name, "datatype": datatype, "shape": [array.size]}
+        if each.binary:
+            entry["parameters"] = {"binary_data_size": array.nbytes}
+        else:
+            entry["data"] = codec.tensor_to_json(
+                each.datatype, each.data, bytes_as="surrogateescape"
+            )  # type: ignore[arg-type]
+        entry["datatype"] = each.datatype
+        entries.append(entry)
+    entries[1]["shape"] = [1]
+    expected = codec.dumps(
+        {
+            "id": "q",
+            "model_name": "m",
+            "model_version": "1",
+            "parameters": {"k": 1},
+            "outputs": entries,
+        },
+        raw_strings=True,
+    )
+    assert body.tobytes()[: body.json_size] == expected
+    decoded = codec.decode_infer_response(body.tobytes(), str(body.json_size))
+    assert same(decoded.as_numpy("A"), array, bits=False)  # type: ignore[arg-type]

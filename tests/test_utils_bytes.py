@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import struct
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -15,10 +17,12 @@ from hypothesis.extra import numpy as hnp
 from tritonclient.utils import (
     HAVE_SPEEDUPS,
     InferenceServerException,
+    _codec,
     deserialize_bytes_tensor,
     serialize_byte_tensor,
     serialized_byte_size,
 )
+from tritonclient.utils._codec import json_number_text
 
 pytestmark = pytest.mark.usefixtures("codec_impl")
 
@@ -241,3 +245,211 @@ def test_property_arbitrary_buffers_decode_or_raise_cleanly(buffer: bytes) -> No
     else:
         # Whatever decodes must re-encode to exactly the same bytes.
         assert oracle(decoded) == buffer
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON number text (json_number_text): C accelerator and numpy fallback
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def number_impl(codec_impl: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Route json_number_text through the implementation codec_impl selected."""
+    if codec_impl == "c":
+        monkeypatch.setattr(_codec, "_format_json_numbers", _codec._speedups.format_json_numbers)
+    else:
+        monkeypatch.setattr(_codec, "_format_json_numbers", _codec._py_format_json_numbers)
+    return codec_impl
+
+
+def float_edges(dtype: Any) -> np.ndarray:
+    info = np.finfo(dtype)
+    tiny_sub = np.array(1, dtype=np.uint32 if info.bits == 32 else np.uint64)
+    values = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.1,
+        1 / 3,
+        info.max,
+        -info.max,
+        info.tiny,  # smallest normal
+        info.tiny * (1 - info.eps),  # largest subnormal
+        info.eps,
+        1e-5,
+        1e-4,
+        1e15,
+        1e16,
+        123456789,
+        2.0**24 + 2,
+        np.nan,
+        np.inf,
+        -np.inf,
+    ]
+    wide = np.array(values, dtype=np.float64)
+    out = wide[~(np.abs(wide) > float(info.max)) | np.isinf(wide)].astype(dtype)
+    smallest = tiny_sub.view(dtype) if info.bits in (32, 64) else np.array(info.smallest_subnormal)
+    return np.concatenate([out, np.array([smallest, -smallest], dtype=dtype)])
+
+
+def parse_text(text: bytes) -> list[Any]:
+    parsed: list[Any] = json.loads(b"[" + text + b"]")
+    return parsed
+
+
+def same_floats(a: np.ndarray, b: np.ndarray) -> bool:
+    """Bit-identical, except that any NaN equals any NaN."""
+    nan = np.isnan(a)
+    return bool(np.array_equal(nan, np.isnan(b)) and a[~nan].tobytes() == b[~nan].tobytes())
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("as_double", [False, True])
+def test_json_floats_round_trip_exactly(number_impl: str, dtype: Any, as_double: bool) -> None:
+    arr = float_edges(dtype)
+    if dtype == np.float64 and not as_double:
+        arr = np.concatenate(
+            [arr, np.array([5e-324, 2.2250738585072014e-308, 1.7976931348623157e308])]
+        )
+    text = json_number_text(arr, float32_as_double=as_double)
+    values = parse_text(text)
+    # Through a double (Python, Triton's RapidJSON) and straight from the text.
+    assert same_floats(np.array(values, dtype=np.float64).astype(dtype), arr)
+    assert same_floats(np.array(text.decode().split(","), dtype=dtype), arr)
+    assert text.count(b"NaN") == 1 and b",Infinity," in text and b",-Infinity" in text
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_json_floats_widened_to_double_match_json_dumps(number_impl: str, dtype: Any) -> None:
+    arr = float_edges(dtype)
+    expected = json.dumps(arr.astype(np.float64).tolist(), separators=(",", ":"))[1:-1]
+    assert json_number_text(arr, float32_as_double=True) == expected.encode()
+
+
+def test_json_float64_matches_json_dumps(number_impl: str) -> None:
+    arr = np.concatenate([float_edges(np.float64), np.random.default_rng(3).standard_normal(500)])
+    expected = json.dumps(arr.tolist(), separators=(",", ":"))[1:-1]
+    assert json_number_text(arr) == expected.encode()
+    assert json_number_text(arr, float32_as_double=True) == expected.encode()
+
+
+def test_json_float32_short_text(number_impl: str) -> None:
+    arr = np.array(
+        [0.1, 1.5, -2.0, 3.14, 1e-45, 3.4028235e38, 1e-5, 1e16, 1e15, 100.0, 0.0001, 2.5e-7],
+        dtype=np.float32,
+    )
+    assert json_number_text(arr) == (
+        b"0.1,1.5,-2.0,3.14,1e-45,3.4028235e+38,1e-05,1e+16,1000000000000000.0,100.0,0.0001,2.5e-07"
+    )
+    assert json_number_text(np.array([0.0, -0.0, np.nan, -np.inf], np.float32)) == (
+        b"0.0,-0.0,NaN,-Infinity"
+    )
+
+
+def test_json_float32_random_bit_patterns(number_impl: str) -> None:
+    bits = np.random.default_rng(11).integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32)
+    arr = bits.view(np.float32)
+    text = json_number_text(arr)
+    tokens = text.split(b",")
+    assert len(tokens) == arr.size
+    assert same_floats(np.array(parse_text(text), dtype=np.float64).astype(np.float32), arr)
+    # At most 9 significant digits; more than numpy's shortest only where that lies exactly
+    # on the rounding boundary (a tie, which the text avoids on purpose).
+    finite = np.flatnonzero(np.isfinite(arr) & (arr != 0))[:1500]
+    for i in finite.tolist():
+        mantissa = tokens[i].lstrip(b"-").split(b"e")[0].replace(b".", b"")
+        ours = len(mantissa.strip(b"0"))
+        shortest = np.format_float_scientific(arr[i], unique=True)
+        digits = len(shortest.lstrip("-").split("e")[0].replace(".", "").rstrip("0"))
+        assert ours <= 9, tokens[i]
+        if ours > digits:
+            value = Fraction(float(arr[i]))
+            target = Fraction(shortest)
+            toward = np.inf if target > value else -np.inf
+            half_gap = abs(Fraction(float(np.nextafter(arr[i], np.float32(toward)))) - value) / 2
+            assert abs(target - value) == half_gap, (tokens[i], shortest)
+
+
+@pytest.mark.skipif(not HAVE_SPEEDUPS, reason="the C accelerator is not built")
+@pytest.mark.parametrize("kind", ["f", "d"])
+def test_json_c_and_fallback_give_identical_text(kind: str) -> None:
+    rng = np.random.default_rng(5)
+    arr = np.concatenate(
+        [
+            float_edges(np.float32),
+            rng.integers(0, 2**32, 50000, dtype=np.uint64).astype(np.uint32).view(np.float32),
+            rng.standard_normal(5000).astype(np.float32),
+            (rng.integers(-1000, 1000, 2000) / 8).astype(np.float32),
+        ]
+    )
+    fast = _codec._speedups.format_json_numbers(arr, kind)
+    assert fast == _codec._py_format_json_numbers(arr, kind)
+    wide = np.concatenate([float_edges(np.float64), rng.standard_normal(2000) * 1e300])
+    assert _codec._speedups.format_json_numbers(wide, "d") == _codec._py_format_json_numbers(
+        wide, "d"
+    )
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.bool_],
+)
+def test_json_integers_and_bools_are_exact(number_impl: str, dtype: Any) -> None:
+    if dtype == np.bool_:
+        arr = np.array([True, False, False, True])
+    else:
+        info = np.iinfo(dtype)
+        arr = np.array([info.min, info.max, 0, 1, info.max // 3, info.min // 7], dtype=dtype)
+    text = json_number_text(arr)
+    assert text == json.dumps(arr.tolist(), separators=(",", ":"))[1:-1].encode()
+    assert np.array_equal(np.array(parse_text(text), dtype=dtype), arr)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16, np.uint64, np.bool_])
+def test_json_layouts_and_shapes(number_impl: str, dtype: Any) -> None:
+    base = (np.arange(24).reshape(2, 3, 4) * 1.25 - 7).astype(dtype)
+    expected = json_number_text(base.reshape(-1).copy())
+    assert expected.count(b",") == 23
+    assert json_number_text(base) == expected
+    assert json_number_text(np.asfortranarray(base)) == expected
+    assert (
+        json_number_text(base.astype(base.dtype.newbyteorder(">" if np.little_endian else "<")))
+        == expected
+    )
+    strided = base[:, ::2, ::-1]
+    assert json_number_text(strided) == json_number_text(strided.copy())
+    assert json_number_text(base[..., :0]) == b""
+    assert json_number_text(np.array(base.reshape(-1)[5])) == json_number_text(
+        base.reshape(-1)[5:6]
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.object_, np.complex64, np.dtype("U3"), "bfloat16"])
+def test_json_other_dtypes_are_refused(number_impl: str, dtype: Any) -> None:
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        dtype = ml_dtypes.bfloat16
+    with pytest.raises(TypeError, match="cannot write"):
+        json_number_text(np.zeros(2, dtype=dtype))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    arr=hnp.arrays(
+        dtype=st.sampled_from([np.float16, np.float32, np.float64]),
+        shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5),
+    )
+)
+def test_property_json_floats_round_trip(arr: np.ndarray) -> None:
+    text = json_number_text(arr)
+    flat = arr.reshape(-1)
+    back = np.array(parse_text(text), dtype=np.float64).astype(arr.dtype)
+    assert same_floats(back, flat)
+    if HAVE_SPEEDUPS:
+        kind = "d" if arr.dtype == np.float64 else "f"
+        flat32 = flat.astype(np.float64 if kind == "d" else np.float32)
+        assert _codec._speedups.format_json_numbers(flat32, kind) == (
+            _codec._py_format_json_numbers(flat32, kind)
+        )

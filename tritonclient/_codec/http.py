@@ -60,6 +60,7 @@ from tritonclient.utils import (
     serialize_bf16_tensor,
     serialize_byte_tensor,
 )
+from tritonclient.utils._codec import json_number_text
 from tritonclient.utils._dtypes import DATATYPES
 
 __all__ = [
@@ -845,39 +846,149 @@ class SharedMemoryRef:
         return out
 
 
-@dataclass
+# Datatypes whose JSON ``data`` is written as number text straight from the array.
+_NUMBER_TYPES = frozenset(
+    {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64"}
+    | {"FP16", "FP32", "FP64"}
+)
+
+
+def _number_text_list(datatype: str, text: bytes) -> list[Any]:
+    """The JSON ``data`` list that :func:`json_number_text` text stands for: Python ints,
+    bools, or floats (FP16/FP32 values widened to double, as ``ndarray.tolist`` gives)."""
+    values: list[Any] = json.loads(b"[" + text + b"]")
+    if datatype in ("FP16", "FP32"):
+        # The text parses back to the exact float32 (FP16 values are exact in float32).
+        return np.array(values, dtype=np.float32).astype(np.float64).tolist()  # type: ignore[no-any-return]
+    return values
+
+
+def _with_data_text(member: bytes, text: bytes) -> bytes:
+    """Append ``"data":[text]`` to the JSON object ``member`` (which has other members)."""
+    return b"".join((member[:-1], b',"data":[', text, b"]}"))
+
+
 class RequestInput:
     """One input of a request being built (client side).
 
-    Attributes
+    Parameters
     ----------
     name, datatype : str
         Input name and protocol datatype.
     shape : list of int
         The shape.
-    parameters : dict
+    parameters : dict, optional
         Tensor parameters (``binary_data_size``, shared-memory placement).
-    data : list or None
+    data : list, optional
         JSON ``data`` (flat), when sent as JSON.
-    raw : bytes-like or None
+    raw : bytes-like, optional
         The binary chunk, when sent with the binary tensor extension.
+    text : bytes, optional
+        JSON ``data`` of a numeric tensor as pre-formatted number text (the inside of the
+        array, see :func:`tritonclient.utils._codec.json_number_text`); the body is built
+        from it and :attr:`data` is derived from it only when asked for.
+
+    Attributes
+    ----------
+    name, datatype, shape, parameters, raw
+        As given.
     """
 
-    name: str
-    datatype: str
-    shape: list[int]
-    parameters: dict[str, Any] = field(default_factory=dict)
-    data: list[Any] | None = None
-    raw: Buffer | None = None
+    __slots__ = ("_data", "_text", "datatype", "name", "parameters", "raw", "shape")
+
+    def __init__(
+        self,
+        name: str,
+        datatype: str,
+        shape: list[int],
+        parameters: dict[str, Any] | None = None,
+        data: list[Any] | None = None,
+        raw: Buffer | None = None,
+        *,
+        text: bytes | None = None,
+    ) -> None:
+        self.name = name
+        self.datatype = datatype
+        self.shape = shape
+        self.parameters: dict[str, Any] = {} if parameters is None else parameters
+        self.raw = raw
+        self._data = data
+        self._text = None if data is not None else text
+
+    @property
+    def data(self) -> list[Any] | None:
+        """JSON ``data`` (flat) when sent as JSON, else None (made from the number text on
+        first use)."""
+        if self._data is None and self._text is not None:
+            self._data = _number_text_list(self.datatype, self._text)
+        return self._data
+
+    @data.setter
+    def data(self, value: list[Any] | None) -> None:
+        self._data = value
+        self._text = None
+
+    @property
+    def text(self) -> bytes | None:
+        """JSON ``data`` as pre-formatted number text, or None."""
+        return self._text
+
+    def replace(self, name: str, datatype: str, shape: list[int]) -> RequestInput:
+        """A copy with another name, datatype and shape (same data, parameters copied).
+
+        Parameters
+        ----------
+        name, datatype : str
+            The new name and datatype.
+        shape : list of int
+            The new shape.
+
+        Returns
+        -------
+        RequestInput
+        """
+        return RequestInput(
+            name, datatype, shape, dict(self.parameters), self._data, self.raw, text=self._text
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The ``$request_input`` object."""
         out: dict[str, Any] = {"name": self.name, "shape": self.shape, "datatype": self.datatype}
         if self.parameters:
             out["parameters"] = self.parameters
-        if self.data is not None:
-            out["data"] = self.data
+        data = self.data
+        if data is not None:
+            out["data"] = data
         return out
+
+    def to_json_bytes(self) -> bytes:
+        """The ``$request_input`` object as JSON text (number text spliced in as is)."""
+        if self._text is None:
+            return dumps(self.to_json())
+        out: dict[str, Any] = {"name": self.name, "shape": self.shape, "datatype": self.datatype}
+        if self.parameters:
+            out["parameters"] = self.parameters
+        return _with_data_text(dumps(out), self._text)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RequestInput):
+            return NotImplemented
+        header = (self.name, self.datatype, self.shape, self.parameters, self.raw)
+        if header != (other.name, other.datatype, other.shape, other.parameters, other.raw):
+            return False
+        if self._text is not None and other._text is not None:
+            return self._text == other._text
+        return self.data == other.data
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        data = repr(self._data) if self._text is None else f"<{len(self._text)} bytes of text>"
+        return (
+            f"RequestInput(name={self.name!r}, datatype={self.datatype!r}, "
+            f"shape={self.shape!r}, parameters={self.parameters!r}, data={data}, "
+            f"raw={self.raw!r})"
+        )
 
 
 def _check_input_array(datatype: str, shape: Sequence[int], array: Any) -> npt.NDArray[Any]:
@@ -935,12 +1046,13 @@ def encode_input(
             raise_error(
                 "BF16 inputs must be sent as binary data over HTTP. Please set binary_data=True"
             )
-        if datatype == "FP16":
-            # JSON has no FP16; send the numbers and let the server answer (Triton: 400).
-            data = array.astype(np.float64).reshape(-1).tolist()
-        else:
-            data = tensor_to_json(datatype, array)
-        return RequestInput(name, datatype, shape_list, {}, data, None)
+        if datatype in _NUMBER_TYPES:
+            # FP16 included: JSON has no FP16; send the numbers and let the server answer
+            # (Triton: 400).  The text is made now, so later changes to the array do not
+            # show, as with tritonclient's list.
+            text = json_number_text(array)
+            return RequestInput(name, datatype, shape_list, {}, None, None, text=text)
+        return RequestInput(name, datatype, shape_list, {}, tensor_to_json(datatype, array))
     raw = tensor_to_buffer(datatype, array)
     return RequestInput(
         name, datatype, shape_list, {"binary_data_size": memoryview(raw).nbytes}, None, raw
@@ -1107,22 +1219,30 @@ def encode_infer_request(
         For a reserved custom parameter name.
     """
     inputs = list(inputs)
-    request: dict[str, Any] = {}
+    # The JSON is assembled from pieces so that number text is spliced in without being
+    # parsed; the members are those (and in the order) json.dumps of the request would give.
+    parts: list[bytes] = [b"{"]
     if request_id != "":
-        request["id"] = request_id
+        parts += [b'"id":', dumps(request_id), b","]
     params = _request_parameters_json(
         sequence_id, sequence_start, sequence_end, priority, timeout, None
     )
-    request["inputs"] = [i.to_json() for i in inputs]
+    parts.append(b'"inputs":[')
+    for index, each in enumerate(inputs):
+        if index:
+            parts.append(b",")
+        parts.append(each.to_json_bytes())
+    parts.append(b"]")
     output_list = list(outputs or [])
     if output_list:
-        request["outputs"] = [o.to_json() for o in output_list]
+        parts += [b',"outputs":', dumps([o.to_json() for o in output_list])]
     else:
         params["binary_data_output"] = True
     params.update(_request_parameters_json(0, False, False, 0, None, parameters))
     if params:
-        request["parameters"] = params
-    header = dumps(request)
+        parts += [b',"parameters":', dumps(params)]
+    parts.append(b"}")
+    header = b"".join(parts)
     chunks: list[Buffer] = [header]
     binary = False
     for each in inputs:
@@ -1822,7 +1942,7 @@ def encode_infer_response(
     response["model_version"] = model_version
     if parameters:
         response["parameters"] = dict(parameters)
-    entries: list[dict[str, Any]] = []
+    entries: list[bytes] = []
     chunks: list[Buffer] = []
     binary = False
     for output in outputs:
@@ -1840,6 +1960,10 @@ def encode_infer_response(
                 if size:
                     chunks.append(raw)
             else:
+                text = _response_number_text(output.datatype, output.data)
+                if text is not None:
+                    entries.append(_with_data_text(dumps(entry, raw_strings=True), text))
+                    continue
                 try:
                     entry["data"] = tensor_to_json(
                         output.datatype, output.data, bytes_as="surrogateescape"
@@ -1848,10 +1972,25 @@ def encode_infer_response(
                     raise
                 except InferenceServerException as exc:
                     raise _internal(str(exc.message())) from None
-        entries.append(entry)
-    response["outputs"] = entries
-    header = dumps(response, raw_strings=True)
+        entries.append(dumps(entry, raw_strings=True))
+    # "outputs" is the last member: splice the entries (already JSON) into its place.
+    response["outputs"] = []
+    head = dumps(response, raw_strings=True)
+    header = b"".join((head[:-3], b"[", b",".join(entries), b"]}"))
     return EncodedBody([header, *chunks], len(header) if binary else None)
+
+
+def _response_number_text(datatype: str, data: Any) -> bytes | None:
+    """JSON number text of an output sent as JSON, or None where :func:`tensor_to_json`
+    must make the list (BYTES, FP16/BF16 errors, values not in the datatype's dtype).
+
+    The text equals ``json.dumps`` of :func:`tensor_to_json`'s list: FP32 values are
+    widened to double, as Triton writes them."""
+    if datatype not in _NUMBER_TYPES or datatype == "FP16" or not isinstance(data, np.ndarray):
+        return None
+    if data.dtype != DATATYPES[datatype].numpy_type:
+        return None
+    return json_number_text(data, float32_as_double=True)
 
 
 def encode_error(message: str) -> bytes:

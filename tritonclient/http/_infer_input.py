@@ -138,15 +138,7 @@ class InferInput:
         """The codec's description of this input, with the current name/shape/datatype."""
         if self._input is None:
             return RequestInput(self._name, self._datatype, list(self._shape))
-        current = self._input
-        return RequestInput(
-            self._name,
-            self._datatype,
-            list(self._shape),
-            dict(current.parameters),
-            current.data,
-            current.raw,
-        )
+        return self._input.replace(self._name, self._datatype, list(self._shape))
 
     def _get_binary_data(self) -> Buffer | None:
         """The binary data of this input, or None (NVIDIA's private helper)."""

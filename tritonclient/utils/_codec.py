@@ -7,10 +7,15 @@ using numpy and C-level builtins is used instead.
 
 BF16 wire form: 2 bytes little-endian per element, the upper half of the IEEE-754 binary32
 encoding.
+
+JSON number text (:func:`json_number_text`): the elements of a numeric tensor written as
+the inside of a JSON array, for the HTTP protocol's explicit ``data``; also in the C
+accelerator, with a numpy fallback that gives the same text.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 from collections.abc import Callable, Sequence
@@ -26,6 +31,7 @@ __all__ = [
     "HAVE_SPEEDUPS",
     "deserialize_bf16_tensor",
     "deserialize_bytes_tensor",
+    "json_number_text",
     "serialize_bf16_tensor",
     "serialize_byte_tensor",
     "serialized_byte_size",
@@ -97,8 +103,116 @@ def _py_unpack_bytes(buffer: Any) -> list[bytes]:
     return out
 
 
+# Exact doubles 1e0 .. 1e22 (the same table as in _speedups.c).
+_POW10 = np.array([10.0**i for i in range(23)], dtype=np.float64)
+
+
+def _scale_pow10(values: npt.NDArray[np.float64], power: npt.NDArray[np.int64]) -> Any:
+    """``values * 10**power`` by the same chain of correctly rounded steps as the C code."""
+    v = values.copy()
+    up = power >= 0
+    left = np.where(up, power, -power)
+    while True:
+        big = left > 22
+        if not big.any():
+            break
+        v[big & up] *= 1e22
+        v[big & ~up] /= 1e22
+        left[big] -= 22
+    factor = _POW10[left]
+    return np.where(up, v * factor, v / factor)
+
+
+def _float32_decimals(values: npt.NDArray[np.float32]) -> tuple[Any, Any]:
+    """Digits and decimal exponents of non-zero finite float32 values (C: put_float32).
+
+    Returns ``(digits, exp10)``: int64 arrays, ``|value| == digits * 10**exp10`` for the
+    shortest decimal of at most 9 significant digits that lies inside the value's float32
+    rounding interval by a safety margin; ``digits`` has no trailing zeros.
+    """
+    bits = values.view(np.uint32).astype(np.int64)
+    biased = (bits >> 23) & 0xFF
+    mantissa = bits & 0x7FFFFF
+    a = np.abs(values.astype(np.float64))
+    subnormal = biased == 0
+    # floor(log2(a)): a subnormal is mantissa * 2**-149 and frexp gives its bit length.
+    e2 = np.where(subnormal, np.frexp(mantissa.astype(np.float64))[1] - 150, biased - 127)
+    half_gap = np.where(
+        subnormal,
+        -150,
+        np.where((mantissa == 0) & (biased > 1), e2 - 25, e2 - 24),
+    )
+    h = np.ldexp(1.0, half_gap)
+    p = 8 - ((e2 * 78913) >> 18)
+    y = _scale_pow10(a, p)
+    s = np.rint(y)
+    over = s >= 1e9
+    if over.any():
+        p = np.where(over, p - 1, p)
+        y = np.where(over, _scale_pow10(a, p), y)
+        s = np.rint(y)
+    limit = _scale_pow10(h, p) * 0.9990234375
+    best = s
+    drop = np.zeros(len(values), dtype=np.int64)
+    active = np.ones(len(values), dtype=bool)
+    for j in range(1, 9):
+        c = np.rint(y / _POW10[j])
+        active &= np.abs(c * _POW10[j] - y) < limit
+        if not active.any():
+            break
+        best = np.where(active, c, best)
+        drop[active] = j
+    digits = best.astype(np.int64)
+    exp10 = drop - p
+    while True:
+        zeros = digits % 10 == 0
+        if not zeros.any():
+            break
+        digits = np.where(zeros, digits // 10, digits)
+        exp10 = np.where(zeros, exp10 + 1, exp10)
+    return digits, exp10
+
+
+def _float32_short_doubles(values: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
+    """For each float32, the double nearest to its short decimal (repr of it is that text)."""
+    out = values.astype(np.float64)
+    regular = np.isfinite(out) & (out != 0)
+    if not regular.any():
+        return out
+    digits, exp10 = _float32_decimals(values[regular])
+    d = digits.astype(np.float64)  # exact: at most 9 digits
+    # One correctly rounded operation where the power of ten is an exact double.
+    factor = _POW10[np.clip(np.abs(exp10), 0, 22)]
+    near = np.where(exp10 >= 0, d * factor, d / factor)
+    far = np.flatnonzero(np.abs(exp10) > 22)
+    for i in far.tolist():
+        near[i] = float(f"{int(digits[i])}e{int(exp10[i])}")
+    out[regular] = np.copysign(near, out[regular])
+    return out
+
+
+def _py_format_json_numbers(flat: npt.NDArray[Any], kind: str) -> bytes:
+    """JSON number text of a 1-D native-order array (fallback for the C accelerator).
+
+    ``kind``: ``"b"`` bool, ``"i"``/``"u"`` signed/unsigned integers, ``"f"`` float32 as
+    its short decimal, ``"d"`` float32/float64 as the repr of the double.
+    """
+    with np.errstate(invalid="ignore"):  # widening a signalling NaN
+        if kind == "f":
+            values: list[Any] = _float32_short_doubles(flat).tolist()
+        elif kind == "d":
+            values = flat.astype(np.float64).tolist()
+        elif kind in ("b", "i", "u"):
+            values = flat.tolist()
+        else:
+            raise ValueError(f"unknown number kind '{kind}'")
+    # json writes floats with float.__repr__ and NaN/Infinity/-Infinity as bare tokens.
+    return json.dumps(values, separators=(",", ":"))[1:-1].encode("ascii")
+
+
 _pack_bytes: Callable[[Sequence[Any]], bytes]
 _unpack_bytes: Callable[[Any], list[bytes]]
+_format_json_numbers: Callable[[Any, str], bytes]
 
 if os.environ.get("TRITONCLIENT_DISABLE_SPEEDUPS"):
     HAVE_SPEEDUPS = False
@@ -113,9 +227,54 @@ else:
 if HAVE_SPEEDUPS:
     _pack_bytes = _speedups.pack_bytes
     _unpack_bytes = _speedups.unpack_bytes
+    _format_json_numbers = _speedups.format_json_numbers
 else:
     _pack_bytes = _py_pack_bytes
     _unpack_bytes = _py_unpack_bytes
+    _format_json_numbers = _py_format_json_numbers
+
+
+def json_number_text(array: npt.NDArray[Any], *, float32_as_double: bool = False) -> bytes:
+    """The elements of a numeric array as JSON number text, comma-separated (no brackets).
+
+    Parameters
+    ----------
+    array : numpy.ndarray
+        Bool, integer or float (16, 32 or 64-bit) values; any shape, memory layout and byte
+        order (flattened row-major).
+    float32_as_double : bool, optional
+        Write float32 (and float16) values widened to double, as ``json.dumps`` of
+        ``array.tolist()`` does (Triton's JSON output).  Default False: the shortest decimal
+        of at most 9 significant digits that parses back to the same float32 (also when
+        parsed as a double first), which is much faster to produce.
+
+    Returns
+    -------
+    bytes
+        ASCII text such as ``b"1,2.5,-3e-07"``: integers exactly, ``true``/``false`` for
+        bool, floats laid out as Python's ``repr`` does (``1.0``, ``1e-05``, ``1e+16``) and
+        ``NaN``, ``Infinity``, ``-Infinity`` for non-finite values, as ``json.dumps`` writes
+        them.  Empty for an empty array.
+
+    Raises
+    ------
+    TypeError
+        For any other dtype.
+    """
+    dtype = array.dtype.newbyteorder("=")
+    if dtype == np.bool_:
+        kind = "b"
+    elif dtype.kind in "iu":
+        kind = dtype.kind
+    elif dtype in (np.float16, np.float32):
+        kind = "d" if float32_as_double else "f"
+        dtype = np.dtype(np.float32)
+    elif dtype == np.float64:
+        kind = "d"
+    else:
+        raise TypeError(f"cannot write {dtype} values as JSON numbers")
+    flat = np.ascontiguousarray(array.reshape(-1), dtype=dtype)
+    return _format_json_numbers(flat, kind)
 
 
 def _bytes_elements(input_tensor: npt.NDArray[Any], what: str) -> list[Any]:

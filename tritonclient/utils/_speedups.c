@@ -8,11 +8,17 @@
  * unpack_bytes(buffer)        wire form -> list of bytes
  *
  * Both are thin loops around memcpy; all policy (which numpy dtypes are accepted,
- * which exception type the user sees) lives in tritonclient/utils/_bytes_codec.py,
+ * which exception type the user sees) lives in tritonclient/utils/_codec.py,
  * which also holds the pure numpy fallback used when this module is not built.
+ *
+ * format_json_numbers(buffer, kind) -> bytes
+ *     The elements of a C-contiguous numeric buffer as comma-separated JSON number text
+ *     (the inside of a JSON array).  See _py_format_json_numbers in _codec.py for the
+ *     exact rules, which the fallback there reproduces text for text.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -164,16 +170,389 @@ static PyObject *unpack_bytes(PyObject *self, PyObject *args)
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------
+ * JSON number text
+ * ------------------------------------------------------------------------------------- */
+
+static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* v * 10**p as a chain of correctly rounded operations by exact powers of ten (at most
+ * 1e22 each, largest steps first); the numpy fallback performs the very same chain. */
+static double scale_pow10(double v, int p)
+{
+    if (p >= 0) {
+        while (p > 22) {
+            v = v * 1e22;
+            p -= 22;
+        }
+        return v * POW10[p];
+    }
+    p = -p;
+    while (p > 22) {
+        v = v / 1e22;
+        p -= 22;
+    }
+    return v / POW10[p];
+}
+
+static char *put_uint(char *dst, uint64_t v)
+{
+    char tmp[20];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + (int)(v % 10));
+        v /= 10;
+    } while (v);
+    while (n) {
+        *dst++ = tmp[--n];
+    }
+    return dst;
+}
+
+static char *put_int(char *dst, int64_t v)
+{
+    if (v < 0) {
+        *dst++ = '-';
+        return put_uint(dst, (uint64_t)0 - (uint64_t)v);
+    }
+    return put_uint(dst, (uint64_t)v);
+}
+
+static char *put_special(char *dst, double v)
+{
+    const char *text = isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity");
+    size_t n = strlen(text);
+    memcpy(dst, text, n);
+    return dst + n;
+}
+
+/* Write digits * 10**exp10 (digits > 0, no trailing zeros) the way Python's float repr
+ * lays a number out: positional for a decimal point position in (-4, 16], else
+ * d[.ddd]e+XX; integral values in positional form end with ".0". */
+static char *put_decimal(char *dst, int negative, uint64_t digits, int exp10)
+{
+    char ds[20];
+    int n = 0;
+    char tmp[20];
+    do {
+        tmp[n++] = (char)('0' + (int)(digits % 10));
+        digits /= 10;
+    } while (digits);
+    for (int i = 0; i < n; i++) {
+        ds[i] = tmp[n - 1 - i];
+    }
+    int decpt = n + exp10; /* value = 0.ds * 10**decpt */
+    if (negative) {
+        *dst++ = '-';
+    }
+    if (decpt <= -4 || decpt > 16) {
+        *dst++ = ds[0];
+        if (n > 1) {
+            *dst++ = '.';
+            memcpy(dst, ds + 1, (size_t)(n - 1));
+            dst += n - 1;
+        }
+        int e = decpt - 1;
+        *dst++ = 'e';
+        *dst++ = e < 0 ? '-' : '+';
+        if (e < 0) {
+            e = -e;
+        }
+        if (e < 10) {
+            *dst++ = '0';
+        }
+        return put_uint(dst, (uint64_t)e);
+    }
+    if (decpt <= 0) {
+        *dst++ = '0';
+        *dst++ = '.';
+        for (int i = 0; i < -decpt; i++) {
+            *dst++ = '0';
+        }
+        memcpy(dst, ds, (size_t)n);
+        return dst + n;
+    }
+    if (decpt < n) {
+        memcpy(dst, ds, (size_t)decpt);
+        dst += decpt;
+        *dst++ = '.';
+        memcpy(dst, ds + decpt, (size_t)(n - decpt));
+        return dst + (n - decpt);
+    }
+    memcpy(dst, ds, (size_t)n);
+    dst += n;
+    for (int i = n; i < decpt; i++) {
+        *dst++ = '0';
+    }
+    *dst++ = '.';
+    *dst++ = '0';
+    return dst;
+}
+
+/* Round to nearest, ties to even, for |v| < 2**52 (the default rounding mode's addition;
+ * numpy.rint in the fallback gives the same results). */
+static inline double round_even(double v)
+{
+    const double big = 4503599627370496.0; /* 2**52 */
+    double t = (v < 0 ? -v : v) + big;
+    double r = t - big;
+    return v < 0 ? -r : r;
+}
+
+static inline double pow2(int n) /* 2**n for -1022 <= n <= 1023 */
+{
+    uint64_t bits = (uint64_t)(n + 1023) << 52;
+    double d;
+    memcpy(&d, &bits, 8);
+    return d;
+}
+
+/* A float32 as the shortest decimal (at most 9 significant digits) that lies inside its
+ * rounding interval with a safety margin, so that parsing the text as float32 -- directly
+ * or through a double -- gives the value back bit for bit. */
+static char *put_float32(char *dst, float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    int negative = (bits >> 31) != 0;
+    int biased = (int)((bits >> 23) & 0xff);
+    uint32_t mantissa = bits & 0x7fffff;
+    if (biased == 0xff) {
+        return put_special(dst, (double)f);
+    }
+    if (biased == 0 && mantissa == 0) {
+        memcpy(dst, negative ? "-0.0" : "0.0", negative ? 4 : 3);
+        return dst + (negative ? 4 : 3);
+    }
+    double a = negative ? -(double)f : (double)f;
+    int e2;  /* floor(log2(a)) */
+    double h; /* half the distance to the nearer float32 neighbour */
+    if (biased == 0) {
+        e2 = -150;
+        for (uint32_t m = mantissa; m; m >>= 1) {
+            e2++;
+        }
+        h = pow2(-150);
+    } else {
+        e2 = biased - 127;
+        h = pow2((mantissa == 0 && biased > 1) ? e2 - 25 : e2 - 24);
+    }
+    /* k = floor(e2 * log10(2)) = floor(e2 * 78913 / 2**18): floor(log10(a)) or one less
+     * (written without shifting a negative number, whose result C leaves to the compiler) */
+    int k = e2 >= 0 ? (e2 * 78913) >> 18 : -((-e2 * 78913 + (1 << 18) - 1) >> 18);
+    int p = 8 - k;
+    double y = scale_pow10(a, p);
+    double s = round_even(y);
+    if (s >= 1e9) {
+        p -= 1;
+        y = scale_pow10(a, p);
+        s = round_even(y);
+    }
+    double limit = scale_pow10(h, p) * 0.9990234375;
+    double best = s;
+    int drop = 0;
+    for (int j = 1; j <= 8; j++) {
+        double c = round_even(y / POW10[j]);
+        if (fabs(c * POW10[j] - y) < limit) {
+            best = c;
+            drop = j;
+        } else {
+            break;
+        }
+    }
+    uint64_t digits = (uint64_t)best;
+    int exp10 = drop - p;
+    while (digits % 10 == 0) {
+        digits /= 10;
+        exp10++;
+    }
+    return put_decimal(dst, negative, digits, exp10);
+}
+
+/* A double as Python's repr writes it (the shortest text that round-trips). */
+static char *put_float64(char *dst, double v)
+{
+    if (!isfinite(v)) {
+        return put_special(dst, v);
+    }
+    char *text = PyOS_double_to_string(v, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (text == NULL) {
+        return NULL;
+    }
+    size_t n = strlen(text);
+    memcpy(dst, text, n);
+    PyMem_Free(text);
+    return dst + n;
+}
+
+static PyObject *format_json_numbers(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    PyObject *obj;
+    int kind;
+    if (!PyArg_ParseTuple(args, "OC:format_json_numbers", &obj, &kind)) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        return NULL;
+    }
+    Py_ssize_t itemsize = view.itemsize;
+    const char *fmt = view.format == NULL ? "B" : view.format;
+#if PY_BIG_ENDIAN
+    const char native = '>';
+#else
+    const char native = '<';
+#endif
+    if (fmt[0] == '@' || fmt[0] == '=' || fmt[0] == native) {
+        fmt++;
+    }
+    int ok;
+    Py_ssize_t width; /* most bytes one element can take, comma included */
+    switch (kind) {
+    case 'b':
+        ok = itemsize == 1;
+        width = 6;
+        break;
+    case 'i':
+    case 'u':
+        ok = itemsize == 1 || itemsize == 2 || itemsize == 4 || itemsize == 8;
+        width = 21;
+        break;
+    case 'f':
+        ok = itemsize == 4 && fmt[0] == 'f';
+        width = 24;
+        break;
+    case 'd':
+        ok = (itemsize == 4 && fmt[0] == 'f') || (itemsize == 8 && fmt[0] == 'd');
+        width = 32;
+        break;
+    default:
+        PyBuffer_Release(&view);
+        PyErr_Format(PyExc_ValueError, "unknown number kind '%c'", kind);
+        return NULL;
+    }
+    if (!ok || view.len % itemsize != 0) {
+        PyBuffer_Release(&view);
+        PyErr_Format(PyExc_ValueError,
+                     "format_json_numbers: kind '%c' does not take items of format '%s' "
+                     "and size %zd",
+                     kind, fmt, itemsize);
+        return NULL;
+    }
+    Py_ssize_t count = view.len / itemsize;
+    if (count == 0) {
+        PyBuffer_Release(&view);
+        return PyBytes_FromStringAndSize(NULL, 0);
+    }
+    if (count > PY_SSIZE_T_MAX / width) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, count * width);
+    if (out == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    char *start = PyBytes_AS_STRING(out);
+    char *dst = start;
+    const char *src = (const char *)view.buf;
+
+    if (kind == 'd') {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            double v;
+            if (itemsize == 4) {
+                float f;
+                memcpy(&f, src + i * 4, 4);
+                v = (double)f;
+            } else {
+                memcpy(&v, src + i * 8, 8);
+            }
+            if (i) {
+                *dst++ = ',';
+            }
+            dst = put_float64(dst, v);
+            if (dst == NULL) {
+                Py_DECREF(out);
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+        }
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < count; i++) {
+            if (i) {
+                *dst++ = ',';
+            }
+            const char *item = src + i * itemsize;
+            if (kind == 'b') {
+                if (*item) {
+                    memcpy(dst, "true", 4);
+                    dst += 4;
+                } else {
+                    memcpy(dst, "false", 5);
+                    dst += 5;
+                }
+            } else if (kind == 'f') {
+                float f;
+                memcpy(&f, item, 4);
+                dst = put_float32(dst, f);
+            } else if (kind == 'i') {
+                int64_t v;
+                if (itemsize == 1) {
+                    v = *(const int8_t *)item;
+                } else if (itemsize == 2) {
+                    int16_t t;
+                    memcpy(&t, item, 2);
+                    v = t;
+                } else if (itemsize == 4) {
+                    int32_t t;
+                    memcpy(&t, item, 4);
+                    v = t;
+                } else {
+                    memcpy(&v, item, 8);
+                }
+                dst = put_int(dst, v);
+            } else {
+                uint64_t v;
+                if (itemsize == 1) {
+                    v = *(const uint8_t *)item;
+                } else if (itemsize == 2) {
+                    uint16_t t;
+                    memcpy(&t, item, 2);
+                    v = t;
+                } else if (itemsize == 4) {
+                    uint32_t t;
+                    memcpy(&t, item, 4);
+                    v = t;
+                } else {
+                    memcpy(&v, item, 8);
+                }
+                dst = put_uint(dst, v);
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    if (_PyBytes_Resize(&out, dst - start) < 0) {
+        return NULL;
+    }
+    return out;
+}
+
 static PyMethodDef speedups_methods[] = {
     {"pack_bytes", pack_bytes, METH_O,
      "pack_bytes(items) -> bytes: length-prefix and concatenate bytes/str items."},
     {"unpack_bytes", unpack_bytes, METH_VARARGS,
      "unpack_bytes(buffer) -> list[bytes]: split length-prefixed elements."},
+    {"format_json_numbers", format_json_numbers, METH_VARARGS,
+     "format_json_numbers(buffer, kind) -> bytes: comma-separated JSON number text."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef speedups_module = {
-    PyModuleDef_HEAD_INIT, "_speedups", "C accelerator for the BYTES tensor codec.", -1,
+    PyModuleDef_HEAD_INIT, "_speedups", "C accelerator for the BYTES tensor codec and JSON number text.", -1,
     speedups_methods,
 };
 
