@@ -724,3 +724,136 @@ def test_cuda_shared_memory_calls(client: grpcclient.InferenceServerClient) -> N
         client.register_cuda_shared_memory("c", b"not base64!!", 0, 64)
     client.unregister_cuda_shared_memory()
     client.unregister_cuda_shared_memory("c")
+
+
+# -- fast request encoding, response decoding and large requests ------------------------------
+
+
+def _encode_both(*args: Any) -> tuple[bytes, bytes]:
+    from tritonclient.grpc import _common as common
+
+    return common.encode_infer(*args), common.serialize_request(common.build_infer(*args))
+
+
+def test_encode_infer_matches_the_generic_path() -> None:
+    a = np.arange(16, dtype=np.int32).reshape(1, 16)
+    inp = grpcclient.InferInput("INPUT0", [1, 16], "INT32").set_data_from_numpy(a)
+    words = grpcclient.InferInput("TEXT", [2], "BYTES").set_data_from_numpy(
+        np.array([b"ab", "cé"], dtype=np.object_)
+    )
+    in_shm = grpcclient.InferInput("INPUT1", [1, 16], "INT32")
+    in_shm.set_shared_memory("region", 64, offset=8)
+    out = grpcclient.InferRequestedOutput("OUTPUT0", class_count=3)
+    out_shm = grpcclient.InferRequestedOutput("OUTPUT1")
+    out_shm.set_shared_memory("region", 64)
+    cases: list[tuple[Any, ...]] = [
+        ("simple", [inp], "", None),
+        ("simple", [inp, words, in_shm], "2", [out, out_shm], "id-1"),
+        ("simple", inp, "", out, "", 7, True, False, 3, 100, {"p": 1.5, "q": "x"}),
+        ("modèle", [inp], "", [out], "ïd", "seq", False, True),
+        ("simple", [inp], "", None, "", 2**63 + 5, True, True),
+        ("simple", [inp], "", None, "", False),
+    ]
+    for args in cases:
+        fast, generic = _encode_both(*args)
+        assert fast == generic
+        assert service_pb2.ModelInferRequest.FromString(fast).model_name == args[0]
+
+
+def test_encode_infer_errors_match_the_generic_path() -> None:
+    from tritonclient.grpc import _common as common
+
+    inp = grpcclient.InferInput("INPUT0", [1], "INT32").set_data_from_numpy(np.zeros(1, np.int32))
+    empty = grpcclient.InferInput("INPUT1", [1], "INT32")
+    cases: list[tuple[Any, ...]] = [
+        ("m", [empty]),
+        ("m", [inp], 1),
+        ("m", ["x"]),
+        ("m", [inp], "", ["y"]),
+        ("m", [inp], "", None, "", 0, False, False, 0, None, {"sequence_id": 1}),
+        ("m", [inp], "", None, "", 2**64),
+        ("m", [inp], "", None, "", 1.5),
+        ("m", [inp], "", None, "", 0, False, False, -1),
+    ]
+    for args in cases:
+        with pytest.raises(InferenceServerException) as fast:
+            common.encode_infer(*args)
+        with pytest.raises(InferenceServerException) as generic:
+            common.build_infer(*args)
+        assert str(fast.value) == str(generic.value)
+
+
+def test_encoded_request_keeps_the_data_of_set_data_time() -> None:
+    from tritonclient.grpc import _common as common
+
+    a = np.arange(4, dtype=np.int32)
+    inp = grpcclient.InferInput("INPUT0", [4], "INT32").set_data_from_numpy(a)
+    before = common.encode_infer("m", [inp])
+    a[:] = -1  # the caller changes its array after set_data_from_numpy
+    after = common.encode_infer("m", [inp])
+    assert before == after
+    raw = service_pb2.ModelInferRequest.FromString(after).raw_input_contents[0]
+    assert np.array_equal(np.frombuffer(raw, np.int32), np.arange(4, dtype=np.int32))
+
+
+def test_cached_tensor_wire_follows_changes() -> None:
+    from tritonclient.grpc import _common as common
+
+    inp = grpcclient.InferInput("INPUT0", [1, 4], "INT32")
+    inp.set_data_from_numpy(np.zeros((1, 4), np.int32))
+    out = grpcclient.InferRequestedOutput("OUTPUT0")
+    common.encode_infer("m", [inp], "", [out])  # fills the caches
+    inp.set_shape([2, 2])
+    inp.set_data_from_numpy(np.ones((2, 2), np.int32))
+    out.set_shared_memory("r", 16)
+    request = service_pb2.ModelInferRequest.FromString(common.encode_infer("m", [inp], "", [out]))
+    assert list(request.inputs[0].shape) == [2, 2]
+    assert request.outputs[0].parameters["shared_memory_region"].string_param == "r"
+    inp.set_shared_memory("r", 16)
+    out.unset_shared_memory()
+    request = service_pb2.ModelInferRequest.FromString(common.encode_infer("m", [inp], "", [out]))
+    assert not request.raw_input_contents
+    assert request.inputs[0].parameters["shared_memory_region"].string_param == "r"
+    assert "shared_memory_region" not in request.outputs[0].parameters
+    inp.set_data_from_numpy(np.ones((2, 2), np.int32))
+    request = service_pb2.ModelInferRequest.FromString(common.encode_infer("m", [inp], "", [out]))
+    assert "shared_memory_region" not in request.inputs[0].parameters
+    assert len(request.raw_input_contents) == 1
+
+
+@pytest.mark.parametrize("count", [4, 100_000])
+def test_small_and_large_responses_decode_alike(count: int) -> None:
+    from tritonclient._codec import grpc as codec
+    from tritonclient.grpc import _common as common
+
+    response = service_pb2.ModelInferResponse(model_name="m", id="x")
+    values = np.arange(count, dtype=np.float32)
+    out = response.outputs.add(name="OUT", datatype="FP32")
+    out.shape.extend([1, count])
+    response.raw_output_contents.append(values.tobytes())
+    data = response.SerializeToString()
+    assert (len(data) <= codec.SMALL_MESSAGE_BYTES) == (count == 4)
+    result = common.parse_infer(data)
+    array = result.as_numpy("OUT")
+    assert array is not None
+    assert np.array_equal(array, values.reshape(1, count))
+    assert not array.flags.writeable
+    assert result.as_numpy("missing") is None
+    assert result.get_response() == response
+
+
+def test_large_infer_round_trip(client: grpcclient.InferenceServerClient) -> None:
+    from tritonclient.grpc import _common as common
+
+    n = common.LARGE_REQUEST_BYTES + 3
+    x = np.random.default_rng(1).integers(0, 256, (1, n), dtype=np.uint8)
+    inp = grpcclient.InferInput("INPUT0", [1, n], "UINT8").set_data_from_numpy(x)
+    expected = x.copy()
+    x[:] = 0  # changed after set_data_from_numpy: what was set is sent
+    result = client.infer(
+        "identity_uint8", [inp], outputs=[grpcclient.InferRequestedOutput("OUTPUT0")]
+    )
+    assert np.array_equal(result.as_numpy("OUTPUT0"), expected)
+    with pytest.raises(InferenceServerException) as error:
+        client.infer("no_such_model", [inp])
+    assert "StatusCode.NOT_FOUND" in str(error.value.status())

@@ -661,3 +661,23 @@ def test_exceptions_from_grpc_errors() -> None:
     assert exc.debug_details() == "dbg"
     exc = codec.exception_from_rpc_error(RuntimeError("odd"))
     assert exc.status() == "StatusCode.UNKNOWN" and exc.message() == "odd"
+
+
+@pytest.mark.parametrize("count", [3, 40_000])
+def test_parse_infer_request_small_and_large_alike(count: int) -> None:
+    values = np.arange(count, dtype=np.int32)
+    request = codec.build_infer_request(
+        "m",
+        [
+            codec.InputTensor("A", "INT32", [count], values),
+            codec.InputTensor("B", "INT32", [count], values[::-1].copy()),
+        ],
+    )
+    data = request.SerializeToString()
+    assert (len(data) <= codec.SMALL_MESSAGE_BYTES) == (count == 3)
+    message, raw = codec.parse_infer_request(data)
+    assert not message.raw_input_contents
+    assert [bytes(b) for b in raw] == list(request.raw_input_contents)
+    assert all(isinstance(b, memoryview) for b in raw)
+    request.ClearField("raw_input_contents")
+    assert message == request

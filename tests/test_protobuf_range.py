@@ -36,6 +36,13 @@ cfg = text_format.Parse('name: "m" input [{name: "I" data_type: TYPE_FP32 dims: 
                         model_config_pb2.ModelConfig())
 assert cfg.input[0].data_type == model_config_pb2.TYPE_FP32
 assert hasattr(service_pb2_grpc, "GRPCInferenceServiceStub")
+# Both gRPC clients build their channels and hand-coded RPCs with this grpcio.
+import asyncio
+import tritonclient.grpc as grpcclient, tritonclient.grpc.aio as grpcaio
+grpcclient.InferenceServerClient("127.0.0.1:1").close()
+async def _aio():
+    await grpcaio.InferenceServerClient("127.0.0.1:1").close()
+asyncio.run(_aio())
 import ml_dtypes
 from tritonclient import utils
 arr = numpy.array([[b"a", "\u00e9"], [b"", b"xyz"]], dtype=object)

@@ -46,6 +46,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
+from google.protobuf.message import DecodeError
 
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import (
@@ -454,10 +455,18 @@ _CONTENTS_FIELD_TYPES: Mapping[str, tuple[Any, str]] = {
 }
 
 
+_WIRE_DTYPES: dict[str, np.dtype[Any]] = {}
+
+
 def _wire_dtype(datatype: str) -> np.dtype[Any]:
     """The numpy dtype of the raw layout of a fixed-size datatype (little-endian)."""
-    dtype: np.dtype[Any] = np.dtype(DATATYPES[datatype].numpy_type)
-    return dtype if _LITTLE_ENDIAN_HOST else dtype.newbyteorder("<")
+    dtype = _WIRE_DTYPES.get(datatype)
+    if dtype is None:
+        dtype = np.dtype(DATATYPES[datatype].numpy_type)
+        if not _LITTLE_ENDIAN_HOST:
+            dtype = dtype.newbyteorder("<")
+        _WIRE_DTYPES[datatype] = dtype
+    return dtype
 
 
 def _element_count(shape: Sequence[int]) -> int:
@@ -529,7 +538,7 @@ def tensor_to_buffer(data: npt.NDArray[Any], datatype: str) -> Buffer:
 
 
 def _buffer_nbytes(buffer: Buffer) -> int:
-    return buffer.nbytes if isinstance(buffer, memoryview) else len(buffer)
+    return len(buffer) if type(buffer) is bytes else memoryview(buffer).nbytes
 
 
 def raw_to_array(buffer: Buffer, datatype: str, shape: Sequence[int]) -> npt.NDArray[Any]:
@@ -559,6 +568,13 @@ def raw_to_array(buffer: Buffer, datatype: str, shape: Sequence[int]) -> npt.NDA
     info = DATATYPES.get(datatype)
     if info is None:
         raise_error(f"unknown datatype '{datatype}' in the response")
+    size = info.byte_size
+    if size is not None and not _buffer_nbytes(buffer) % size:
+        # The usual case, without the checks the slow path below words errors with.
+        try:
+            return np.frombuffer(buffer, dtype=_wire_dtype(datatype)).reshape(tuple(shape))
+        except (ValueError, TypeError):
+            pass
     try:
         if info.byte_size is None:
             array: npt.NDArray[Any] = deserialize_bytes_tensor(buffer)
@@ -1023,11 +1039,11 @@ def output_to_numpy(
     for index, output in enumerate(response.outputs):
         if output.name != name:
             continue
-        shape = [int(d) for d in output.shape]
-        if "shared_memory_region" in output.parameters:
+        if output.parameters and "shared_memory_region" in output.parameters:
             return None
         if index < len(raw):
-            return raw_to_array(raw[index], output.datatype, shape)
+            return raw_to_array(raw[index], output.datatype, output.shape)
+        shape = [int(d) for d in output.shape]
         if output.HasField("contents"):
             return contents_to_array(output.contents, output.datatype, shape)
         if _element_count(shape) == 0 and output.datatype in DATATYPES:
@@ -1659,9 +1675,15 @@ _WIRE_VARINT, _WIRE_FIXED64, _WIRE_LEN, _WIRE_FIXED32 = 0, 1, 2, 5
 _REQUEST_RAW_FIELD = 7  # ModelInferRequest.raw_input_contents
 _RESPONSE_RAW_FIELD = 6  # ModelInferResponse.raw_output_contents
 _STREAM_RESPONSE_FIELD = 2  # ModelStreamInferResponse.infer_response
+_RAW_INPUT_TAG = bytes(((_REQUEST_RAW_FIELD << 3) | _WIRE_LEN,))
+
+
+_SMALL_VARINTS = [bytes((i,)) for i in range(0x80)]
 
 
 def _varint(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _SMALL_VARINTS[value]
     out = bytearray()
     while True:
         low = value & 0x7F
@@ -1700,6 +1722,134 @@ def _len_fields(field_number: int, buffers: Sequence[Buffer]) -> tuple[list[Buff
         parts += (tag, length, buffer)
         total += len(tag) + len(length) + size
     return parts, total
+
+
+#: Messages up to this size are parsed by protobuf in one go (raw contents copied, which
+#: costs less than splitting them off in Python); larger ones are split without copying.
+SMALL_MESSAGE_BYTES = 64 * 1024
+
+_REQUEST_INPUT_FIELD = 5  # ModelInferRequest.inputs
+_REQUEST_OUTPUT_FIELD = 6  # ModelInferRequest.outputs
+
+
+def len_field(field_number: int, payload: bytes) -> bytes:
+    """One occurrence of a length-delimited field: tag, length and ``payload``.
+
+    Parameters
+    ----------
+    field_number : int
+        The field number.
+    payload : bytes
+        The serialized value (a sub-message, string or bytes).
+
+    Returns
+    -------
+    bytes
+        The wire form; appended to a serialized message it adds (or, for a singular
+        sub-message, merges) the value.
+    """
+    return b"".join((_varint((field_number << 3) | _WIRE_LEN), _varint(len(payload)), payload))
+
+
+def input_tensor_field(tensor: InputTensor) -> bytes:
+    """The ``ModelInferRequest.inputs`` entry of ``tensor`` in wire form (tag included).
+
+    Everything but the data: name, datatype, shape, parameters and the shared-memory
+    placement.  Concatenated in order with :func:`encode_request_header`, the
+    :func:`requested_output_field` entries and the :func:`raw_input_field_header` framed
+    contents, it gives the bytes :func:`serialize_infer_request` gives for the same request.
+
+    Raises
+    ------
+    InferenceServerException
+        For unsupported parameter values.
+    """
+    message = service_pb2.ModelInferRequest.InferInputTensor(
+        name=tensor.name, datatype=tensor.datatype
+    )
+    message.shape.extend(int(d) for d in tensor.shape)
+    set_parameters(message.parameters, tensor.parameters)
+    if tensor.shared_memory is not None:
+        _set_shm_parameters(message.parameters, tensor.shared_memory)
+    return len_field(_REQUEST_INPUT_FIELD, message.SerializeToString())
+
+
+def requested_output_field(output: RequestedOutput) -> bytes:
+    """The ``ModelInferRequest.outputs`` entry of ``output`` in wire form (tag included)."""
+    message = service_pb2.ModelInferRequest.InferRequestedOutputTensor(name=output.name)
+    set_parameters(message.parameters, output.parameters)
+    if output.class_count:
+        message.parameters["classification"].int64_param = output.class_count
+    if output.shared_memory is not None:
+        _set_shm_parameters(message.parameters, output.shared_memory)
+    return len_field(_REQUEST_OUTPUT_FIELD, message.SerializeToString())
+
+
+def raw_input_field_header(nbytes: int) -> bytes:
+    """Tag and length of a ``raw_input_contents`` entry of ``nbytes`` bytes."""
+    return _RAW_INPUT_TAG + _varint(nbytes)
+
+
+def _ascii_string_field(field_number: int, value: str) -> bytes:
+    if not value:
+        return b""
+    return _varint((field_number << 3) | _WIRE_LEN) + _varint(len(value)) + value.encode()
+
+
+def encode_request_header(
+    model_name: str,
+    *,
+    model_version: str = "",
+    request_id: str = "",
+    sequence_id: int | str = 0,
+    sequence_start: bool = False,
+    sequence_end: bool = False,
+    priority: int = 0,
+    timeout: int | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    enable_empty_final_response: bool = False,
+) -> bytes:
+    """The request-level fields of a ``ModelInferRequest`` in wire form.
+
+    Same encoding and errors as :func:`build_infer_request_parts` (without inputs and
+    outputs); the common case (plain ASCII names, no parameters, no sequence) is written
+    directly instead of through protobuf.
+    """
+    if (
+        type(model_name) is str
+        and type(model_version) is str
+        and type(request_id) is str
+        and not parameters
+        and (sequence_id == 0 or sequence_id == "")
+        and not priority
+        and timeout is None
+        and not enable_empty_final_response
+        and model_name.isascii()
+        and model_version.isascii()
+        and request_id.isascii()
+    ):
+        return (
+            _ascii_string_field(1, model_name)
+            + _ascii_string_field(2, model_version)
+            + _ascii_string_field(3, request_id)
+        )
+    request, _ = _build_request(
+        model_name,
+        (),
+        None,
+        model_version,
+        request_id,
+        sequence_id,
+        sequence_start,
+        sequence_end,
+        priority,
+        timeout,
+        parameters,
+        enable_empty_final_response,
+        False,
+    )
+    header: bytes = request.SerializeToString()
+    return header
 
 
 def _split_field(data: Buffer, field_number: int) -> tuple[list[memoryview], list[memoryview]]:
@@ -1783,6 +1933,18 @@ def parse_infer_request(data: Buffer) -> tuple[service_pb2.ModelInferRequest, li
         If ``data`` is not a well-formed message (``google.protobuf.message.DecodeError``
         is a subclass).
     """
+    if len(data) <= SMALL_MESSAGE_BYTES:
+        try:
+            request = service_pb2.ModelInferRequest.FromString(
+                data if isinstance(data, bytes) else bytes(data)
+            )
+        except DecodeError as exc:
+            raise ValueError(str(exc)) from exc
+        if not request.raw_input_contents:
+            return request, []
+        small = [memoryview(b) for b in request.raw_input_contents]
+        request.ClearField("raw_input_contents")
+        return request, small
     rest, raw = _split_field(data, _REQUEST_RAW_FIELD)
     return service_pb2.ModelInferRequest.FromString(b"".join(rest)), raw
 

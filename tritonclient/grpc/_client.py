@@ -247,15 +247,17 @@ class InferenceServerClient(common.ClientBase):
         else:
             self._channel = grpc.insecure_channel(url, options=options)
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._infer_method = self._channel.unary_unary(
-            common.MODEL_INFER_METHOD,
-            request_serializer=common.serialize_request,
-            response_deserializer=common.parse_infer,
+        self._infer_method = common.multicallable(
+            self._channel.unary_unary, common.MODEL_INFER_METHOD, common.parse_infer
         )
-        self._stream_method = self._channel.stream_stream(
-            common.MODEL_STREAM_INFER_METHOD,
-            request_serializer=common.serialize_request,
-            response_deserializer=common.parse_stream,
+        # The same RPC as a one-message client stream (identical on the wire): the request
+        # is sent in a batch of its own, so it and gRPC's copy of it are released once
+        # sent instead of when the response is in.  Used for large requests.
+        self._infer_stream_unary = common.multicallable(
+            self._channel.stream_unary, common.MODEL_INFER_METHOD, common.parse_infer
+        )
+        self._stream_method = common.multicallable(
+            self._channel.stream_stream, common.MODEL_STREAM_INFER_METHOD, common.parse_stream
         )
         self._closed = False
 
@@ -1089,7 +1091,8 @@ class InferenceServerClient(common.ClientBase):
             If server fails to perform inference.
         """
         metadata = self._get_metadata(headers)
-        parts = common.build_infer(
+        parts = self._infer_request(
+            f"infer, metadata {metadata}" if self._verbose else "",
             model_name,
             inputs,
             model_version,
@@ -1102,14 +1105,18 @@ class InferenceServerClient(common.ClientBase):
             timeout,
             parameters,
         )
-        self._log(f"infer, metadata {metadata}\n{parts[0]}")
+        compression = common.compression_type(compression_algorithm)
         try:
-            result: InferResult = self._infer_method(
-                parts,
-                metadata=metadata,
-                timeout=client_timeout,
-                compression=common.compression_type(compression_algorithm),
-            )
+            if isinstance(parts, bytes) and len(parts) >= common.LARGE_REQUEST_BYTES:
+                requests = iter((parts,))
+                del parts  # the request iterator holds the only reference
+                result: InferResult = self._infer_stream_unary(
+                    requests, metadata=metadata, timeout=client_timeout, compression=compression
+                )
+            else:
+                result = self._infer_method(
+                    parts, metadata=metadata, timeout=client_timeout, compression=compression
+                )
         except grpc.RpcError as rpc_error:
             raise common.error_from_rpc(rpc_error) from None
         if self._verbose:
@@ -1192,7 +1199,8 @@ class InferenceServerClient(common.ClientBase):
             If server fails to issue inference.
         """
         metadata = self._get_metadata(headers)
-        parts = common.build_infer(
+        parts = self._infer_request(
+            f"async_infer, metadata {metadata}" if self._verbose else "",
             model_name,
             inputs,
             model_version,
@@ -1205,7 +1213,6 @@ class InferenceServerClient(common.ClientBase):
             timeout,
             parameters,
         )
-        self._log(f"async_infer, metadata {metadata}\n{parts[0]}")
 
         def wrapped_callback(call_future: Any) -> None:
             result: InferResult | None = None
@@ -1435,7 +1442,8 @@ class InferenceServerClient(common.ClientBase):
         """
         if self._stream is None:
             raise_error("stream not available, use start_stream() to make one available.")
-        parts = common.build_infer(
+        parts = self._infer_request(
+            "async_stream_infer",
             model_name,
             inputs,
             model_version,
@@ -1449,6 +1457,5 @@ class InferenceServerClient(common.ClientBase):
             parameters,
             enable_empty_final_response,
         )
-        self._log(f"async_stream_infer\n{parts[0]}")
         self._stream.enqueue(common.serialize_request(parts))
         self._log(f"enqueued request {request_id} to stream...")

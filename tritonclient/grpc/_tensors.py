@@ -60,6 +60,11 @@ class InferInput:
         self._datatype = datatype
         self._data: codec.Buffer | None = None
         self._shm: codec.SharedMemoryRef | None = None
+        # Wire form of the tensor description (everything but the data), built on first use
+        # and dropped whenever the shape or the placement changes.
+        self._wire: bytes | None = None
+        # Tag and length of the raw contents entry of ``_data``.
+        self._raw_head = b""
 
     def name(self) -> str:
         """Get the name of input associated with this object.
@@ -105,6 +110,7 @@ class InferInput:
             The updated input.
         """
         self._shape = [int(d) for d in shape]
+        self._wire = None
         return self
 
     def set_data_from_numpy(self, input_tensor: npt.NDArray[Any]) -> InferInput:
@@ -158,7 +164,12 @@ class InferInput:
             # A view of the caller's array: copy so that the input keeps these values.
             buffer = buffer.tobytes()
         self._data = buffer
-        self._shm = None
+        self._raw_head = codec.raw_input_field_header(
+            buffer.nbytes if isinstance(buffer, memoryview) else len(buffer)
+        )
+        if self._shm is not None:
+            self._shm = None
+            self._wire = None
         return self
 
     def set_shared_memory(self, region_name: str, byte_size: int, offset: int = 0) -> InferInput:
@@ -181,6 +192,7 @@ class InferInput:
         """
         self._data = None
         self._shm = codec.SharedMemoryRef(region_name, int(byte_size), int(offset))
+        self._wire = None
         return self
 
     def _get_tensor(self) -> service_pb2.ModelInferRequest.InferInputTensor:
@@ -204,6 +216,13 @@ class InferInput:
             set or the input is in shared memory.
         """
         return None if self._data is None else bytes(self._data)
+
+    def _wire_field(self) -> bytes:
+        """The ``inputs`` entry of this tensor in wire form (cached)."""
+        wire = self._wire
+        if wire is None:
+            wire = self._wire = codec.input_tensor_field(self._codec_tensor())
+        return wire
 
     def _codec_tensor(self) -> codec.InputTensor:
         return codec.InputTensor(
@@ -232,6 +251,7 @@ class InferRequestedOutput:
         self._name = name
         self._class_count = int(class_count)
         self._shm: codec.SharedMemoryRef | None = None
+        self._wire: bytes | None = None
 
     def name(self) -> str:
         """Get the name of output associated with this object.
@@ -264,6 +284,7 @@ class InferRequestedOutput:
         if self._class_count:
             raise_error("shared memory can't be set on classification output")
         self._shm = codec.SharedMemoryRef(region_name, int(byte_size), int(offset))
+        self._wire = None
 
     def unset_shared_memory(self) -> None:
         """Clears the shared memory option set by the last call to
@@ -271,6 +292,7 @@ class InferRequestedOutput:
         requested output will no longer be returned in a shared memory region.
         """
         self._shm = None
+        self._wire = None
 
     def _get_tensor(self) -> service_pb2.ModelInferRequest.InferRequestedOutputTensor:
         """Retrieve the underlying InferRequestedOutputTensor message.
@@ -282,6 +304,13 @@ class InferRequestedOutput:
         """
         request, _ = codec.build_infer_request_parts("", [], [self._codec_output()])
         return request.outputs[0]
+
+    def _wire_field(self) -> bytes:
+        """The ``outputs`` entry of this output in wire form (cached)."""
+        wire = self._wire
+        if wire is None:
+            wire = self._wire = codec.requested_output_field(self._codec_output())
+        return wire
 
     def _codec_output(self) -> codec.RequestedOutput:
         return codec.RequestedOutput(

@@ -182,15 +182,11 @@ class InferenceServerClient(common.ClientBase):
         else:
             self._channel = grpc.aio.insecure_channel(url, options=options)
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._infer_method = self._channel.unary_unary(
-            common.MODEL_INFER_METHOD,
-            request_serializer=common.serialize_request,
-            response_deserializer=common.parse_infer,
+        self._infer_method = common.multicallable(
+            self._channel.unary_unary, common.MODEL_INFER_METHOD, common.parse_infer
         )
-        self._stream_method = self._channel.stream_stream(
-            common.MODEL_STREAM_INFER_METHOD,
-            request_serializer=common.serialize_request,
-            response_deserializer=common.parse_stream,
+        self._stream_method = common.multicallable(
+            self._channel.stream_stream, common.MODEL_STREAM_INFER_METHOD, common.parse_stream
         )
 
     async def __aenter__(self) -> InferenceServerClient:
@@ -486,7 +482,8 @@ class InferenceServerClient(common.ClientBase):
         parameters: Mapping[str, Any] | None = None,
     ) -> InferResult:
         metadata = self._get_metadata(headers)
-        parts = common.build_infer(
+        parts = self._infer_request(
+            f"infer, metadata {metadata}" if self._verbose else "",
             model_name,
             inputs,
             model_version,
@@ -499,7 +496,6 @@ class InferenceServerClient(common.ClientBase):
             timeout,
             parameters,
         )
-        self._log(f"infer, metadata {metadata}\n{parts[0]}")
         try:
             result: InferResult = await self._infer_method(
                 parts,
