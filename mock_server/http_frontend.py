@@ -49,6 +49,7 @@ import inspect
 import logging
 import re
 import ssl
+import sys
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -56,7 +57,7 @@ from typing import Any, TypeVar
 from urllib.parse import unquote
 
 import numpy as np
-from aiohttp import web, web_protocol, web_runner
+from aiohttp import web, web_log, web_protocol, web_runner
 
 from tritonclient._codec import http as codec
 from tritonclient.utils import TRITON_RESERVED_REQUEST_PARAMS
@@ -111,6 +112,34 @@ _STATUS_OF_KIND = {
 _OFFLOAD_BYTES = 1 << 20
 #: Responses smaller than this are sent as one joined buffer.
 _JOIN_BYTES = 1 << 16
+#: Large response chunks are written in slices of this size, each awaited: the transport then
+#: sends them straight from the tensor instead of copying most of a large body into its buffer.
+_WRITE_SLICE = 1 << 20
+#: Request bodies at least this large are read into a numpy buffer (huge pages, no zero-fill).
+_LARGE_BODY = 4 << 20
+#: The largest body buffer kept for the next request.
+_MAX_SPARE = 1 << 30
+
+
+class _VerboseAccessLogger(web_log.AccessLogger):
+    """aiohttp's access log, written only when verbose (DEBUG) logging is on."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.logger.isEnabledFor(logging.DEBUG)
+
+
+def _large_buffer(size: int) -> Any:
+    """A writable buffer of ``size`` bytes for a large body, not zero-filled.
+
+    A numpy array: numpy asks the kernel for transparent huge pages for large allocations,
+    so filling it takes a few page faults instead of one per 4 KiB (a ``bytearray`` or a
+    plain anonymous mapping of 64 MiB costs about 5x more to fill here).
+    """
+    if size < _LARGE_BODY:
+        return bytearray(size)
+    return np.empty(size, dtype=np.uint8)
+
 
 _HEADER_LENGTH = codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH
 _DECOUPLED_MESSAGE = "HTTP end point doesn't support models with decoupled transaction policy"
@@ -289,6 +318,7 @@ class HttpFrontend:
         self._runner: web.ServerRunner | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._bound_port: int | None = None
+        self._spare: np.ndarray[Any, Any] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
     @property
@@ -313,6 +343,13 @@ class HttpFrontend:
         # Compressed bodies are inflated here (with Triton's errors), not by aiohttp.
         server_kwargs.update(
             _filter_kwargs(web_protocol.RequestHandler.__init__, auto_decompress=False)
+        )
+        # One access line per request only with verbose logging, as Triton (formatting and
+        # writing it costs a small request's handling a noticeable share of its CPU).
+        server_kwargs.update(
+            _filter_kwargs(
+                web_protocol.RequestHandler.__init__, access_log_class=_VerboseAccessLogger
+            )
         )
         server = web.Server(self._handle, **server_kwargs)
         runner_kwargs = _filter_kwargs(
@@ -381,8 +418,7 @@ class HttpFrontend:
         first = await request.content.readany()
         if len(first) >= length:
             return first[:length]
-        buffer = bytearray(length)
-        view = memoryview(buffer)
+        view = memoryview(self._body_buffer(length))
         view[: len(first)] = first
         position = len(first)
         while position < length:
@@ -393,6 +429,23 @@ class HttpFrontend:
             view[position:end] = piece[: end - position]
             position = end
         return view.toreadonly()
+
+    def _body_buffer(self, length: int) -> Any:
+        """A buffer for a request body of ``length`` bytes.
+
+        The last large buffer is used again once nothing refers to it any more (its request
+        was answered and no array made from it survives, as the reference count shows): its
+        pages are already in memory, while a new 64 MiB buffer costs thousands of page faults.
+        """
+        if length < _LARGE_BODY:
+            return bytearray(length)
+        spare = self._spare
+        # References: the attribute, the local name and getrefcount's argument.
+        if spare is not None and spare.nbytes >= length and sys.getrefcount(spare) <= 3:
+            return spare[:length]
+        fresh = _large_buffer(length)
+        self._spare = fresh if length <= _MAX_SPARE else None
+        return fresh
 
     def _decompressed(
         self, request: web.BaseRequest, body: codec.Buffer, limit: bool
@@ -713,7 +766,9 @@ class HttpFrontend:
         response.content_length = body.nbytes
         await response.prepare(request)
         for chunk in body.chunks:
-            await response.write(chunk)
+            view = memoryview(chunk).cast("B")
+            for start in range(0, view.nbytes, _WRITE_SLICE):
+                await response.write(view[start : start + _WRITE_SLICE])
         await response.write_eof()
         return response
 

@@ -704,3 +704,95 @@ def test_missing_transport_library(blocked: str, statement: str) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "pip install tritonclient-ng[http]" in out.stdout
+
+
+# -- the direct transport: large bodies, concurrency, snapshots ---------------------------------
+
+
+def _identity_uint8(nbytes: int, seed: int) -> tuple[httpclient.InferInput, np.ndarray]:
+    x = np.random.default_rng(seed).integers(0, 256, (1, nbytes), dtype=np.uint8)
+    inp = httpclient.InferInput("INPUT0", list(x.shape), "UINT8").set_data_from_numpy(x)
+    return inp, x
+
+
+@pytest.mark.parametrize("nbytes", [3 << 20, (9 << 20) + 7])
+def test_large_binary_round_trip(url: str, nbytes: int) -> None:
+    out = [httpclient.InferRequestedOutput("OUTPUT0", binary_data=True)]
+    with httpclient.InferenceServerClient(url) as client:
+        kept = []
+        for seed in range(3):  # the server reuses its body buffer: earlier results must hold
+            inp, x = _identity_uint8(nbytes, seed)
+            got = client.infer("identity_uint8", [inp], outputs=out).as_numpy("OUTPUT0")
+            assert got is not None and got.shape == x.shape
+            np.testing.assert_array_equal(got, x)
+            kept.append((got, x))
+        for got, x in kept:
+            np.testing.assert_array_equal(got, x)
+        # the same through the gevent thread (async_infer)
+        inp, x = _identity_uint8(nbytes, 7)
+        got = client.async_infer("identity_uint8", [inp], outputs=out).get_result(timeout=60)
+        np.testing.assert_array_equal(got.as_numpy("OUTPUT0"), x)
+
+
+def test_threads_get_their_own_results(url: str) -> None:
+    """Many threads on one client (direct transport, fewer connections than threads)."""
+    errors: list[BaseException] = []
+    out = [httpclient.InferRequestedOutput("OUTPUT0", binary_data=True)]
+    with httpclient.InferenceServerClient(url, concurrency=3) as client:
+
+        def work(seed: int) -> None:
+            try:
+                for i in range(15):
+                    inp, x = _identity_uint8(1000 + 97 * seed + i, seed * 100 + i)
+                    got = client.infer("identity_uint8", [inp], outputs=out).as_numpy("OUTPUT0")
+                    assert np.array_equal(got, x), (seed, i)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not any(t.is_alive() for t in threads)
+    assert not errors, errors[:3]
+
+
+def test_call_bounded_by_timeouts_on_direct_path(url: str) -> None:
+    with httpclient.InferenceServerClient(
+        url, connection_timeout=0.1, network_timeout=0.3
+    ) as client:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            client.infer("slow", slow_input(1500))
+        assert time.monotonic() - started < 1.4
+        # the connection that timed out is not reused: the next call is answered correctly
+        assert client.infer("slow", slow_input(10)).as_numpy("OUTPUT0")[0] == 10
+
+
+def test_close_waits_for_calls_in_other_threads(url: str) -> None:
+    client = httpclient.InferenceServerClient(url)
+    results: list[int] = []
+    t = threading.Thread(
+        target=lambda: results.append(
+            int(client.infer("slow", slow_input(300)).as_numpy("OUTPUT0")[0])
+        )
+    )
+    t.start()
+    time.sleep(0.1)
+    client.close()  # waits for the call in progress
+    assert results == [300]
+    t.join(10)
+    with pytest.raises(InferenceServerException, match="closed"):
+        client.infer("simple", simple_inputs()[0])
+
+
+def test_mutation_after_set_data_is_not_sent(url: str) -> None:
+    out = [httpclient.InferRequestedOutput("OUTPUT0", binary_data=True)]
+    with httpclient.InferenceServerClient(url) as client:
+        for nbytes in (64, 2 << 20):
+            inp, x = _identity_uint8(nbytes, 1)
+            original = x.copy()
+            x[:] = 0  # after set_data_from_numpy: NVIDIA sends the values set before
+            got = client.infer("identity_uint8", [inp], outputs=out).as_numpy("OUTPUT0")
+            np.testing.assert_array_equal(got, original)

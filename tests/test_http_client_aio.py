@@ -265,3 +265,40 @@ def test_system_shared_memory(url: str) -> None:
         region.close()
         posix.unlink(key)
     assert not Path("/dev/shm" + key).exists()
+
+
+def test_large_binary_round_trip_and_concurrent_results(url: str) -> None:
+    out = [aioclient.InferRequestedOutput("OUTPUT0", binary_data=True)]
+
+    def identity(nbytes: int, seed: int) -> tuple[aioclient.InferInput, np.ndarray]:
+        x = np.random.default_rng(seed).integers(0, 256, (1, nbytes), dtype=np.uint8)
+        inp = aioclient.InferInput("INPUT0", list(x.shape), "UINT8").set_data_from_numpy(x)
+        return inp, x
+
+    async def main() -> None:
+        async with aioclient.InferenceServerClient(url, conn_limit=4) as client:
+            inp, x = identity((6 << 20) + 3, 0)
+            got = (await client.infer("identity_uint8", [inp], outputs=out)).as_numpy("OUTPUT0")
+            np.testing.assert_array_equal(got, x)
+            pairs = [identity(500 + 31 * i, i) for i in range(24)]
+            results = await asyncio.gather(
+                *[client.infer("identity_uint8", [p[0]], outputs=out) for p in pairs]
+            )
+            for result, (_, x) in zip(results, pairs, strict=True):
+                np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), x)
+
+    run(main())
+
+
+def test_timeout_bounds_the_call(url: str) -> None:
+    async def main() -> None:
+        async with aioclient.InferenceServerClient(url, conn_timeout=0.3) as client:
+            started = time.monotonic()
+            with pytest.raises(InferenceServerException) as info:
+                await client.infer("slow", slow_input(1500))
+            assert isinstance(info.value, TimeoutError)
+            assert time.monotonic() - started < 1.4
+            result = await client.infer("slow", slow_input(10))
+            assert int(result.as_numpy("OUTPUT0")[0]) == 10
+
+    run(main())

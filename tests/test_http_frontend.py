@@ -1478,3 +1478,40 @@ def test_module_does_not_import_io_libraries_into_the_codec() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_large_body_buffer_reused_only_when_nothing_refers_to_it(core: CoreServer) -> None:
+    frontend = HttpFrontend(core, port=0)
+    size = 8 << 20
+    first = frontend._body_buffer(size)
+    assert memoryview(first).nbytes == size
+    held = np.frombuffer(memoryview(first), dtype=np.uint8)[:16]  # e.g. an input array
+    del first
+    second = frontend._body_buffer(size)
+    assert not np.shares_memory(np.asarray(second), held)  # still referenced: a new buffer
+    del held, second
+    third = frontend._body_buffer(size - 5)
+    assert memoryview(third).nbytes == size - 5
+    fourth_ref = np.asarray(third)
+    assert frontend._spare is not None and np.shares_memory(fourth_ref, frontend._spare)
+    del third, fourth_ref
+    small = frontend._body_buffer(1024)
+    assert isinstance(small, bytearray) and len(small) == 1024
+
+
+def test_large_tensors_back_to_back(server: Endpoint) -> None:
+    """Large bodies through the reused body buffer and the sliced response writes."""
+    arrays = [
+        np.random.default_rng(seed).random((1, (5 << 20) // 4 + seed), dtype=np.float32)
+        for seed in range(3)
+    ]
+    decoded = [
+        server.infer(
+            "identity_fp32",
+            [codec.encode_input("INPUT0", "FP32", a.shape, a)],
+            [codec.encode_output("OUTPUT0")],
+        )
+        for a in arrays
+    ]
+    for reply, array in zip(decoded, arrays, strict=True):
+        assert np.array_equal(reply.as_numpy("OUTPUT0"), array)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import numpy.typing as npt
 
 from tritonclient._codec.http import (
@@ -106,9 +107,16 @@ class InferInput:
         InferenceServerException
             If the dtype or shape does not match, or the data cannot be sent as JSON.
         """
-        self._input = encode_input(
+        encoded = encode_input(
             self._name, self._datatype, self._shape, input_tensor, binary_data=binary_data
         )
+        raw = encoded.raw
+        if isinstance(raw, memoryview) and not raw.readonly:
+            # A view of the caller's writable array: take the values now, as NVIDIA's
+            # tobytes() does, so a later change to the array does not change what is sent.
+            snapshot = np.frombuffer(raw.cast("B"), dtype=np.uint8).copy()
+            encoded.raw = snapshot.data.toreadonly()
+        self._input = encoded
         return self
 
     def set_shared_memory(self, region_name: str, byte_size: int, offset: int = 0) -> InferInput:

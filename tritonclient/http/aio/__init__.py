@@ -135,8 +135,14 @@ class InferenceServerClient(ClientCore):
                 limit=self._conn_limit,
                 ssl=self._ssl_context if self._ssl_context is not None else True,
             )
+            # No automatic "Accept-Encoding: gzip, deflate": a server would compress every
+            # answer for the client to inflate again (response compression is asked for
+            # explicitly, with response_compression_algorithm, as in the sync client).
             self._session = aiohttp.ClientSession(
-                connector=connector, timeout=self._timeout, auto_decompress=False
+                connector=connector,
+                timeout=self._timeout,
+                auto_decompress=False,
+                skip_auto_headers=("Accept-Encoding",),
             )
         return self._session
 
