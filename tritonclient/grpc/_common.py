@@ -27,7 +27,8 @@ from tritonclient.utils._errors import (
     InferenceServerDeadlineExceededError,
     InferenceServerUnavailableError,
     RetryPolicy,
-    specialize_exception,
+    connection_hint,
+    server_error_with_hint,
 )
 
 from ._tensors import InferInput, InferRequestedOutput, InferResult, message_to_json
@@ -313,8 +314,16 @@ def error_from_rpc(rpc_error: Any) -> InferenceServerException:
     Returns
     -------
     InferenceServerException
+        For a server that cannot be reached (nothing listening, an HTTP port) the message
+        ends with a hint that says how to fix it.
     """
-    return specialize_exception(codec.exception_from_rpc_error(rpc_error))
+    error = server_error_with_hint(codec.exception_from_rpc_error(rpc_error))
+    if isinstance(error, InferenceServerUnavailableError):
+        message = error.message() or ""
+        hint = connection_hint(message, "grpc")
+        if hint:
+            error = type(error)(message + hint, error.status(), error.debug_details())
+    return error
 
 
 def is_retryable(error: InferenceServerException) -> bool:

@@ -74,6 +74,7 @@ def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> Http
     ``InferenceServerException`` subclass (see :func:`transport_error`).
     """
     what = f"{call.method} {call.path}"
+    server = f"{stub.host}:{stub.port}"
     timer = gevent.Timeout(limit) if limit is not None else None
     if timer is not None:
         timer.start()
@@ -89,6 +90,7 @@ def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> Http
                         "bytes of the response"
                     ),
                     what,
+                    server,
                 )
         finally:
             response.release()
@@ -98,17 +100,17 @@ def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> Http
         if expired is not timer:
             raise
         raise transport_error(
-            TimeoutError(f"no complete answer within {limit:g} s"), what
+            TimeoutError(f"no complete answer within {limit:g} s"), what, server
         ) from None
     except InferenceServerException:
         raise
     except HTTPParseError as error:
         if isinstance(error, HTTPConnectionClosed) or "incomplete" in str(error).lower():
             # the connection closed before or in the middle of the response
-            raise transport_error(EOFError(f"truncated response ({error})"), what) from None
-        raise transport_error(error, what) from None
+            raise transport_error(EOFError(f"truncated response ({error})"), what, server) from None
+        raise transport_error(error, what, server) from None
     except Exception as error:
-        raise transport_error(error, what) from None
+        raise transport_error(error, what, server) from None
     finally:
         if timer is not None:
             timer.close()

@@ -51,7 +51,8 @@ from tritonclient.utils._errors import (
     InferenceServerProtocolError,
     InferenceServerSSLError,
     RetryPolicy,
-    specialize_exception,
+    connection_hint,
+    server_error_with_hint,
 )
 
 __all__ = [
@@ -141,7 +142,7 @@ def _reply_error(reply: HttpReply) -> InferenceServerException | None:
     with contextlib.suppress(HttpCodecError):
         body = decompress(body, reply.header(HEADER_CONTENT_ENCODING))
     error = error_from_response(reply.status, body)
-    return None if error is None else specialize_exception(error)
+    return None if error is None else server_error_with_hint(error)
 
 
 def _raise_if_error(reply: HttpReply) -> None:
@@ -172,7 +173,7 @@ def _parse_json(reply: HttpReply) -> Any:
         ) from None
 
 
-def transport_error(error: BaseException, what: str) -> InferenceServerException:
+def transport_error(error: BaseException, what: str, server: str = "") -> InferenceServerException:
     """The exception for a request that failed below HTTP (socket, parser, timeout).
 
     Parameters
@@ -181,6 +182,9 @@ def transport_error(error: BaseException, what: str) -> InferenceServerException
         What the HTTP library raised.
     what : str
         The request, e.g. ``"GET /v2/health/ready"``, for the message.
+    server : str, optional
+        ``host:port`` of the server, named in the hint added to the message when nothing
+        listens there or it does not speak HTTP/1.1.
 
     Returns
     -------
@@ -197,9 +201,12 @@ def transport_error(error: BaseException, what: str) -> InferenceServerException
         return InferenceServerSSLError(f"{what}: TLS failed ({detail})")
     if isinstance(error, TimeoutError):
         return InferenceServerDeadlineExceededError(f"{what}: timed out ({detail})")
+    hint = connection_hint(detail, "http", server)
     if isinstance(error, OSError | EOFError):
-        return InferenceServerConnectionError(f"{what}: connection failed ({detail})")
-    return InferenceServerProtocolError(f"{what}: invalid response from the server ({detail})")
+        return InferenceServerConnectionError(f"{what}: connection failed ({detail}){hint}")
+    return InferenceServerProtocolError(
+        f"{what}: invalid response from the server ({detail}){hint}"
+    )
 
 
 def decode_error(error: BaseException, what: str) -> InferenceServerException:

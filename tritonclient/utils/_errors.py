@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import ssl
 from typing import NoReturn
 
@@ -22,8 +23,10 @@ __all__ = [
     "InferenceServerUnavailableError",
     "InferenceServerUnimplementedError",
     "RetryPolicy",
+    "connection_hint",
     "exception_for_status",
     "raise_error",
+    "server_error_with_hint",
     "specialize_exception",
 ]
 
@@ -291,3 +294,84 @@ class RetryPolicy:
             f"initial_backoff={self.initial_backoff}, max_backoff={self.max_backoff}, "
             f"backoff_multiplier={self.backoff_multiplier})"
         )
+
+
+#: Default ports of a Triton server and display names, by client protocol.
+_DEFAULT_PORTS = {"grpc": 8001, "http": 8000}
+_NAMES = {"grpc": "gRPC", "http": "HTTP"}
+
+
+def connection_hint(detail: str, protocol: str, server: str = "") -> str:
+    """A sentence that tells how to fix a failed connection, or ``""`` if none applies.
+
+    Parameters
+    ----------
+    detail : str
+        What the transport reported (the gRPC status details, the socket or parser error).
+    protocol : str
+        ``"grpc"`` or ``"http"``: the client that failed.
+    server : str, optional
+        ``host:port`` the client tried, named in the hint when given.
+
+    Returns
+    -------
+    str
+        Starts with ``"; "`` so that it can be appended to the message.
+    """
+    where = f" at {server}" if server else " at that address"
+    other = "http" if protocol == "grpc" else "grpc"
+    name, other_name = _NAMES[protocol], _NAMES[other]
+    lowered = detail.lower()
+    refused = ("connection refused", "connect call failed", "cannot connect to host")
+    if any(text in lowered for text in refused):
+        return (
+            f"; no server is listening{where}: start one (for a local test server, "
+            "'python -m mock_server' serves HTTP on port 8000 and gRPC on port 8001) or "
+            f"check the URL (Triton's {name} port is {_DEFAULT_PORTS[protocol]} by default)"
+        )
+    wrong_port = (
+        "http1.x server" in lowered  # grpc reached an HTTP/1 server
+        if protocol == "grpc"
+        else "expected http/" in lowered or "prior knowledge" in lowered
+    )
+    if wrong_port:
+        return (
+            f"; the server{where} does not speak {name}: is this its {other_name} port? "
+            f"Point tritonclient.{protocol} at the {name} port ({_DEFAULT_PORTS[protocol]} by "
+            f"default) or use tritonclient.{other} for this one"
+        )
+    return ""
+
+
+_DATATYPE_MISMATCH = re.compile(r"data-type is '([^']*)', but model '([^']*)' expects '([^']*)'")
+
+
+def _server_hint(message: str) -> str:
+    if "unknown model" in message:
+        return (
+            "; the server has no such model ready: get_model_repository_index() lists the "
+            "models it knows and their state, and load_model() loads one (on a server "
+            "started with --model-control-mode=explicit)"
+        )
+    found = _DATATYPE_MISMATCH.search(message)
+    if found:
+        return (
+            f"; create the InferInput with datatype '{found.group(3)}' and pass a numpy "
+            f"array of that type (get_model_metadata('{found.group(2)}') lists each input's "
+            "datatype and shape)"
+        )
+    if "unexpected shape for input" in message or "batch-size must be" in message:
+        return "; get_model_metadata() gives each input's shape (-1: any size)"
+    return ""
+
+
+def server_error_with_hint(error: InferenceServerException) -> InferenceServerException:
+    """An error the server reported, as its status subclass and, when the message is one a
+    newcomer meets (unknown model, datatype or shape against the model's metadata), with a
+    hint that says how to fix it appended to the message."""
+    error = specialize_exception(error)
+    message = error.message() or ""
+    hint = _server_hint(message)
+    if not hint:
+        return error
+    return type(error)(message + hint, error.status(), error.debug_details())

@@ -149,6 +149,7 @@ class InferenceServerClient(ClientCore):
     async def _send(self, call: HttpCall[T]) -> T:
         session = self._get_session()
         what = f"{call.method} {call.path}"
+        server = self._origin.partition("://")[2]
         try:
             async with session.request(
                 call.method,
@@ -163,14 +164,14 @@ class InferenceServerClient(ClientCore):
             raise
         except asyncio.TimeoutError:
             raise transport_error(
-                TimeoutError(f"no complete answer within {self._timeout.total} s"), what
+                TimeoutError(f"no complete answer within {self._timeout.total} s"), what, server
             ) from None
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as error:
             raise transport_error(
-                ConnectionError(f"{type(error).__name__}: {error}"), what
+                ConnectionError(f"{type(error).__name__}: {error}"), what, server
             ) from None
         except Exception as error:
-            raise transport_error(error, what) from None
+            raise transport_error(error, what, server) from None
         self._verbose_reply(reply)
         try:
             return call.parse(reply)
