@@ -127,7 +127,11 @@ class StatsSink(Protocol):
 
 class _DeadlineWatch:
     """One thread that cancels running requests whose timeout passes during execution, so the
-    model sees ``is_cancelled()`` (queued requests are expired by the schedulers)."""
+    model sees ``is_cancelled()`` (queued requests are expired by the schedulers).
+
+    Only running requests are watched (at most the instances' batches), and a request is
+    dropped from the watch as soon as it completes, so none is held until its deadline.
+    """
 
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, InferRequest]] = []
@@ -143,6 +147,23 @@ class _DeadlineWatch:
                 self._thread = threading.Thread(target=self._run, name="deadlines", daemon=True)
                 self._thread.start()
             self._cond.notify()
+
+    def discard(self, request: InferRequest) -> None:
+        """Stop watching ``request`` (it completed)."""
+        with self._cond:
+            for index, entry in enumerate(self._heap):
+                if entry[2] is request:
+                    last = self._heap.pop()
+                    if index < len(self._heap):
+                        self._heap[index] = last
+                        heapq.heapify(self._heap)
+                    self._cond.notify()
+                    return
+
+    def watched(self) -> int:
+        """How many requests are watched now."""
+        with self._cond:
+            return len(self._heap)
 
     def _run(self) -> None:
         while True:
@@ -173,6 +194,7 @@ class _Flight:
     done: bool = False
     trace_id: int = 0
     trace_levels: tuple[str, ...] = ()
+    watched: bool = False  # in the deadline watch
 
 
 class ModelVersion:
@@ -278,7 +300,8 @@ class ModelVersion:
             flight = self._flights.get(id(pending.request))
             if flight is not None:
                 flight.dispatch_ns = start
-            if pending.deadline_ns:
+            if pending.deadline_ns and flight is not None:
+                flight.watched = True
                 _deadlines.add(pending.deadline_ns, pending.request)
         try:
             reschedule = instance.execute(requests)
@@ -372,6 +395,8 @@ class ModelVersion:
                 response.error is not None and response.error.kind is ErrorKind.CANCELLED,
             )
         if response.final:
+            if flight.watched:
+                _deadlines.discard(request)
             if response.error is None:
                 exec_end = flight.exec_end_ns or now
                 self._stats.record_success(
