@@ -107,6 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="REGEX",
         help="forward matching HTTP headers to models as request parameters",
     )
+    p.add_argument(
+        "--grpc-header-forward-pattern",
+        metavar="REGEX",
+        help="forward matching gRPC request metadata to models as request parameters",
+    )
     p.add_argument("--http-ssl-cert", help="PEM certificate: serve HTTPS")
     p.add_argument("--http-ssl-key", help="PEM private key for --http-ssl-cert")
     p.add_argument("--http-ssl-root-cert", help="PEM CA: require client certificates on HTTPS")
@@ -213,6 +218,7 @@ def options_from_args(args: argparse.Namespace) -> tuple[ServerOptions, Frontend
         http_restricted_api=parse_restricted(args.http_restricted_api),
         grpc_restricted_protocol=parse_restricted(args.grpc_restricted_protocol),
         http_header_forward_pattern=args.http_header_forward_pattern,
+        grpc_header_forward_pattern=args.grpc_header_forward_pattern,
     )
     return core, frontends
 

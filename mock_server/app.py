@@ -96,6 +96,9 @@ class FrontendOptions:
         Largest gRPC message accepted or sent.
     http_header_forward_pattern : str or None
         Regular expression: matching HTTP headers reach the model as string parameters.
+    grpc_header_forward_pattern : str or None
+        Regular expression: matching gRPC request metadata reaches the model as string
+        parameters.
     """
 
     host: str = "127.0.0.1"
@@ -119,6 +122,7 @@ class FrontendOptions:
     grpc_restricted_protocol: dict[str, tuple[str, str]] = field(default_factory=dict)
     grpc_max_message_bytes: int = 2**31 - 1
     http_header_forward_pattern: str | None = None
+    grpc_header_forward_pattern: str | None = None
 
 
 def _http_ssl_context(options: FrontendOptions) -> ssl.SSLContext | None:
@@ -242,6 +246,7 @@ class MockServer:
                 server_credentials=_grpc_credentials(fo),
                 restricted_apis=fo.grpc_restricted_protocol or None,
                 max_message_bytes=fo.grpc_max_message_bytes,
+                header_forward_pattern=fo.grpc_header_forward_pattern,
             )
             self.grpc_port = await grpc_frontend.start()
             self._services.append(grpc_frontend)

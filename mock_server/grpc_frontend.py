@@ -44,6 +44,7 @@ import contextlib
 import functools
 import itertools
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,11 +54,11 @@ from grpc_health.v1 import health_pb2  # type: ignore[import-untyped]  # ships n
 
 from tritonclient._codec import grpc as codec
 from tritonclient.grpc import service_pb2 as pb
-from tritonclient.utils import InferenceServerException
+from tritonclient.utils import TRITON_RESERVED_REQUEST_PARAMS, InferenceServerException
 
 from .core.errors import ErrorKind, ServerError
 from .core.server import CoreServer
-from .core.types import InferRequest, InferResponse, RequestedOutput, Tensor
+from .core.types import InferRequest, InferResponse, ParamValue, RequestedOutput, Tensor
 
 __all__ = ["API_GROUP_OF_RPC", "GrpcFrontend", "KeepAliveOptions"]
 
@@ -237,6 +238,9 @@ class GrpcFrontend:
     keepalive : KeepAliveOptions, optional
         HTTP/2 keepalive settings; Triton's defaults by default.
 
+    header_forward_pattern : str, optional
+        Regular expression: request metadata whose key matches reaches the model as string
+        request parameters (Triton's ``--grpc-header-forward-pattern``).
     Raises
     ------
     ValueError
@@ -254,8 +258,10 @@ class GrpcFrontend:
         max_message_bytes: int = 2**31 - 1,
         compression: grpc.Compression | str | None = None,
         keepalive: KeepAliveOptions | None = None,
+        header_forward_pattern: str | None = None,
     ) -> None:
         self._core = core
+        self._forward = re.compile(header_forward_pattern) if header_forward_pattern else None
         self._host = host
         self._port = port
         self._credentials = server_credentials
@@ -697,8 +703,28 @@ class GrpcFrontend:
                 self._core.shm.check(ref.region, ref.offset, ref.byte_size)
         return decoded, decoupled
 
+    def _forwarded_headers(self, context: Any) -> dict[str, ParamValue]:
+        """Request metadata matching the forward pattern, as request parameters."""
+        if self._forward is None:
+            return {}
+        out: dict[str, ParamValue] = {}
+        for key, value in context.invocation_metadata() or ():
+            if not isinstance(value, str) or not self._forward.search(key):
+                continue
+            if key in TRITON_RESERVED_REQUEST_PARAMS or key.lower().startswith("triton_"):
+                raise ServerError.invalid_arg(
+                    f"Header '{key}' is reserved for Triton usage and cannot be forwarded."
+                )
+            out[key] = value
+        return out
+
     @staticmethod
-    def _core_request(decoded: codec.DecodedInferRequest) -> InferRequest:
+    def _core_request(
+        decoded: codec.DecodedInferRequest, forwarded: dict[str, ParamValue] | None = None
+    ) -> InferRequest:
+        parameters = decoded.parameters
+        if forwarded:
+            parameters = {**parameters, **forwarded}
         return InferRequest(
             model_name=decoded.model_name,
             model_version=decoded.model_version,
@@ -707,7 +733,7 @@ class GrpcFrontend:
                 Tensor(t.name, t.datatype, t.shape, t.data, t.parameters) for t in decoded.inputs
             ],
             outputs=[RequestedOutput(o.name, o.parameters) for o in decoded.outputs],
-            parameters=decoded.parameters,
+            parameters=parameters,
             correlation_id=decoded.correlation_id,
             sequence_start=decoded.sequence_start,
             sequence_end=decoded.sequence_end,
@@ -769,7 +795,7 @@ class GrpcFrontend:
         if self._compression is not None:
             context.set_compression(self._compression)
         decoded, _ = await self._prepare(request, raw, unary=True)
-        core_request = self._core_request(decoded)
+        core_request = self._core_request(decoded, self._forwarded_headers(context))
         loop = asyncio.get_running_loop()
         done: asyncio.Future[Any] = loop.create_future()
 
@@ -796,7 +822,13 @@ class GrpcFrontend:
             await context.abort(_status(exc.kind), exc.message)
         if self._compression is not None:
             context.set_compression(self._compression)
-        stream = _Stream(self, asyncio.get_running_loop(), _metadata(context, "triton_grpc_error"))
+        try:
+            forwarded = self._forwarded_headers(context)
+        except ServerError as exc:
+            await context.abort(_status(exc.kind), exc.message)
+        stream = _Stream(
+            self, asyncio.get_running_loop(), _metadata(context, "triton_grpc_error"), forwarded
+        )
         reader = asyncio.create_task(stream.read(request_iterator))
         try:
             while True:
@@ -866,9 +898,14 @@ class _Stream:
     """The state of one ``ModelStreamInfer`` call."""
 
     def __init__(
-        self, frontend: GrpcFrontend, loop: asyncio.AbstractEventLoop, error_header: str | None
+        self,
+        frontend: GrpcFrontend,
+        loop: asyncio.AbstractEventLoop,
+        error_header: str | None,
+        forwarded: dict[str, ParamValue] | None = None,
     ) -> None:
         self._frontend = frontend
+        self._forwarded = forwarded
         self._loop = loop
         self._error_mode = (error_header or "").lower() == "true"
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -924,7 +961,7 @@ class _Stream:
         key: int | None = None
         try:
             decoded, decoupled = await self._frontend._prepare(request, raw, unary=False)
-            core_request = self._frontend._core_request(decoded)
+            core_request = self._frontend._core_request(decoded, self._forwarded)
             key = next(self._keys)
             core_request.response_callback = functools.partial(
                 self._on_response_thread, key, decoded, decoupled

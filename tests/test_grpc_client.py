@@ -857,3 +857,64 @@ def test_large_infer_round_trip(client: grpcclient.InferenceServerClient) -> Non
     with pytest.raises(InferenceServerException) as error:
         client.infer("no_such_model", [inp])
     assert "StatusCode.NOT_FOUND" in str(error.value.status())
+
+
+ECHO_PARAMETERS_CONFIG = """
+name: "echo_parameters"
+backend: "python"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "PARAMS" data_type: TYPE_STRING dims: [ 1 ] } ]
+"""
+
+ECHO_PARAMETERS_MODEL = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse(
+                [pb_utils.Tensor("PARAMS", np.array([r.parameters().encode()], np.object_))]
+            )
+            for r in requests
+        ]
+"""
+
+
+def test_header_forward_pattern(tmp_path: Path) -> None:
+    import json
+
+    model = tmp_path / "echo_parameters"
+    (model / "1").mkdir(parents=True)
+    (model / "config.pbtxt").write_text(ECHO_PARAMETERS_CONFIG)
+    (model / "1" / "model.py").write_text(ECHO_PARAMETERS_MODEL)
+    options = ServerOptions(model_repository=[tmp_path])
+    frontends = FrontendOptions(
+        http_port=0, grpc_port=0, metrics_port=0, grpc_header_forward_pattern="^x-|^triton_"
+    )
+    value = grpcclient.InferInput("IN", [1], "INT32")
+    value.set_data_from_numpy(np.array([1], dtype=np.int32))
+    with (
+        MockServer(options, frontends) as server,
+        grpcclient.InferenceServerClient(server.grpc_url) as client,
+    ):
+        headers = {"x-trace-id": "abc", "other": "not forwarded"}
+        result = client.infer("echo_parameters", [value], headers=headers, parameters={"p": 1})
+        params = json.loads(result.as_numpy("PARAMS")[0])
+        assert params == {"x-trace-id": "abc", "p": 1}
+        # The same through a stream.
+        answers: queue.Queue[Any] = queue.Queue()
+        client.start_stream(
+            callback=lambda result, error: answers.put((result, error)), headers=headers
+        )
+        client.async_stream_infer("echo_parameters", [value])
+        result, error = answers.get(timeout=30)
+        client.stop_stream()
+        assert error is None
+        assert json.loads(result.as_numpy("PARAMS")[0]) == {"x-trace-id": "abc"}
+        # A reserved name is refused, and the server keeps serving.
+        with pytest.raises(InferenceServerException, match="reserved for Triton usage"):
+            client.infer("echo_parameters", [value], headers={"x-a": "1", "triton_x": "2"})
+        assert client.infer("echo_parameters", [value]).as_numpy("PARAMS") is not None
