@@ -253,7 +253,7 @@ def case_aio(protocol: str, url: str, seconds: float) -> dict[str, Any]:
     sync, aio = _modules(protocol)
     inputs, outputs, want_sum, want_diff = _simple_inputs(sync, protocol)
 
-    async def main() -> tuple[int, float, float]:
+    async def main() -> tuple[int, int, float, float]:
         client = aio.InferenceServerClient(url)
         try:
 
@@ -272,13 +272,14 @@ def case_aio(protocol: str, url: str, seconds: float) -> dict[str, Any]:
                 counts = await asyncio.gather(*(worker(w0 + duration) for _ in range(8)))
                 return sum(counts), time.perf_counter() - w0, time.process_time() - c0
 
-            await run(min(0.5, seconds / 4))
-            return await run(seconds)
+            warm, _, _ = await run(min(0.5, seconds / 4))
+            count, wall, cpu = await run(seconds)
+            return warm + count, count, wall, cpu
         finally:
             await client.close()
 
-    count, wall, cpu = asyncio.run(main())
-    return {"rps": count / wall, "cpu_us": cpu / count * 1e6, "count": count}
+    total, count, wall, cpu = asyncio.run(main())
+    return {"rps": count / wall, "cpu_us": cpu / count * 1e6, "count": count, "requests": total}
 
 
 def case_big(protocol: str, url: str, nbytes: int, repeat: int, profile: bool) -> dict[str, Any]:

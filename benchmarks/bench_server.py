@@ -72,41 +72,6 @@ def case_c1(protocol: str, url: str, seconds: float) -> dict[str, Any]:
     return {"rps": count / wall, "requests": total + count}
 
 
-def case_c8(protocol: str, url: str, seconds: float) -> dict[str, Any]:
-    import asyncio
-
-    sync, aio = bc._modules(protocol)
-    inputs, outputs, want_sum, want_diff = bc._simple_inputs(sync, protocol)
-
-    async def main() -> tuple[int, int, float]:
-        client = aio.InferenceServerClient(url)
-        try:
-
-            async def worker(deadline: float) -> int:
-                count = 0
-                r = None
-                while time.perf_counter() < deadline:
-                    r = await client.infer("simple", inputs, outputs=outputs)
-                    count += 1
-                if r is not None:
-                    bc._check_simple(r, want_sum, want_diff)
-                return count
-
-            async def run(duration: float) -> tuple[int, float]:
-                w0 = time.perf_counter()
-                counts = await asyncio.gather(*(worker(w0 + duration) for _ in range(8)))
-                return sum(counts), time.perf_counter() - w0
-
-            warm, _ = await run(min(0.5, seconds / 4))
-            count, wall = await run(seconds)
-            return warm + count, count, wall
-        finally:
-            await client.close()
-
-    total, count, wall = asyncio.run(main())
-    return {"rps": count / wall, "requests": total}
-
-
 def worker(spec: dict[str, Any]) -> dict[str, Any]:
     import tritonclient
 
@@ -114,8 +79,8 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     proto, url = spec["protocol"], spec["url"]
     if spec["case"] == "c1":
         out.update(case_c1(proto, url, spec["seconds"]))
-    elif spec["case"] == "c8":
-        out.update(case_c8(proto, url, spec["seconds"]))
+    elif spec["case"] == "c8":  # eight coroutines, each awaiting one infer after another
+        out.update(bc.case_aio(proto, url, spec["seconds"]))
     elif spec["case"] == "big":
         out.update(bc.case_big(proto, url, spec["nbytes"], spec["repeat"], False))
     else:

@@ -678,6 +678,27 @@ def unregister_cuda_shm(name: str) -> Call[None]:
 InferParts: TypeAlias = "tuple[service_pb2.ModelInferRequest, list[codec.Buffer]]"
 
 
+def _checked_items(
+    model_version: Any,
+    inputs: Sequence[InferInput] | InferInput,
+    outputs: Sequence[InferRequestedOutput] | InferRequestedOutput | None,
+) -> tuple[Sequence[InferInput], Sequence[InferRequestedOutput] | None]:
+    """The inputs and outputs of an inference call as sequences, after NVIDIA's checks (the
+    version first, then each input, then each output)."""
+    _check_version(model_version)
+    if isinstance(inputs, InferInput):
+        inputs = [inputs]
+    for item in inputs:
+        if not isinstance(item, InferInput):
+            raise_error(f"inputs must be InferInput objects, got {type(item).__name__}")
+    if isinstance(outputs, InferRequestedOutput):
+        outputs = [outputs]
+    for out in outputs or ():
+        if not isinstance(out, InferRequestedOutput):
+            raise_error(f"outputs must be InferRequestedOutput objects, got {type(out).__name__}")
+    return inputs, outputs
+
+
 def build_infer(
     model_name: str,
     inputs: Sequence[InferInput],
@@ -700,25 +721,9 @@ def build_infer(
         For a non-string version, inputs/outputs of the wrong type, reserved or
         unsupported parameters, inputs without data.
     """
-    _check_version(model_version)
-    if isinstance(inputs, InferInput):
-        inputs = [inputs]
-    tensors = []
-    for item in inputs:
-        if not isinstance(item, InferInput):
-            raise_error(f"inputs must be InferInput objects, got {type(item).__name__}")
-        tensors.append(item._codec_tensor())
-    requested = None
-    if outputs is not None:
-        if isinstance(outputs, InferRequestedOutput):
-            outputs = [outputs]
-        requested = []
-        for out in outputs:
-            if not isinstance(out, InferRequestedOutput):
-                raise_error(
-                    f"outputs must be InferRequestedOutput objects, got {type(out).__name__}"
-                )
-            requested.append(out._codec_output())
+    inputs, outputs = _checked_items(model_version, inputs, outputs)
+    tensors = [item._codec_tensor() for item in inputs]
+    requested = None if outputs is None else [out._codec_output() for out in outputs]
     return codec.build_infer_request_parts(
         model_name,
         tensors,
@@ -760,20 +765,7 @@ def encode_infer(
     InferenceServerException
         As :func:`build_infer`.
     """
-    _check_version(model_version)
-    if isinstance(inputs, InferInput):
-        inputs = [inputs]
-    for item in inputs:
-        if not isinstance(item, InferInput):
-            raise_error(f"inputs must be InferInput objects, got {type(item).__name__}")
-    if outputs is not None:
-        if isinstance(outputs, InferRequestedOutput):
-            outputs = [outputs]
-        for out in outputs:
-            if not isinstance(out, InferRequestedOutput):
-                raise_error(
-                    f"outputs must be InferRequestedOutput objects, got {type(out).__name__}"
-                )
+    inputs, outputs = _checked_items(model_version, inputs, outputs)
     pieces: list[codec.Buffer] = [
         codec.encode_request_header(
             model_name,
