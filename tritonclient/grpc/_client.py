@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import grpc
 
+from tritonclient._ready import wait_sync
 from tritonclient.grpc import service_pb2_grpc
 from tritonclient.utils import (
     InferenceServerException,
@@ -1357,29 +1358,16 @@ class InferenceServerClient(common.ClientBase):
             If the server or model is still not ready after ``timeout`` seconds; the message
             names which, and the last error seen.
         """
-        deadline = time.monotonic() + timeout
-        # Blame what was last seen not ready: a timeout on the final, very short attempt must
-        # not hide that the server itself was already ready.
-        what = "server"
-        last: BaseException | None = None
-        while True:
-            remaining = max(deadline - time.monotonic(), 0.001)
-            try:
-                server_ready = self.is_server_ready(headers=headers, client_timeout=remaining)
-                what = f"model '{model_name}'" if server_ready else "server"
-                if server_ready and (
-                    model_name is None
-                    or self.is_model_ready(
-                        model_name, model_version, headers=headers, client_timeout=remaining
-                    )
-                ):
-                    return
-            except InferenceServerException as error:
-                last = error
-            now = time.monotonic()
-            if now >= deadline:
-                raise common.not_ready_error(what, timeout, last)
-            time.sleep(min(interval, deadline - now))
+
+        def check(what: str, remaining: float) -> bool:
+            if what == "server":
+                return self.is_server_ready(headers=headers, client_timeout=remaining)
+            assert model_name is not None
+            return self.is_model_ready(
+                model_name, model_version, headers=headers, client_timeout=remaining
+            )
+
+        wait_sync(check, model_name, timeout, interval, common.not_ready_error)
 
     def async_stream_infer(
         self,

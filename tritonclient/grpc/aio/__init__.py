@@ -16,6 +16,7 @@ import grpc
 
 from tritonclient import _auth as auth
 from tritonclient._plugin import InferenceServerClientPlugin, Request
+from tritonclient._ready import wait_async
 from tritonclient.grpc import (
     InferInput,
     InferRequestedOutput,
@@ -208,30 +209,16 @@ class InferenceServerClient(common.ClientBase):
         interval: float = 0.1,
         headers: Mapping[str, Any] | None = None,
     ) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        # Blame what was last seen not ready: a timeout on the final, very short attempt must
-        # not hide that the server itself was already ready.
-        what = "server"
-        last: BaseException | None = None
-        while True:
-            remaining = max(deadline - loop.time(), 0.001)
-            try:
-                server_ready = await self.is_server_ready(headers=headers, client_timeout=remaining)
-                what = f"model '{model_name}'" if server_ready else "server"
-                if server_ready and (
-                    model_name is None
-                    or await self.is_model_ready(
-                        model_name, model_version, headers=headers, client_timeout=remaining
-                    )
-                ):
-                    return
-            except InferenceServerException as error:
-                last = error
-            now = loop.time()
-            if now >= deadline:
-                raise common.not_ready_error(what, timeout, last)
-            await asyncio.sleep(min(interval, deadline - now))
+
+        async def check(what: str, remaining: float) -> bool:
+            if what == "server":
+                return await self.is_server_ready(headers=headers, client_timeout=remaining)
+            assert model_name is not None
+            return await self.is_model_ready(
+                model_name, model_version, headers=headers, client_timeout=remaining
+            )
+
+        await wait_async(check, model_name, timeout, interval, common.not_ready_error)
 
     async def _unary(self, call: common.Call[T], headers: Any, client_timeout: float | None) -> T:
         metadata = self._get_metadata(headers)
