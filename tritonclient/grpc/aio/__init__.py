@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import grpc
 
 from tritonclient import _auth as auth
+from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._ready import wait_async
 from tritonclient.grpc import (
@@ -54,18 +55,6 @@ __all__ = [
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _doc_from(sync_method: Callable[..., Any]) -> Callable[[F], F]:
-    """Give a coroutine method the docstring of the sync client's method."""
-
-    def decorate(method: F) -> F:
-        method.__doc__ = (sync_method.__doc__ or "") + (
-            "\n        This is a coroutine: ``await`` it.\n"
-        )
-        return method
-
-    return decorate
 
 
 _Sync = _sync.InferenceServerClient
@@ -200,7 +189,7 @@ class InferenceServerClient(common.ClientBase):
         """Close the client. Any future calls to server will result in an Error."""
         await self._channel.close()
 
-    @_doc_from(_Sync.wait_until_ready)
+    @doc_from(_Sync.wait_until_ready)
     async def wait_until_ready(
         self,
         model_name: str | None = None,
@@ -240,19 +229,19 @@ class InferenceServerClient(common.ClientBase):
         self._log(call.done if call.done is not None else response)
         return call.convert(response)
 
-    @_doc_from(_Sync.is_server_live)
+    @doc_from(_Sync.is_server_live)
     async def is_server_live(
         self, headers: Mapping[str, Any] | None = None, client_timeout: float | None = None
     ) -> bool:
         return await self._unary(common.server_live(), headers, client_timeout)
 
-    @_doc_from(_Sync.is_server_ready)
+    @doc_from(_Sync.is_server_ready)
     async def is_server_ready(
         self, headers: Mapping[str, Any] | None = None, client_timeout: float | None = None
     ) -> bool:
         return await self._unary(common.server_ready(), headers, client_timeout)
 
-    @_doc_from(_Sync.is_model_ready)
+    @doc_from(_Sync.is_model_ready)
     async def is_model_ready(
         self,
         model_name: str,
@@ -263,7 +252,7 @@ class InferenceServerClient(common.ClientBase):
         call = common.model_ready(model_name, model_version)
         return await self._unary(call, headers, client_timeout)
 
-    @_doc_from(_Sync.get_server_metadata)
+    @doc_from(_Sync.get_server_metadata)
     async def get_server_metadata(
         self,
         headers: Mapping[str, Any] | None = None,
@@ -272,7 +261,7 @@ class InferenceServerClient(common.ClientBase):
     ) -> Any:
         return await self._unary(common.server_metadata(as_json), headers, client_timeout)
 
-    @_doc_from(_Sync.get_model_metadata)
+    @doc_from(_Sync.get_model_metadata)
     async def get_model_metadata(
         self,
         model_name: str,
@@ -284,7 +273,7 @@ class InferenceServerClient(common.ClientBase):
         call = common.model_metadata(model_name, model_version, as_json)
         return await self._unary(call, headers, client_timeout)
 
-    @_doc_from(_Sync.get_model_config)
+    @doc_from(_Sync.get_model_config)
     async def get_model_config(
         self,
         model_name: str,
@@ -296,7 +285,7 @@ class InferenceServerClient(common.ClientBase):
         call = common.model_config(model_name, model_version, as_json)
         return await self._unary(call, headers, client_timeout)
 
-    @_doc_from(_Sync.get_model_repository_index)
+    @doc_from(_Sync.get_model_repository_index)
     async def get_model_repository_index(
         self,
         headers: Mapping[str, Any] | None = None,
@@ -305,7 +294,7 @@ class InferenceServerClient(common.ClientBase):
     ) -> Any:
         return await self._unary(common.repository_index(as_json), headers, client_timeout)
 
-    @_doc_from(_Sync.load_model)
+    @doc_from(_Sync.load_model)
     async def load_model(
         self,
         model_name: str,
@@ -317,7 +306,7 @@ class InferenceServerClient(common.ClientBase):
         call = common.load_model(model_name, config, files)
         await self._unary(call, headers, client_timeout)
 
-    @_doc_from(_Sync.unload_model)
+    @doc_from(_Sync.unload_model)
     async def unload_model(
         self,
         model_name: str,
@@ -328,7 +317,7 @@ class InferenceServerClient(common.ClientBase):
         call = common.unload_model(model_name, unload_dependents)
         await self._unary(call, headers, client_timeout)
 
-    @_doc_from(_Sync.get_inference_statistics)
+    @doc_from(_Sync.get_inference_statistics)
     async def get_inference_statistics(
         self,
         model_name: str = "",
@@ -340,7 +329,7 @@ class InferenceServerClient(common.ClientBase):
         call = common.inference_statistics(model_name, model_version, as_json)
         return await self._unary(call, headers, client_timeout)
 
-    @_doc_from(_Sync.update_trace_settings)
+    @doc_from(_Sync.update_trace_settings)
     async def update_trace_settings(
         self,
         model_name: str | None = None,
@@ -352,7 +341,7 @@ class InferenceServerClient(common.ClientBase):
         call = common.trace_settings(model_name, settings, as_json, "update_trace_settings")
         return await self._unary(call, headers, client_timeout)
 
-    @_doc_from(_Sync.get_trace_settings)
+    @doc_from(_Sync.get_trace_settings)
     async def get_trace_settings(
         self,
         model_name: str | None = None,
@@ -363,7 +352,7 @@ class InferenceServerClient(common.ClientBase):
         call = common.trace_settings(model_name, None, as_json, "get_trace_settings")
         return await self._unary(call, headers, client_timeout)
 
-    @_doc_from(_Sync.update_log_settings)
+    @doc_from(_Sync.update_log_settings)
     async def update_log_settings(
         self,
         settings: Mapping[str, Any],
@@ -374,7 +363,7 @@ class InferenceServerClient(common.ClientBase):
         call = common.log_settings(settings, as_json, "update_log_settings")
         return await self._unary(call, headers, client_timeout)
 
-    @_doc_from(_Sync.get_log_settings)
+    @doc_from(_Sync.get_log_settings)
     async def get_log_settings(
         self,
         headers: Mapping[str, Any] | None = None,
@@ -384,7 +373,7 @@ class InferenceServerClient(common.ClientBase):
         call = common.log_settings(None, as_json, "get_log_settings")
         return await self._unary(call, headers, client_timeout)
 
-    @_doc_from(_Sync.get_system_shared_memory_status)
+    @doc_from(_Sync.get_system_shared_memory_status)
     async def get_system_shared_memory_status(
         self,
         region_name: str = "",
@@ -395,7 +384,7 @@ class InferenceServerClient(common.ClientBase):
         call = common.system_shm_status(region_name, as_json)
         return await self._unary(call, headers, client_timeout)
 
-    @_doc_from(_Sync.register_system_shared_memory)
+    @doc_from(_Sync.register_system_shared_memory)
     async def register_system_shared_memory(
         self,
         name: str,
@@ -408,7 +397,7 @@ class InferenceServerClient(common.ClientBase):
         call = common.register_system_shm(name, key, byte_size, offset)
         await self._unary(call, headers, client_timeout)
 
-    @_doc_from(_Sync.unregister_system_shared_memory)
+    @doc_from(_Sync.unregister_system_shared_memory)
     async def unregister_system_shared_memory(
         self,
         name: str = "",
@@ -417,7 +406,7 @@ class InferenceServerClient(common.ClientBase):
     ) -> None:
         await self._unary(common.unregister_system_shm(name), headers, client_timeout)
 
-    @_doc_from(_Sync.get_cuda_shared_memory_status)
+    @doc_from(_Sync.get_cuda_shared_memory_status)
     async def get_cuda_shared_memory_status(
         self,
         region_name: str = "",
@@ -428,7 +417,7 @@ class InferenceServerClient(common.ClientBase):
         call = common.cuda_shm_status(region_name, as_json)
         return await self._unary(call, headers, client_timeout)
 
-    @_doc_from(_Sync.register_cuda_shared_memory)
+    @doc_from(_Sync.register_cuda_shared_memory)
     async def register_cuda_shared_memory(
         self,
         name: str,
@@ -441,7 +430,7 @@ class InferenceServerClient(common.ClientBase):
         call = common.register_cuda_shm(name, raw_handle, device_id, byte_size)
         await self._unary(call, headers, client_timeout)
 
-    @_doc_from(_Sync.unregister_cuda_shared_memory)
+    @doc_from(_Sync.unregister_cuda_shared_memory)
     async def unregister_cuda_shared_memory(
         self,
         name: str = "",
@@ -450,7 +439,7 @@ class InferenceServerClient(common.ClientBase):
     ) -> None:
         await self._unary(common.unregister_cuda_shm(name), headers, client_timeout)
 
-    @_doc_from(_Sync.infer)
+    @doc_from(_Sync.infer)
     async def infer(
         self,
         model_name: str,

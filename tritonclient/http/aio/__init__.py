@@ -22,7 +22,9 @@ except ModuleNotFoundError as error:  # pragma: no cover - depends on the instal
         "install it with: pip install tritonclient-ng[http]"
     ) from error
 
+from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
+from tritonclient.http import _client as _sync
 from tritonclient.http._common import (
     ClientCore,
     HttpCall,
@@ -53,6 +55,9 @@ __all__ = [
 T = TypeVar("T")
 Headers = Mapping[str, Any] | None
 Query = Mapping[str, Any] | None
+
+
+_Sync = _sync.InferenceServerClient
 
 
 class InferenceServerClient(ClientCore):
@@ -190,6 +195,7 @@ class InferenceServerClient(ClientCore):
             await asyncio.sleep(policy.backoff(attempt))
             attempt += 1
 
+    @doc_from(_Sync.wait_until_ready)
     async def wait_until_ready(
         self,
         model_name: str | None = None,
@@ -199,32 +205,6 @@ class InferenceServerClient(ClientCore):
         headers: Headers = None,
         query_params: Query = None,
     ) -> None:
-        """Wait until the server (and ``model_name``, when given) is ready.
-
-        Not in NVIDIA's client. Refused connections and errors while waiting count as "not
-        ready yet". This is a coroutine: ``await`` it.
-
-        Parameters
-        ----------
-        model_name : str, optional
-            Also wait for this model to be ready.
-        model_version : str
-            The model version ("" for the server's choice).
-        timeout : float
-            The longest wait in seconds. Default 30.
-        interval : float
-            Seconds between checks. Default 0.1.
-        headers : dict, optional
-            Headers for the health requests.
-        query_params : dict, optional
-            Query parameters for the health requests.
-
-        Raises
-        ------
-        InferenceServerDeadlineExceededError
-            If the server or model is still not ready after ``timeout`` seconds; the message
-            names which, and the last error seen.
-        """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         # Blame what was last seen not ready: a timeout on the final, very short attempt must
@@ -254,45 +234,15 @@ class InferenceServerClient(ClientCore):
 
     # -- health and metadata -------------------------------------------------------------------
 
+    @doc_from(_Sync.is_server_live)
     async def is_server_live(self, headers: Headers = None, query_params: Query = None) -> bool:
-        """Contact the inference server and get liveness.
-
-        Parameters
-        ----------
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Returns
-        -------
-        bool
-            True if server is live, False if server is not live.
-
-        Raises
-        ------
-        Exception
-            If unable to get liveness.
-        """
         return await self._run(self._c_server_live(headers, query_params))
 
+    @doc_from(_Sync.is_server_ready)
     async def is_server_ready(self, headers: Headers = None, query_params: Query = None) -> bool:
-        """Contact the inference server and get readiness.
-
-        Parameters
-        ----------
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Returns
-        -------
-        bool
-            True if server is ready, False if server is not ready.
-        """
         return await self._run(self._c_server_ready(headers, query_params))
 
+    @doc_from(_Sync.is_model_ready)
     async def is_model_ready(
         self,
         model_name: str,
@@ -300,52 +250,15 @@ class InferenceServerClient(ClientCore):
         headers: Headers = None,
         query_params: Query = None,
     ) -> bool:
-        """Contact the inference server and get the readiness of specified model.
-
-        Parameters
-        ----------
-        model_name : str
-            The name of the model to check for readiness.
-        model_version : str
-            The version of the model to check for readiness. The default value is an empty
-            string which means then the server will choose a version based on the model and
-            internal policy.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Returns
-        -------
-        bool
-            True if the model is ready, False if not ready.
-        """
         return await self._run(
             self._c_model_ready(model_name, model_version, headers, query_params)
         )
 
+    @doc_from(_Sync.get_server_metadata)
     async def get_server_metadata(self, headers: Headers = None, query_params: Query = None) -> Any:
-        """Contact the inference server and get its metadata.
-
-        Parameters
-        ----------
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Returns
-        -------
-        dict
-            The JSON dict holding the metadata.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to get server metadata.
-        """
         return await self._run(self._c_server_metadata(headers, query_params))
 
+    @doc_from(_Sync.get_model_metadata)
     async def get_model_metadata(
         self,
         model_name: str,
@@ -353,35 +266,11 @@ class InferenceServerClient(ClientCore):
         headers: Headers = None,
         query_params: Query = None,
     ) -> Any:
-        """Contact the inference server and get the metadata for specified model.
-
-        Parameters
-        ----------
-        model_name : str
-            The name of the model.
-        model_version : str
-            The version of the model to get metadata. The default value is an empty string
-            which means then the server will choose a version based on the model and internal
-            policy.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Returns
-        -------
-        dict
-            The JSON dict holding the metadata.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to get model metadata.
-        """
         return await self._run(
             self._c_model_metadata(model_name, model_version, headers, query_params)
         )
 
+    @doc_from(_Sync.get_model_config)
     async def get_model_config(
         self,
         model_name: str,
@@ -389,61 +278,19 @@ class InferenceServerClient(ClientCore):
         headers: Headers = None,
         query_params: Query = None,
     ) -> Any:
-        """Contact the inference server and get the configuration for specified model.
-
-        Parameters
-        ----------
-        model_name : str
-            The name of the model.
-        model_version : str
-            The version of the model to get configuration. The default value is an empty
-            string which means then the server will choose a version based on the model and
-            internal policy.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Returns
-        -------
-        dict
-            The JSON dict holding the model config.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to get model configuration.
-        """
         return await self._run(
             self._c_model_config(model_name, model_version, headers, query_params)
         )
 
     # -- model repository ------------------------------------------------------------------------
 
+    @doc_from(_Sync.get_model_repository_index)
     async def get_model_repository_index(
         self, headers: Headers = None, query_params: Query = None
     ) -> Any:
-        """Get the index of model repository contents.
-
-        Parameters
-        ----------
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Returns
-        -------
-        list
-            The JSON list holding the model repository index.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to get the repository index.
-        """
         return await self._run(self._c_repository_index(headers, query_params))
 
+    @doc_from(_Sync.load_model)
     async def load_model(
         self,
         model_name: str,
@@ -452,34 +299,11 @@ class InferenceServerClient(ClientCore):
         config: str | None = None,
         files: Mapping[str, bytes] | None = None,
     ) -> None:
-        """Request the inference server to load or reload specified model.
-
-        Parameters
-        ----------
-        model_name : str
-            The name of the model to be loaded.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-        config : str
-            Optional JSON representation of a model config provided for the load request;
-            if provided, this config will be used for loading the model.
-        files : dict
-            Optional dictionary specifying file path (with "file:" prefix) in the override
-            model directory to the file content as bytes. The files will form the model
-            directory that the model will be loaded from. If specified, 'config' must be
-            provided to be the model configuration of the override model directory.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to load the model.
-        """
         await self._run(self._c_load_model(model_name, headers, query_params, config, files))
         if self._verbose:
             print(f"Loaded model '{model_name}'")
 
+    @doc_from(_Sync.unload_model)
     async def unload_model(
         self,
         model_name: str,
@@ -487,28 +311,11 @@ class InferenceServerClient(ClientCore):
         query_params: Query = None,
         unload_dependents: bool = False,
     ) -> None:
-        """Request the inference server to unload specified model.
-
-        Parameters
-        ----------
-        model_name : str
-            The name of the model to be unloaded.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-        unload_dependents : bool
-            Whether the dependents of the model should also be unloaded.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to unload the model.
-        """
         await self._run(self._c_unload_model(model_name, headers, query_params, unload_dependents))
         if self._verbose:
             print(f"Unloaded model '{model_name}'")
 
+    @doc_from(_Sync.get_inference_statistics)
     async def get_inference_statistics(
         self,
         model_name: str = "",
@@ -516,36 +323,11 @@ class InferenceServerClient(ClientCore):
         headers: Headers = None,
         query_params: Query = None,
     ) -> Any:
-        """Get the inference statistics for the specified model name and version.
-
-        Parameters
-        ----------
-        model_name : str
-            The name of the model to get statistics. The default value is an empty string,
-            which means statistics of all models will be returned.
-        model_version : str
-            The version of the model to get inference statistics. The default value is an
-            empty string which means then the server will return the statistics of all
-            available model versions.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Returns
-        -------
-        dict
-            The JSON dict holding the model inference statistics.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to get the model inference statistics.
-        """
         return await self._run(self._c_statistics(model_name, model_version, headers, query_params))
 
     # -- trace and log settings ------------------------------------------------------------------
 
+    @doc_from(_Sync.update_trace_settings)
     async def update_trace_settings(
         self,
         model_name: str | None = None,
@@ -553,140 +335,33 @@ class InferenceServerClient(ClientCore):
         headers: Headers = None,
         query_params: Query = None,
     ) -> Any:
-        """Update the trace settings for the specified model name, or global trace settings
-        if model name is not given.
-
-        Parameters
-        ----------
-        model_name : str
-            The name of the model to update trace settings. Specifying None or empty string
-            will update the global trace settings. The default value is None.
-        settings : dict
-            The new trace setting values. Only the settings listed will be updated. If a
-            trace setting is listed in the dictionary with a value of 'None', that setting
-            will be cleared.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Returns
-        -------
-        dict
-            The JSON dict holding the updated trace settings.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to update the trace settings.
-        """
         return await self._run(self._c_update_trace(model_name, settings, headers, query_params))
 
+    @doc_from(_Sync.get_trace_settings)
     async def get_trace_settings(
         self, model_name: str | None = None, headers: Headers = None, query_params: Query = None
     ) -> Any:
-        """Get the trace settings for the specified model name, or global trace settings if
-        model name is not given.
-
-        Parameters
-        ----------
-        model_name : str
-            The name of the model to get trace settings. Specifying None or empty string will
-            return the global trace settings. The default value is None.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Returns
-        -------
-        dict
-            The JSON dict holding the trace settings.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to get the trace settings.
-        """
         return await self._run(self._c_get_trace(model_name, headers, query_params))
 
+    @doc_from(_Sync.update_log_settings)
     async def update_log_settings(
         self, settings: Mapping[str, Any], headers: Headers = None, query_params: Query = None
     ) -> Any:
-        """Update the global log settings.
-
-        Parameters
-        ----------
-        settings : dict
-            The new log setting values. Only the settings listed will be updated.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Returns
-        -------
-        dict
-            The JSON dict holding the updated log settings.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to update the log settings.
-        """
         return await self._run(self._c_update_log(settings, headers, query_params))
 
+    @doc_from(_Sync.get_log_settings)
     async def get_log_settings(self, headers: Headers = None, query_params: Query = None) -> Any:
-        """Get the global log settings.
-
-        Parameters
-        ----------
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Returns
-        -------
-        dict
-            The JSON dict holding the log settings.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to get the log settings.
-        """
         return await self._run(self._c_get_log(headers, query_params))
 
     # -- shared memory ---------------------------------------------------------------------------
 
+    @doc_from(_Sync.get_system_shared_memory_status)
     async def get_system_shared_memory_status(
         self, region_name: str = "", headers: Headers = None, query_params: Query = None
     ) -> Any:
-        """Request system shared memory status from the server.
-
-        Parameters
-        ----------
-        region_name : str
-            The name of the region to query status. The default value is an empty string,
-            which means that the status of all active system shared memory will be returned.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Returns
-        -------
-        list
-            The JSON list holding system shared memory status.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to get the status of specified shared memory.
-        """
         return await self._run(self._c_system_shm_status(region_name, headers, query_params))
 
+    @doc_from(_Sync.register_system_shared_memory)
     async def register_system_shared_memory(
         self,
         name: str,
@@ -696,86 +371,25 @@ class InferenceServerClient(ClientCore):
         headers: Headers = None,
         query_params: Query = None,
     ) -> None:
-        """Request the server to register a system shared memory with the following
-        specification.
-
-        Parameters
-        ----------
-        name : str
-            The name of the region to register.
-        key : str
-            The key of the underlying memory object that contains the system shared memory
-            region.
-        byte_size : int
-            The size of the system shared memory region, in bytes.
-        offset : int
-            Offset, in bytes, within the underlying memory object to the start of the system
-            shared memory region. The default value is zero.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to register the specified system shared memory.
-        """
         await self._run(
             self._c_system_shm_register(name, key, byte_size, offset, headers, query_params)
         )
         if self._verbose:
             print(f"Registered system shared memory with name '{name}'")
 
+    @doc_from(_Sync.unregister_system_shared_memory)
     async def unregister_system_shared_memory(
         self, name: str = "", headers: Headers = None, query_params: Query = None
     ) -> None:
-        """Request the server to unregister a system shared memory with the specified name.
-
-        Parameters
-        ----------
-        name : str
-            The name of the region to unregister. The default value is empty string which
-            means all the system shared memory regions will be unregistered.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to unregister the specified system shared memory region.
-        """
         await self._run(self._c_system_shm_unregister(name, headers, query_params))
 
+    @doc_from(_Sync.get_cuda_shared_memory_status)
     async def get_cuda_shared_memory_status(
         self, region_name: str = "", headers: Headers = None, query_params: Query = None
     ) -> Any:
-        """Request cuda shared memory status from the server.
-
-        Parameters
-        ----------
-        region_name : str
-            The name of the region to query status. The default value is an empty string,
-            which means that the status of all active cuda shared memory will be returned.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Returns
-        -------
-        list
-            The JSON list holding cuda shared memory status.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to get the status of specified shared memory.
-        """
         return await self._run(self._c_cuda_shm_status(region_name, headers, query_params))
 
+    @doc_from(_Sync.register_cuda_shared_memory)
     async def register_cuda_shared_memory(
         self,
         name: str,
@@ -785,54 +399,14 @@ class InferenceServerClient(ClientCore):
         headers: Headers = None,
         query_params: Query = None,
     ) -> None:
-        """Request the server to register a cuda shared memory with the following
-        specification.
-
-        Parameters
-        ----------
-        name : str
-            The name of the region to register.
-        raw_handle : bytes
-            The raw serialized cudaIPC handle in base64 encoding (as
-            ``cuda_shared_memory.get_raw_handle`` returns it).
-        device_id : int
-            The GPU device ID on which the cudaIPC handle was created.
-        byte_size : int
-            The size of the cuda shared memory region, in bytes.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to register the specified cuda shared memory.
-        """
         await self._run(
             self._c_cuda_shm_register(name, raw_handle, device_id, byte_size, headers, query_params)
         )
 
+    @doc_from(_Sync.unregister_cuda_shared_memory)
     async def unregister_cuda_shared_memory(
         self, name: str = "", headers: Headers = None, query_params: Query = None
     ) -> None:
-        """Request the server to unregister a cuda shared memory with the specified name.
-
-        Parameters
-        ----------
-        name : str
-            The name of the region to unregister. The default value is empty string which
-            means all the cuda shared memory regions will be unregistered.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-
-        Raises
-        ------
-        InferenceServerException
-            If unable to unregister the specified cuda shared memory region.
-        """
         await self._run(self._c_cuda_shm_unregister(name, headers, query_params))
 
     # -- inference -------------------------------------------------------------------------------
