@@ -9,6 +9,7 @@ import ssl
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -780,9 +781,9 @@ def test_close_waits_for_calls_in_other_threads(url: str) -> None:
     )
     t.start()
     time.sleep(0.1)
-    client.close()  # waits for the call in progress
-    assert results == [300]
+    client.close()  # waits for the call in progress, which succeeds
     t.join(10)
+    assert results == [300]
     with pytest.raises(InferenceServerException, match="closed"):
         client.infer("simple", simple_inputs()[0])
 
@@ -796,3 +797,176 @@ def test_mutation_after_set_data_is_not_sent(url: str) -> None:
             x[:] = 0  # after set_data_from_numpy: NVIDIA sends the values set before
             got = client.infer("identity_uint8", [inp], outputs=out).as_numpy("OUTPUT0")
             np.testing.assert_array_equal(got, original)
+
+
+# -- the direct path: calls run in the calling thread, with that thread's own HTTPClient --------
+
+
+def _thread_entry(client: httpclient.InferenceServerClient) -> Any:
+    from tritonclient.http import _client as impl
+
+    return impl._registry.stubs.get(client._shared)
+
+
+def test_direct_path_does_not_hand_off(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with httpclient.InferenceServerClient(url) as client:
+        assert client._loop is not None
+
+        def no_hand_off(fn: Any) -> Any:
+            raise AssertionError("a plain call was handed to the hub thread")
+
+        monkeypatch.setattr(client._loop, "submit", no_hand_off)
+        inputs, a = simple_inputs()
+        assert np.array_equal(client.infer("simple", inputs).as_numpy("OUTPUT0"), a + 1)
+        assert client.is_server_live() and client.get_server_metadata()["name"]
+        entry = _thread_entry(client)
+        assert entry is not None and entry.stub is not None and entry.active == 0
+        monkeypatch.undo()
+        assert client.async_infer("simple", inputs).get_result(timeout=30) is not None
+    assert _thread_entry(client) is None  # close() closed this thread's HTTPClient
+
+
+def test_threads_use_their_own_http_clients(url: str) -> None:
+    errors: list[BaseException] = []
+    stubs: dict[int, Any] = {}
+    with httpclient.InferenceServerClient(url, concurrency=2) as client:
+        barrier = threading.Barrier(6)
+
+        def work(seed: int) -> None:
+            try:
+                barrier.wait(10)
+                for i in range(20):
+                    inputs, a = simple_inputs()
+                    inputs[1].set_data_from_numpy(np.full((1, 16), seed * 100 + i, np.int32))
+                    got = client.infer("simple", inputs).as_numpy("OUTPUT0")
+                    assert np.array_equal(got, a + seed * 100 + i), (seed, i)
+                stubs[seed] = _thread_entry(client).stub
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(s,)) for s in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not errors, errors[:3]
+        assert len({id(s) for s in stubs.values()}) == 6  # never shared between threads
+
+
+def test_close_elsewhere_then_owner_call_raises_and_sweeps(url: str) -> None:
+    client = httpclient.InferenceServerClient(url)
+    assert client.is_server_live()
+    entry = _thread_entry(client)
+    assert entry is not None
+    closer = threading.Thread(target=client.close)
+    closer.start()
+    closer.join(30)
+    assert not closer.is_alive()
+    assert entry.stub is not None  # another thread's HTTPClient is left to its own thread
+    with pytest.raises(InferenceServerException, match="closed"):
+        client.infer("simple", simple_inputs()[0])
+    with httpclient.InferenceServerClient(url) as other:
+        assert other.is_server_live()  # any call of this thread closes the closed one's
+    assert _thread_entry(client) is None and entry.stub is None
+
+
+def _drop_client_made_elsewhere(url: str, creator_exits_first: bool) -> None:
+    holder: list[httpclient.InferenceServerClient] = []
+    made = threading.Event()
+    release = threading.Event()
+    entries: list[Any] = []
+    swept: list[bool] = []
+
+    def make() -> None:
+        client = httpclient.InferenceServerClient(url, concurrency=2)
+        assert client.infer("simple", simple_inputs()[0]) is not None
+        entries.append(_thread_entry(client))
+        holder.append(client)
+        del client
+        made.set()
+        release.wait(30)
+        # a later call of this thread (through another client) closes the dead one's
+        with httpclient.InferenceServerClient(url) as other:
+            assert other.is_server_live()
+        swept.append(entries[0].stub is None)
+
+    t = threading.Thread(target=make)
+    t.start()
+    assert made.wait(30)
+    if creator_exits_first:
+        release.set()
+        t.join(30)
+    loop = holder[0]._loop
+    assert loop is not None
+    holder.clear()  # last reference dropped in this (another) thread
+    gc.collect()
+    release.set()
+    t.join(30)
+    assert not t.is_alive()
+    assert swept == [not creator_exits_first]
+    deadline = time.monotonic() + 10
+    while loop.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not loop.is_alive()
+
+
+def test_gc_from_other_thread_creator_alive_and_exited(url: str) -> None:
+    unraisable: list[Any] = []
+    old_hook = __import__("sys").unraisablehook
+    __import__("sys").unraisablehook = unraisable.append
+    try:
+        _drop_client_made_elsewhere(url, creator_exits_first=False)
+        _drop_client_made_elsewhere(url, creator_exits_first=True)
+        # a thread that exits with an unclosed client closes its HTTPClient as it ends
+        kept: list[Any] = []
+
+        def use_and_exit() -> None:
+            client = httpclient.InferenceServerClient(url)
+            assert client.is_server_live()
+            entry = _thread_entry(client)
+            kept.append((client, entry.stub, weakref.ref(entry)))
+
+        t = threading.Thread(target=use_and_exit)
+        t.start()
+        t.join(30)
+        gc.collect()
+        client, stub, entry_ref = kept.pop()
+        assert entry_ref() is None and stub._connection_pool._closed
+        client.close()
+        del client, stub
+        gc.collect()
+    finally:
+        __import__("sys").unraisablehook = old_hook
+    assert not unraisable
+
+
+def test_greenlets_share_the_thread_client(url: str) -> None:
+    import gevent
+
+    with httpclient.InferenceServerClient(url, concurrency=2) as client:
+        started = time.monotonic()
+        jobs = [
+            gevent.spawn(lambda: int(client.infer("slow", slow_input(300)).as_numpy("OUTPUT0")[0]))
+            for _ in range(2)
+        ]
+        gevent.joinall(jobs, timeout=30, raise_error=True)
+        assert [j.value for j in jobs] == [300, 300]
+        assert time.monotonic() - started < 30
+        # close() in one greenlet waits (cooperatively) for a call in another
+        pending = gevent.spawn(
+            lambda: int(client.infer("slow", slow_input(200)).as_numpy("OUTPUT0")[0])
+        )
+        gevent.sleep(0.05)
+        client.close()
+        assert pending.get(timeout=30) == 200
+    assert _thread_entry(client) is None
+
+
+def test_call_from_a_hub_callback_is_handed_over(url: str) -> None:
+    import gevent
+
+    with httpclient.InferenceServerClient(url) as client:
+        got: list[bool] = []
+        gevent.get_hub().loop.run_callback(lambda: got.append(client.is_server_live()))
+        gevent.sleep(0.01)
+        assert got == [True]

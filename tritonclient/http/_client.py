@@ -1,21 +1,35 @@
 """The synchronous HTTP/REST client (``tritonclient.http.InferenceServerClient``).
 
 gevent
-    Requests are made with geventhttpclient, but **the caller's program never runs gevent**:
-    each client starts one private OS thread with its own gevent hub (see
-    :mod:`tritonclient.http._gevent_loop`).  The ``HTTPClient`` and its connections are
-    created, used and closed only in that thread; every call hands its request over to it and
-    waits on a plain lock.  Consequences:
+    Requests are made with geventhttpclient; **the caller's program needs no monkey-patching**
+    (and a monkey-patched program is not disturbed).  geventhttpclient objects belong to the
+    thread (gevent hub) that created them, so the client keeps one ``HTTPClient`` per thread
+    that uses it and never touches one from another thread.  There are two paths:
 
-    * no monkey-patching is needed (and a monkey-patched program is not disturbed);
+    Direct path (every plain call: ``infer``, health, metadata, ...)
+        The call runs in the calling thread, on that thread's own gevent hub, with that
+        thread's own ``HTTPClient`` for this client (created there at the thread's first call,
+        with the client's options; kept in a thread-local registry), as NVIDIA's client does.
+        No hand-off to another thread.  Inside a greenlet of a gevent program the call only
+        blocks the calling greenlet.
+    Hub thread (``async_infer``, and calls made from inside a gevent hub callback)
+        Each client starts one private OS thread with its own gevent hub (see
+        :mod:`tritonclient.http._gevent_loop`), which runs these requests as greenlets; the
+        caller waits, when it waits, on a plain lock.
+
+    Consequences:
+
     * the client is **thread-safe**: any number of threads may call it at once (NVIDIA's is
-      not), and up to ``concurrency`` requests are on the wire together;
+      not).  Each calling thread has up to ``concurrency`` connections of its own to the
+      server, and the hub thread another ``concurrency``;
     * ``close()``, ``with`` and garbage collection work from any thread, never raising greenlet
-      errors ("cannot switch to a different thread");
+      errors ("cannot switch to a different thread"): ``close()`` waits for the calls in
+      progress (in all threads) and closes the calling thread's connections and the hub
+      thread; every later call raises "the client is closed".  The idle keep-alive connections
+      of *other* threads are closed by those threads themselves, at their next call through
+      any client of this module or when they exit, so they may stay open until then;
     * ``async_infer`` starts the request at once and returns immediately (no fixed sleep);
-      ``InferAsyncRequest.get_result`` may be called from any thread;
-    * in a monkey-patched program, a call blocks the calling greenlet's hub while it waits (use
-      ``async_infer`` to overlap requests there).
+      ``InferAsyncRequest.get_result`` may be called from any thread.
 
 Errors
     Any non-200 answer raises :class:`~tritonclient.utils.InferenceServerException` with
@@ -34,12 +48,15 @@ Errors
 from __future__ import annotations
 
 import contextlib
+import itertools
 import ssl as _ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import gevent  # type: ignore[import-untyped]  # gevent ships no type information
+import gevent.monkey  # type: ignore[import-untyped]  # gevent ships no type information
+from gevent.hub import Hub  # type: ignore[import-untyped]  # gevent ships no type information
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
@@ -70,9 +87,87 @@ Query = Mapping[str, Any] | None
 #: Bytes read from the socket at a time.
 _READ_BLOCK = 64 * 1024
 
+# Real OS-thread primitives even when the program monkey-patched ``threading``.
+_allocate_lock: Callable[[], Any] = gevent.monkey.get_original("_thread", "allocate_lock")
+_ThreadLocal: type = gevent.monkey.get_original("_thread", "_local")
+_getcurrent: Callable[[], Any] = gevent.getcurrent
+
+
+class _Shared:
+    """The state of one client that its per-thread ``HTTPClient`` entries share.
+
+    It never references the client itself, so the client can be garbage collected while other
+    threads still hold entries for it.
+    """
+
+    __slots__ = ("closed", "idle", "inflight", "lock", "make_stub")
+
+    def __init__(self, make_stub: Callable[[], HTTPClient]) -> None:
+        self.make_stub = make_stub
+        self.closed = False
+        self.lock = _allocate_lock()
+        #: Direct calls in progress, in all threads.
+        self.inflight = 0
+        #: Held while ``inflight > 0``; ``close()`` acquires it to wait for those calls.
+        self.idle = _allocate_lock()
+
+
+class _ThreadStub:
+    """One thread's ``HTTPClient`` for one client; used and closed only in that thread."""
+
+    __slots__ = ("__weakref__", "active", "shared", "stub")
+
+    def __init__(self, shared: _Shared) -> None:
+        self.shared = shared
+        self.stub: HTTPClient | None = shared.make_stub()
+        #: Calls of this thread (of its greenlets) using ``stub`` now.
+        self.active = 0
+
+    def close(self) -> None:
+        stub, self.stub = self.stub, None
+        if stub is not None:
+            with contextlib.suppress(Exception):  # closing idle connections must not fail
+                stub.close()
+
+    def __del__(self) -> None:  # the thread-local registry is released in its own thread
+        self.close()
+
+
+class _Registry(_ThreadLocal):  # type: ignore[misc]  # the C type has no stub
+    """Per OS thread: the thread's ``HTTPClient`` of each client it called."""
+
+    def __init__(self) -> None:
+        self.stubs: dict[_Shared, _ThreadStub] = {}
+        self.seen = -1
+
+
+_registry = _Registry()
+_closings = itertools.count()
+#: Changes whenever a client is closed: threads then close their entries for closed clients.
+_generation = next(_closings)
+
+
+def _client_closed() -> None:
+    global _generation  # one counter for the whole module
+    _generation = next(_closings)
+
+
+def _sweep(registry: _Registry) -> None:
+    """Close the calling thread's idle entries for closed clients."""
+    registry.seen = _generation
+    for shared, entry in list(registry.stubs.items()):
+        if shared.closed and entry.active == 0:
+            registry.stubs.pop(shared, None)
+            entry.close()
+
+
+def _in_hub() -> bool:
+    """Whether the caller runs in a gevent hub greenlet (where it must not block on I/O)."""
+    return isinstance(_getcurrent(), Hub)
+
 
 def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> HttpReply:
-    """Send one request and read the whole answer (runs in the loop's thread).
+    """Send one request and read the whole answer (in the thread that owns ``stub``).
 
     ``limit`` (seconds) bounds the whole exchange; every failure becomes an
     ``InferenceServerException`` subclass (see :func:`transport_error`).
@@ -178,14 +273,15 @@ class InferenceServerClient(ClientCore):
     verbose : bool
         If True generate verbose output. Default value is False.
     concurrency : int
-        The number of connections to create for this client. Default value is 1.
+        The number of connections to create for this client, per calling thread (and as many
+        for ``async_infer``). Default value is 1.
     connection_timeout : float
         The timeout value for the connection. Default value is 60.0 sec.
     network_timeout : float
         The timeout value for the network. Default value is 60.0 sec.
     max_greenlets : int
-        The maximum number of requests (``async_infer`` and concurrent calls) in progress at
-        once. Default value is None, which means no limit.
+        The maximum number of ``async_infer`` requests in progress at once (calls made in the
+        calling thread are not counted). Default value is None, which means no limit.
     ssl : bool
         If True, channels the requests to encrypted https scheme. Default value is False.
     ssl_options : dict
@@ -224,6 +320,7 @@ class InferenceServerClient(ClientCore):
         retry_policy: RetryPolicy | None = None,
     ) -> None:
         self._loop: GeventLoop | None = None
+        self._shared: _Shared | None = None
         self._retry_policy = check_retry_policy(retry_policy)
         self._call_limit: float | None = None
         if connection_timeout is not None and network_timeout is not None:
@@ -231,8 +328,8 @@ class InferenceServerClient(ClientCore):
         _scheme, host, port, base = parse_url(url, ssl)
         super().__init__(base, verbose)
 
-        def setup() -> tuple[HTTPClient, Callable[[], None]]:
-            stub = HTTPClient(
+        def make_stub() -> HTTPClient:
+            return HTTPClient(
                 host,
                 port=port,
                 concurrency=concurrency,
@@ -247,9 +344,13 @@ class InferenceServerClient(ClientCore):
                 ssl_context_factory=ssl_context_factory if ssl else None,
                 insecure=insecure,
             )
+
+        def setup() -> tuple[HTTPClient, Callable[[], None]]:
+            stub = make_stub()
             return stub, stub.close
 
         self._loop = GeventLoop(setup, max_greenlets)
+        self._shared = _Shared(make_stub)
 
     def __enter__(self) -> InferenceServerClient:
         return self
@@ -258,6 +359,17 @@ class InferenceServerClient(ClientCore):
         self.close()
 
     def __del__(self) -> None:
+        # No call is in progress (it would hold a reference), so nothing to wait for; only
+        # this thread's own entry is closed here, other threads close theirs (module docstring).
+        shared = getattr(self, "_shared", None)
+        if shared is not None:
+            shared.closed = True
+            _client_closed()
+            with contextlib.suppress(Exception):  # never raise from a finalizer
+                entry = _registry.stubs.get(shared)
+                if entry is not None and entry.active == 0:
+                    _registry.stubs.pop(shared, None)
+                    entry.close()
         loop = getattr(self, "_loop", None)
         if loop is not None:
             with contextlib.suppress(Exception):  # never raise from a finalizer
@@ -267,8 +379,29 @@ class InferenceServerClient(ClientCore):
         """Close the client: wait for requests in progress, then close the connections.
 
         Any future calls to the server will raise an error.  May be called from any thread,
-        more than once.
+        more than once.  The calling thread's connections and the ``async_infer`` thread are
+        closed at once; other threads' idle connections are closed by those threads at their
+        next call (through any client) or when they exit.
         """
+        shared = self._shared
+        if shared is not None:
+            with shared.lock:
+                closing = not shared.closed
+                shared.closed = True
+            if closing:
+                _client_closed()
+            entry = _registry.stubs.get(shared)
+            if entry is not None and entry.active > 0 and not _in_hub():
+                # other greenlets of this thread are in calls: let them finish
+                while not shared.idle.acquire(False):
+                    gevent.sleep(0.005)
+            else:
+                shared.idle.acquire()
+            shared.idle.release()
+            entry = _registry.stubs.get(shared)
+            if entry is not None and entry.active == 0:
+                _registry.stubs.pop(shared, None)
+                entry.close()
         if self._loop is not None:
             self._loop.close(wait=True)
 
@@ -289,18 +422,66 @@ class InferenceServerClient(ClientCore):
 
         return loop.submit(work)
 
+    def _handed_over(self, call: HttpCall[T], timeout: float | None) -> T:
+        """One attempt of ``call`` in the hub thread, waiting at most ``timeout`` seconds."""
+        job = self._submit(call)
+        if not job.wait(timeout):
+            raise transport_error(
+                TimeoutError(f"no answer within {timeout:g} s"),
+                f"{call.method} {call.path}",
+            )
+        return job.result()
+
+    def _direct(self, call: HttpCall[T], timeout: float | None) -> T:
+        """One attempt of ``call`` in the calling thread, with that thread's ``HTTPClient``."""
+        shared = self._shared
+        if shared is None or shared.closed:
+            raise_error("the client is closed")
+        registry = _registry
+        if registry.seen != _generation:
+            _sweep(registry)
+        entry = registry.stubs.get(shared)
+        if entry is None or entry.stub is None:
+            entry = registry.stubs[shared] = _ThreadStub(shared)
+        stub = entry.stub
+        assert stub is not None
+        limit = self._call_limit
+        if timeout is not None:
+            limit = timeout if limit is None else min(limit, timeout)
+        entry.active += 1
+        try:
+            with shared.lock:
+                if shared.closed:
+                    raise_error("the client is closed")
+                shared.inflight += 1
+                if shared.inflight == 1:
+                    shared.idle.acquire()
+            try:
+                reply = _perform(stub, call, limit)
+            finally:
+                with shared.lock:
+                    shared.inflight -= 1
+                    if shared.inflight == 0:
+                        shared.idle.release()
+        finally:
+            entry.active -= 1
+            if shared.closed and entry.active == 0:
+                if registry.stubs.get(shared) is entry:
+                    del registry.stubs[shared]
+                entry.close()
+        self._verbose_reply(reply)
+        try:
+            return call.parse(reply)
+        except Exception as error:
+            raise decode_error(error, f"{call.method} {call.path}") from None
+
     def _run(self, call: HttpCall[T], timeout: float | None = None) -> T:
         policy = self._retry_policy if call.idempotent else None
         attempt = 1
+        perform = self._handed_over if _in_hub() else self._direct
         while True:
-            job = self._submit(call)
-            if not job.wait(timeout):
-                raise transport_error(
-                    TimeoutError(f"no answer within {timeout:g} s"),
-                    f"{call.method} {call.path}",
-                )
             try:
-                return job.result()
+                return perform(call, timeout)
             except InferenceServerException as error:
                 if policy is None or attempt >= policy.max_attempts or not is_retryable(error):
                     raise

@@ -1,12 +1,15 @@
-"""A private gevent hub on a thread of its own, which runs every request of one client.
+"""A private gevent hub on a thread of its own, which runs a client's handed-over requests.
 
 geventhttpclient objects belong to the hub (thread) that created them: touching them from
-another thread raises greenlet errors ("cannot switch to a different thread").  So the client
-never touches them from the caller's thread.  :class:`GeventLoop` starts one real OS thread
-with its own hub, creates the ``HTTPClient`` there, and runs each request in a greenlet of that
-hub.  Callers hand work over with a thread-safe async watcher and wait on a plain lock, so any
-thread may call, ``close()`` and garbage collection work from any thread, and the caller's
-program needs no monkey-patching (nor is it disturbed if it does monkey-patch).
+another thread raises greenlet errors ("cannot switch to a different thread").  Plain calls of
+the HTTP client run in the calling thread with that thread's own ``HTTPClient`` (see
+:mod:`tritonclient.http._client`); the requests that must not run there, ``async_infer``
+(which returns at once) and calls made from inside a gevent hub callback, are handed to this
+loop.  :class:`GeventLoop` starts one real OS thread with its own hub, creates an
+``HTTPClient`` there, and runs each request in a greenlet of that hub.  Callers hand work over
+with a thread-safe async watcher and wait on a plain lock, so any thread may submit, ``close()``
+and garbage collection work from any thread, and the caller's program needs no monkey-patching
+(nor is it disturbed if it does monkey-patch).
 """
 
 from __future__ import annotations
