@@ -60,6 +60,7 @@ from gevent.hub import Hub  # type: ignore[import-untyped]  # gevent ships no ty
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
+from tritonclient._ready import wait_sync
 from tritonclient.http._common import (
     ClientCore,
     HttpCall,
@@ -523,29 +524,15 @@ class InferenceServerClient(ClientCore):
             If the server or model is still not ready after ``timeout`` seconds; the message
             names which, and the last error seen.
         """
-        deadline = time.monotonic() + timeout
-        # Blame what was last seen not ready: a timeout on the final, very short attempt must
-        # not hide that the server itself was already ready.
-        what = "server"
-        last: BaseException | None = None
-        while True:
-            try:
-                remaining = max(deadline - time.monotonic(), 0.001)
-                server_ready = self._run(self._c_server_ready(headers, query_params), remaining)
-                what = f"model '{model_name}'" if server_ready else "server"
-                if server_ready:
-                    remaining = max(deadline - time.monotonic(), 0.001)
-                    if model_name is None or self._run(
-                        self._c_model_ready(model_name, model_version, headers, query_params),
-                        remaining,
-                    ):
-                        return
-            except InferenceServerException as error:
-                last = error
-            now = time.monotonic()
-            if now >= deadline:
-                raise not_ready_error(what, timeout, last)
-            time.sleep(min(interval, deadline - now))
+
+        def check(what: str, remaining: float) -> bool:
+            if what == "server":
+                return bool(self._run(self._c_server_ready(headers, query_params), remaining))
+            assert model_name is not None
+            call = self._c_model_ready(model_name, model_version, headers, query_params)
+            return bool(self._run(call, remaining))
+
+        wait_sync(check, model_name, timeout, interval, not_ready_error)
 
     # -- health and metadata -------------------------------------------------------------------
 

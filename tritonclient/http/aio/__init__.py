@@ -24,6 +24,7 @@ except ModuleNotFoundError as error:  # pragma: no cover - depends on the instal
 
 from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
+from tritonclient._ready import wait_async
 from tritonclient.http import _client as _sync
 from tritonclient.http._common import (
     ClientCore,
@@ -41,6 +42,7 @@ from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
 from tritonclient.utils import *  # noqa: F403 - NVIDIA's aio module re-exports tritonclient.utils
 from tritonclient.utils import InferenceServerException, RetryPolicy, raise_error
+from tritonclient.utils._errors import InferenceServerDeadlineExceededError
 
 __all__ = [
     "InferInput",
@@ -205,32 +207,23 @@ class InferenceServerClient(ClientCore):
         headers: Headers = None,
         query_params: Query = None,
     ) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        # Blame what was last seen not ready: a timeout on the final, very short attempt must
-        # not hide that the server itself was already ready.
-        what = "server"
-        last: BaseException | None = None
-        while True:
+
+        async def check(what: str, remaining: float) -> bool:
+            call: HttpCall[bool]
+            if what == "server":
+                call = self._c_server_ready(headers, query_params)
+            else:
+                assert model_name is not None
+                call = self._c_model_ready(model_name, model_version, headers, query_params)
             try:
-                remaining = max(deadline - loop.time(), 0.001)
-                ready = await asyncio.wait_for(
-                    self._send(self._c_server_ready(headers, query_params)), remaining
-                )
-                what = f"model '{model_name}'" if ready else "server"
-                if ready:
-                    if model_name is None:
-                        return
-                    remaining = max(deadline - loop.time(), 0.001)
-                    call = self._c_model_ready(model_name, model_version, headers, query_params)
-                    if await asyncio.wait_for(self._send(call), remaining):
-                        return
-            except (InferenceServerException, asyncio.TimeoutError) as error:
-                last = error
-            now = loop.time()
-            if now >= deadline:
-                raise not_ready_error(what, timeout, last)
-            await asyncio.sleep(min(interval, deadline - now))
+                ready: bool = await asyncio.wait_for(self._send(call), remaining)
+            except asyncio.TimeoutError:
+                raise InferenceServerDeadlineExceededError(
+                    f"no answer within {remaining:g} s"
+                ) from None
+            return ready
+
+        await wait_async(check, model_name, timeout, interval, not_ready_error)
 
     # -- health and metadata -------------------------------------------------------------------
 
