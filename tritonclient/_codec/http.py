@@ -39,6 +39,7 @@ Error messages follow Triton 2.51 (section 10) where it has one.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -894,7 +895,7 @@ class RequestInput:
         As given.
     """
 
-    __slots__ = ("_data", "_text", "datatype", "name", "parameters", "raw", "shape")
+    __slots__ = ("_data", "_json", "_text", "datatype", "name", "parameters", "raw", "shape")
 
     def __init__(
         self,
@@ -914,6 +915,7 @@ class RequestInput:
         self.raw = raw
         self._data = data
         self._text = None if data is not None else text
+        self._json: bytes | None = None  # to_json_bytes(), made once
 
     @property
     def data(self) -> list[Any] | None:
@@ -927,6 +929,7 @@ class RequestInput:
     def data(self, value: list[Any] | None) -> None:
         self._data = value
         self._text = None
+        self._json = None
 
     @property
     def text(self) -> bytes | None:
@@ -962,13 +965,26 @@ class RequestInput:
         return out
 
     def to_json_bytes(self) -> bytes:
-        """The ``$request_input`` object as JSON text (number text spliced in as is)."""
+        """The ``$request_input`` object as JSON text (number text spliced in as is).
+
+        Made on the first call and kept: the object is not to be changed once it is used
+        in a request (the clients make a new one when an input changes).
+        """
+        if self._json is not None:
+            return self._json
         if self._text is None:
-            return dumps(self.to_json())
-        out: dict[str, Any] = {"name": self.name, "shape": self.shape, "datatype": self.datatype}
-        if self.parameters:
-            out["parameters"] = self.parameters
-        return _with_data_text(dumps(out), self._text)
+            text = dumps(self.to_json())
+        else:
+            out: dict[str, Any] = {
+                "name": self.name,
+                "shape": self.shape,
+                "datatype": self.datatype,
+            }
+            if self.parameters:
+                out["parameters"] = self.parameters
+            text = _with_data_text(dumps(out), self._text)
+        self._json = text
+        return text
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RequestInput):
@@ -1133,6 +1149,12 @@ class RequestOutput:
             out["parameters"] = self.parameters
         return out
 
+    @functools.cached_property
+    def json_bytes(self) -> bytes:
+        """:meth:`to_json` as JSON text, made once (the object is not to be changed once it
+        is used in a request)."""
+        return dumps(self.to_json())
+
 
 def encode_output(
     name: str,
@@ -1235,7 +1257,7 @@ def encode_infer_request(
     parts.append(b"]")
     output_list = list(outputs or [])
     if output_list:
-        parts += [b',"outputs":', dumps([o.to_json() for o in output_list])]
+        parts += [b',"outputs":[', b",".join(o.json_bytes for o in output_list), b"]"]
     else:
         params["binary_data_output"] = True
     params.update(_request_parameters_json(0, False, False, 0, None, parameters))

@@ -36,6 +36,7 @@ class InferInput:
         self._shape: list[int] = list(shape)
         self._datatype = datatype
         self._input: RequestInput | None = None
+        self._cached: tuple[RequestInput | None, list[int], RequestInput] | None = None
 
     def name(self) -> str:
         """Get the name of the input associated with this object.
@@ -143,10 +144,20 @@ class InferInput:
         return self
 
     def _request_input(self) -> RequestInput:
-        """The codec's description of this input, with the current name/shape/datatype."""
+        """The codec's description of this input, with the current name/shape/datatype.
+
+        Kept while the data and the shape stay the same, so that an input sent again (the
+        usual loop) reuses the JSON text made for it the first time.
+        """
+        cached = self._cached
+        if cached is not None and cached[0] is self._input and cached[1] == self._shape:
+            return cached[2]
         if self._input is None:
-            return RequestInput(self._name, self._datatype, list(self._shape))
-        return self._input.replace(self._name, self._datatype, list(self._shape))
+            made = RequestInput(self._name, self._datatype, list(self._shape))
+        else:
+            made = self._input.replace(self._name, self._datatype, list(self._shape))
+        self._cached = (self._input, list(self._shape), made)
+        return made
 
     def _get_binary_data(self) -> Buffer | None:
         """The binary data of this input, or None (NVIDIA's private helper)."""

@@ -29,6 +29,7 @@ class InferRequestedOutput:
         self._binary = binary_data
         self._class_count = class_count
         self._shared_memory: SharedMemoryRef | None = None
+        self._cached: tuple[SharedMemoryRef | None, RequestOutput] | None = None
 
     def name(self) -> str:
         """Get the name of the output associated with this object.
@@ -66,13 +67,19 @@ class InferRequestedOutput:
         self._shared_memory = None
 
     def _request_output(self) -> RequestOutput:
-        """The codec's description of this output."""
-        return encode_output(
+        """The codec's description of this output (kept until the shared memory changes, so
+        that its JSON text is made once)."""
+        cached = self._cached
+        if cached is not None and cached[0] is self._shared_memory:
+            return cached[1]
+        made = encode_output(
             self._name,
             binary_data=self._binary,
             class_count=self._class_count,
             shared_memory=self._shared_memory,
         )
+        self._cached = (self._shared_memory, made)
+        return made
 
     def _get_tensor(self) -> dict[str, Any]:
         """The JSON ``$request_output`` object (NVIDIA's private helper)."""
