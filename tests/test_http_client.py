@@ -970,3 +970,34 @@ def test_call_from_a_hub_callback_is_handed_over(url: str) -> None:
         gevent.get_hub().loop.run_callback(lambda: got.append(client.is_server_live()))
         gevent.sleep(0.01)
         assert got == [True]
+
+
+def test_cached_request_json_follows_every_change() -> None:
+    import json
+
+    def body(inputs: list[Any], outputs: list[Any]) -> dict[str, Any]:
+        raw, json_size = httpclient.InferenceServerClient.generate_request_body(
+            inputs, outputs=outputs
+        )
+        return json.loads(raw[:json_size] if json_size is not None else raw)
+
+    item = httpclient.InferInput("INPUT0", [1, 2], "INT32")
+    item.set_data_from_numpy(np.array([[1, 2]], dtype=np.int32), binary_data=False)
+    out = httpclient.InferRequestedOutput("OUTPUT0", binary_data=False)
+    first = body([item], [out])
+    assert first["inputs"][0]["data"] == [1, 2] and first == body([item], [out])
+    item.set_data_from_numpy(np.array([[3, 4]], dtype=np.int32), binary_data=False)
+    assert body([item], [out])["inputs"][0]["data"] == [3, 4]
+    item.set_shape([2, 1])
+    item.set_data_from_numpy(np.array([[5], [6]], dtype=np.int32), binary_data=False)
+    assert body([item], [out])["inputs"][0]["shape"] == [2, 1]
+    item.set_shape([1, 2])  # the shape alone changes what is sent
+    assert body([item], [out])["inputs"][0]["shape"] == [1, 2]
+    out.set_shared_memory("region", 8, offset=4)
+    params = body([item], [out])["outputs"][0]["parameters"]
+    assert params["shared_memory_region"] == "region" and params["shared_memory_offset"] == 4
+    out.unset_shared_memory()
+    assert "shared_memory_region" not in body([item], [out])["outputs"][0]["parameters"]
+    item.set_shared_memory("in_region", 8)
+    sent = body([item], [out])["inputs"][0]
+    assert "data" not in sent and sent["parameters"]["shared_memory_region"] == "in_region"
