@@ -642,17 +642,17 @@ class GrpcFrontend:
 
     # -- inference helpers ---------------------------------------------------------------
     def _check_region(self, ref: codec.SharedMemoryRef) -> None:
-        """Triton's region lookup and bounds checks for a tensor placed in shared memory."""
+        """Triton's region lookup and bounds checks for a tensor placed in shared memory
+        (system or CUDA)."""
         try:
             found = self._core.shm.system_status(ref.region)
         except ServerError:
             try:
-                self._core.shm.cuda_status(ref.region)
+                found = self._core.shm.cuda_status(ref.region)
             except ServerError:
                 raise ServerError.not_found(
                     f"Unable to find shared memory region: '{ref.region}'"
                 ) from None
-            return  # a CUDA region: the registry's view() reports what it supports
         size = int(found[0]["byte_size"])
         if ref.offset >= size:
             raise ServerError.invalid_arg(
@@ -665,7 +665,8 @@ class GrpcFrontend:
 
     def _shm_input(self, name: str, ref: codec.SharedMemoryRef) -> memoryview:
         self._check_region(ref)
-        # A copy read with preadv: an object its owner shrank gives an error, not SIGBUS.
+        # A size-checked view or copy of a system region (an object its owner shrank gives an
+        # error, not SIGBUS), a host copy of a CUDA region.
         return self._core.shm.read(ref.region, ref.offset, ref.byte_size)
 
     async def _prepare(

@@ -619,21 +619,21 @@ class HttpFrontend:
         return out
 
     def _shm_view(self, placement: codec.SharedMemoryRef, *, read: bool = True) -> memoryview:
-        """A tensor in a registered region, bounds-checked with Triton's messages: a copy of
-        its bytes (``read``), else an empty placeholder (outputs are written with
-        ``shm.write``, never through a view a shrinking object could fault)."""
+        """A tensor in a registered region (system or CUDA), bounds-checked with Triton's
+        messages: its bytes (``read``; a view or copy of a system region, a host copy of a
+        CUDA region), else an empty placeholder (outputs are written with ``shm.write``, never
+        through a view a shrinking object could fault)."""
         shm = self._core.shm
         region = placement.region
         try:
             status = shm.system_status(region)
         except ServerError:
             try:
-                shm.cuda_status(region)
+                status = shm.cuda_status(region)  # read: a host copy of the device memory
             except ServerError:
                 raise ServerError.not_found(
                     f"Unable to find shared memory region: '{region}'"
                 ) from None
-            return shm.view(region, placement.offset, placement.byte_size)  # CUDA: unsupported
         size = int(status[0]["byte_size"])
         if placement.offset >= size and not (placement.offset == 0 and placement.byte_size == 0):
             raise ServerError.invalid_arg(f"Invalid offset for shared memory region: '{region}'")

@@ -1,17 +1,33 @@
 """CUDA device memory through cuda-python: allocation, IPC handles, copies and DLPack export.
 
+:class:`DeviceBuffer` allocates device memory and exports it as a CUDA IPC handle (the client
+side of CUDA shared memory); :class:`ImportedBuffer` opens such a handle (the server side) and
+copies between it and host memory.
+
 Imports without cuda-python and without a GPU; :func:`runtime` then raises :class:`CudaError`
 with the fix.  Works with cuda-python 12.x and 13.x (``cuda.bindings.runtime``) and with older
-releases (``from cuda import cudart``).
+releases (``from cuda import cudart``).  Tests replace the runtime by setting ``_cudart``.
 """
 
 from __future__ import annotations
 
 import ctypes
 import math
+import threading
 from typing import Any
 
-__all__ = ["CudaError", "DLPackTensor", "DeviceBuffer", "device_count", "runtime"]
+__all__ = [
+    "IPC_HANDLE_SIZE",
+    "CudaError",
+    "DLPackTensor",
+    "DeviceBuffer",
+    "ImportedBuffer",
+    "device_count",
+    "runtime",
+]
+
+#: sizeof(cudaIpcMemHandle_t)
+IPC_HANDLE_SIZE = 64
 
 INSTALL_HINT = "cuda-python is not installed: pip install tritonclient-ng[cuda]"
 
@@ -106,11 +122,13 @@ class DeviceBuffer:
             except CudaError:
                 rt.cudaFree(self.ptr)
                 raise
+        self._raw_handle = self.ipc_handle()
+        _local_exports[self._raw_handle] = self
 
     def ipc_handle(self) -> bytes:
         """The raw ``cudaIpcMemHandle_t`` bytes (``CUDA_IPC_HANDLE_SIZE`` of them)."""
         rt = runtime()
-        size = int(getattr(rt, "CUDA_IPC_HANDLE_SIZE", 64))
+        size = int(getattr(rt, "CUDA_IPC_HANDLE_SIZE", IPC_HANDLE_SIZE))
         if hasattr(self._ipc, "getPtr"):
             return bytes((ctypes.c_char * size).from_address(int(self._ipc.getPtr())))
         return bytes(self._ipc.reserved)  # pragma: no cover - old cuda-python
@@ -148,8 +166,148 @@ class DeviceBuffer:
         """Release the device memory (idempotent)."""
         if self.ptr:
             ptr, self.ptr = self.ptr, 0
+            if _local_exports.get(self._raw_handle) is self:
+                del _local_exports[self._raw_handle]
             with _OnDevice(self.device_id) as rt:
                 check(rt.cudaFree(ptr))
+
+
+# Buffers this process allocated, by raw IPC handle.  CUDA refuses to open an IPC handle in the
+# process that exported it, so a server running in the client's process (``MockServer`` in a
+# test) falls back to the exporter's own pointer when opening the handle fails.
+_local_exports: dict[bytes, DeviceBuffer] = {}
+
+
+def _ipc_handle_struct(rt: Any, raw_handle: bytes) -> Any:
+    """A ``cudaIpcMemHandle_t`` holding ``raw_handle``.
+
+    cuda-python 13.x exposes no ``reserved`` field: the bytes are written at the struct's
+    address (``getPtr()``, present in 12.x too); older releases take ``reserved``.
+    """
+    handle = rt.cudaIpcMemHandle_t()
+    if hasattr(handle, "getPtr"):
+        ctypes.memmove(int(handle.getPtr()), raw_handle, len(raw_handle))
+    else:  # pragma: no cover - old cuda-python
+        handle.reserved = raw_handle
+    return handle
+
+
+class ImportedBuffer:
+    """Device memory exported by another process, opened from its raw IPC handle.
+
+    Opened with ``cudaIpcOpenMemHandle(handle, cudaIpcMemLazyEnablePeerAccess)`` on
+    ``device_id``, as Triton does; :meth:`close` releases the mapping
+    (``cudaIpcCloseMemHandle``).  Copies and :meth:`close` are serialized, so a copy never
+    runs on a closed mapping.
+
+    Parameters
+    ----------
+    raw_handle : bytes
+        The ``cudaIpcMemHandle_t`` bytes (:data:`IPC_HANDLE_SIZE` of them).
+    byte_size : int
+        Size of the region the exporter declares; copies are checked against it.
+    device_id : int
+        The CUDA device the memory lives on.
+
+    Raises
+    ------
+    CudaError
+        If the handle is malformed, the device does not exist or the handle cannot be opened.
+    """
+
+    def __init__(self, raw_handle: bytes, byte_size: int, device_id: int) -> None:
+        raw_handle = bytes(raw_handle)
+        if len(raw_handle) != IPC_HANDLE_SIZE:
+            raise CudaError(f"a CUDA IPC handle has {IPC_HANDLE_SIZE} bytes, not {len(raw_handle)}")
+        if byte_size < 0:
+            raise CudaError(f"invalid byte size {byte_size}")
+        self.byte_size = int(byte_size)
+        self.device_id = int(device_id)
+        self._lock = threading.Lock()
+        self._local: DeviceBuffer | None = None
+        with _OnDevice(self.device_id) as rt:
+            handle = _ipc_handle_struct(rt, raw_handle)
+            try:
+                self.ptr: int = int(
+                    check(rt.cudaIpcOpenMemHandle(handle, rt.cudaIpcMemLazyEnablePeerAccess))
+                )
+            except CudaError:
+                local = _local_exports.get(raw_handle)
+                if local is None or not local.ptr:
+                    raise
+                if self.byte_size > local.byte_size:
+                    raise CudaError(
+                        f"{self.byte_size} bytes exceed the exported CUDA buffer of "
+                        f"{local.byte_size} bytes"
+                    ) from None
+                self._local = local
+                self.ptr = local.ptr
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return not self.ptr
+
+    def _source(self, offset: int, nbytes: int) -> int:
+        """The device address of ``nbytes`` at ``offset`` (call with the lock held)."""
+        if not self.ptr:
+            raise CudaError("the CUDA IPC buffer is closed")
+        if self._local is not None and not self._local.ptr:
+            raise CudaError("the exported CUDA buffer was freed by its owner")
+        if offset < 0 or nbytes < 0 or offset + nbytes > self.byte_size:
+            raise CudaError(
+                f"{nbytes} bytes at offset {offset} exceed the CUDA buffer of "
+                f"{self.byte_size} bytes"
+            )
+        return self.ptr + offset
+
+    def copy_out(self, dst_ptr: int, nbytes: int, offset: int = 0) -> None:
+        """Copy ``nbytes`` at ``offset`` of the buffer to host memory at ``dst_ptr``.
+
+        Raises
+        ------
+        CudaError
+            If the range exceeds the buffer, the buffer is closed or the copy fails.
+        """
+        with self._lock:
+            src = self._source(offset, nbytes)
+            if nbytes:
+                with _OnDevice(self.device_id) as rt:
+                    kind = rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
+                    check(rt.cudaMemcpy(dst_ptr, src, nbytes, kind))
+
+    def copy_in(self, src_ptr: int, nbytes: int, offset: int = 0) -> None:
+        """Copy ``nbytes`` of host memory at ``src_ptr`` to ``offset`` of the buffer.
+
+        Raises
+        ------
+        CudaError
+            If the range exceeds the buffer, the buffer is closed or the copy fails.
+        """
+        with self._lock:
+            dst = self._source(offset, nbytes)
+            if nbytes:
+                with _OnDevice(self.device_id) as rt:
+                    kind = rt.cudaMemcpyKind.cudaMemcpyHostToDevice
+                    check(rt.cudaMemcpy(dst, src_ptr, nbytes, kind))
+
+    def close(self) -> None:
+        """Close the IPC mapping (idempotent).
+
+        Raises
+        ------
+        CudaError
+            If ``cudaIpcCloseMemHandle`` fails (the buffer counts as closed all the same).
+        """
+        with self._lock:
+            if not self.ptr:
+                return
+            ptr, self.ptr = self.ptr, 0
+            if self._local is not None:
+                self._local = None  # the exporter's own memory: nothing was opened
+                return
+            with _OnDevice(self.device_id) as rt:
+                check(rt.cudaIpcCloseMemHandle(ptr))
 
 
 # -- DLPack export ---------------------------------------------------------------------------

@@ -13,7 +13,11 @@ import pytest
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.settings import LogSettings, TraceSettings
 from mock_server.core.shm import COPY_BELOW, SharedMemoryRegistry
+from shm import cuda as shm_cuda
 from shm import posix
+from tests.fake_cuda import FakeCudaRuntime, cudaMemcpyKind, fake_cudart
+
+__all__ = ["fake_cudart"]  # the fixture, used by name
 
 
 @pytest.fixture
@@ -125,6 +129,128 @@ def test_registry_cuda_without_gpu() -> None:
     with pytest.raises(ServerError, match="GPUs not supported"):
         registry.register_cuda("c", bytes(64), 0, 16)
     assert registry.cuda_status() == []
+
+
+def test_registry_cuda_regions(fake_cudart: FakeCudaRuntime, key: str) -> None:
+    """Register, read (a host copy), write (to the device), bounds, status and unregister."""
+    device = shm_cuda.DeviceBuffer(64, 0)
+    host = np.arange(64, dtype=np.uint8)
+    device.copy_in(host.ctypes.data, 64)
+    registry = SharedMemoryRegistry(has_gpu=True)
+    registry.register_cuda("c", device.ipc_handle(), 0, 48)
+    assert fake_cudart.opened == [(device.ptr, 1)]
+    assert registry.cuda_status() == [{"name": "c", "device_id": 0, "byte_size": 48}]
+    with pytest.raises(ServerError, match="registered as CUDA shared memory"):
+        registry.system_status("c")
+    fake_cudart.copies.clear()
+    data = registry.read("c", 8, 16)
+    assert data.readonly and bytes(data) == bytes(range(8, 24))
+    assert fake_cudart.copies == [(cudaMemcpyKind.cudaMemcpyDeviceToHost, 16)]
+    registry.write("c", 40, b"\xff" * 8)
+    assert fake_cudart.device_bytes(device.ptr, 64) == bytes(range(40)) + b"\xff" * 8 + bytes(
+        range(48, 64)
+    )
+    assert bytes(registry.read("c", 0, 0)) == b""
+    # The same bounds errors as a system region, checked against the registered size.
+    for offset, size in ((40, 16), (48, 1), (-1, 4), (0, -1)):
+        with pytest.raises(ServerError, match="exceed the region's 48 bytes") as info:
+            registry.read("c", offset, size)
+        assert info.value.kind is ErrorKind.INVALID_ARG
+        with pytest.raises(ServerError, match="exceed the region's 48 bytes"):
+            registry.check("c", offset, size)
+    with pytest.raises(ServerError, match="exceed the region's 48 bytes"):
+        registry.write("c", 44, b"12345")
+    registry.check("c", 0, 48)
+    with pytest.raises(ServerError, match="no host view"):
+        registry.view("c", 0, 4)
+    # One namespace with system regions.
+    posix.create(key, 16).close()
+    with pytest.raises(ServerError) as info:
+        registry.register_system("c", key, 0, 16)
+    assert info.value.kind is ErrorKind.ALREADY_EXISTS
+    registry.register_system("s", key, 0, 16)
+    with pytest.raises(ServerError) as info:
+        registry.register_cuda("s", device.ipc_handle(), 0, 16)
+    assert info.value.kind is ErrorKind.ALREADY_EXISTS
+    with pytest.raises(ServerError, match="registered as system shared memory"):
+        registry.cuda_status("s")
+    assert fake_cudart.open_count() == 1
+    # Unregistering closes the handle; the region is gone from the data path.
+    registry.unregister_cuda("c")
+    assert fake_cudart.closed == [device.ptr] and fake_cudart.open_count() == 0
+    with pytest.raises(ServerError, match="Unable to find shared memory region: 'c'"):
+        registry.read("c", 0, 4)
+    registry.unregister_cuda("c")  # unknown names are fine
+    registry.close()
+    device.free()
+
+
+def test_registry_cuda_errors(fake_cudart: FakeCudaRuntime) -> None:
+    device = shm_cuda.DeviceBuffer(32, 0)
+    registry = SharedMemoryRegistry(has_gpu=True)
+    with pytest.raises(ServerError) as info:
+        registry.register_cuda("bad", b"\x01" * 64, 0, 32)
+    assert info.value.kind is ErrorKind.INTERNAL
+    assert info.value.message == (
+        "failed to register CUDA shared memory region 'bad': failed to open CUDA IPC handle: "
+        "cudaErrorInvalidResourceHandle: invalid resource handle"
+    )
+    with pytest.raises(ServerError, match="invalid CUDA device id 1"):
+        registry.register_cuda("dev", device.ipc_handle(), 1, 32)
+    with pytest.raises(ServerError, match="invalid args"):
+        registry.register_cuda("neg", device.ipc_handle(), 0, -1)
+    assert registry.cuda_status() == [] and fake_cudart.open_count() == 0
+    registry.register_cuda("c", device.ipc_handle(), 0, 32)
+    with pytest.raises(ServerError, match="'c' already in manager"):
+        registry.register_cuda("c", device.ipc_handle(), 0, 32)
+    assert fake_cudart.open_count() == 1
+    # A region closed under a request on its way: "not found", not a copy into a closed map.
+    region = registry._cuda["c"]
+    region.buffer.close()
+    with pytest.raises(ServerError, match="Unable to find shared memory region: 'c'"):
+        registry.read("c", 0, 4)
+    with pytest.raises(ServerError, match="Unable to find shared memory region: 'c'"):
+        registry.write("c", 0, b"1234")
+    registry.unregister_cuda("c")  # closing twice is harmless
+    # A failing copy is an internal error naming the region.
+    registry.register_cuda("d", device.ipc_handle(), 0, 32)
+    fake_cudart.allocations[device.ptr].size = 8  # the device memory shrank under it
+    with pytest.raises(ServerError, match="failed to copy data for CUDA shared memory region 'd'"):
+        registry.read("d", 0, 16)
+    # A handle that fails to close: reported, the region is unregistered all the same.
+    registry.register_cuda("e", device.ipc_handle(), 0, 8)
+    fake_cudart.allocations[device.ptr].opened = 0
+    with pytest.raises(ServerError, match="failed to unregister CUDA shared memory region"):
+        registry.unregister_cuda()
+    assert registry.cuda_status() == []
+    registry.register_cuda("f", device.ipc_handle(), 0, 8)
+    registry.close()  # closes every handle
+    assert fake_cudart.open_count() == 0 and registry.cuda_status() == []
+    device.free()
+
+
+def test_imported_buffer(fake_cudart: FakeCudaRuntime) -> None:
+    device = shm_cuda.DeviceBuffer(16, 0)
+    with pytest.raises(shm_cuda.CudaError, match="64 bytes, not 3"):
+        shm_cuda.ImportedBuffer(b"abc", 16, 0)
+    imported = shm_cuda.ImportedBuffer(device.ipc_handle(), 16, 0)
+    source = np.arange(8, dtype=np.uint8)
+    imported.copy_in(source.ctypes.data, 8, offset=4)
+    target = np.zeros(12, dtype=np.uint8)
+    imported.copy_out(target.ctypes.data, 12, offset=2)
+    assert target.tolist() == [0, 0, *range(8), 0, 0]
+    with pytest.raises(shm_cuda.CudaError, match="exceed the CUDA buffer of 16 bytes"):
+        imported.copy_out(target.ctypes.data, 12, offset=8)
+    with pytest.raises(shm_cuda.CudaError, match="exceed"):
+        imported.copy_in(source.ctypes.data, 1, offset=-1)
+    assert not imported.closed
+    imported.close()
+    imported.close()
+    assert imported.closed and fake_cudart.closed == [device.ptr]
+    with pytest.raises(shm_cuda.CudaError, match="closed"):
+        imported.copy_out(target.ctypes.data, 1)
+    device.free()
+    assert shm_cuda._local_exports == {}
 
 
 def test_trace_settings() -> None:

@@ -15,17 +15,29 @@ model is reading its view is the one window left (Triton has it too); a server t
 trust its clients that far runs with ``copy_inputs=True`` (``--shm-copy-inputs``), which copies
 every input out of the mapping right after the size check, shrinking the window to the copy.
 
+CUDA regions are device memory a client exported as a CUDA IPC handle
+(``cudaIpcMemHandle_t``).  Registering one opens the handle on its device
+(``cudaIpcOpenMemHandle`` through :class:`shm.cuda.ImportedBuffer`; only when the server has a
+GPU, ``has_gpu``); unregistering it, or closing the registry, closes the handle.  The models
+run on the host, so, as Triton does for CPU models, an input in a CUDA region is copied device
+to host (:meth:`SharedMemoryRegistry.read` returns that read-only host copy) and an output is
+copied host to device (:meth:`SharedMemoryRegistry.write`), after the same bounds checks as for
+system regions.  A copy and the closing of its region are serialized, so unregistering a
+region while a request uses it gives that request an error, never a copy into a closed mapping.
+
 Region names share one namespace across system and CUDA regions, as in Triton.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from shm import cuda as shm_cuda
 from shm.posix import MappedRegion, SharedMemoryError, open_region
 
 from .errors import ErrorKind, ServerError
@@ -41,10 +53,13 @@ CUDA_IPC_HANDLE_SIZE = 64
 
 @dataclass
 class _CudaRegion:
+    """A registered CUDA region: its IPC handle, opened as ``buffer``."""
+
     name: str
     device_id: int
     byte_size: int
     raw_handle: bytes
+    buffer: shm_cuda.ImportedBuffer
 
 
 class SharedMemoryRegistry:
@@ -137,7 +152,15 @@ class SharedMemoryRegistry:
 
     # -- CUDA ----------------------------------------------------------------------------
     def register_cuda(self, name: str, raw_handle: bytes, device_id: int, byte_size: int) -> None:
-        """Register a CUDA IPC region (needs a GPU)."""
+        """Open the CUDA IPC handle ``raw_handle`` of ``byte_size`` bytes on ``device_id`` and
+        register it as ``name`` (needs a GPU).
+
+        Raises
+        ------
+        ServerError
+            INVALID_ARG for a malformed handle or a server without GPUs, ALREADY_EXISTS for a
+            name in use, INTERNAL when the handle cannot be opened.
+        """
         self._check_allowed()
         if len(raw_handle) != CUDA_IPC_HANDLE_SIZE:
             raise ServerError.invalid_arg(
@@ -152,16 +175,48 @@ class SharedMemoryRegistry:
                 raise ServerError(
                     ErrorKind.ALREADY_EXISTS, f"shared memory region '{name}' already in manager"
                 )
-            raise ServerError.unsupported(
-                "CUDA shared memory data path is not implemented yet (shared-memory issue)"
-            )
+            if byte_size < 0:
+                raise ServerError.invalid_arg(
+                    f"failed to register CUDA shared memory region '{name}': invalid args"
+                )
+            try:
+                buffer = shm_cuda.ImportedBuffer(raw_handle, byte_size, device_id)
+            except shm_cuda.CudaError as exc:
+                raise ServerError.internal(
+                    f"failed to register CUDA shared memory region '{name}': failed to open "
+                    f"CUDA IPC handle: {exc}"
+                ) from exc
+            self._cuda[name] = _CudaRegion(name, device_id, byte_size, bytes(raw_handle), buffer)
 
     def unregister_cuda(self, name: str | None = None) -> None:
-        """Unregister one CUDA region, or all of them."""
+        """Unregister one CUDA region, or all of them, closing their IPC handles (unknown
+        names are not an error).
+
+        Raises
+        ------
+        ServerError
+            INTERNAL if a handle cannot be closed (its region is unregistered all the same).
+        """
         self._check_allowed()
         with self._lock:
-            for each in [name] if name else list(self._cuda):
-                self._cuda.pop(each, None)
+            regions = [
+                self._cuda.pop(each, None) for each in ([name] if name else list(self._cuda))
+            ]
+        self._close_cuda([r for r in regions if r is not None])
+
+    @staticmethod
+    def _close_cuda(regions: list[_CudaRegion]) -> None:
+        """Close the IPC handles of ``regions``; raise the first failure after trying all."""
+        failure: ServerError | None = None
+        for region in regions:
+            try:
+                region.buffer.close()
+            except shm_cuda.CudaError as exc:
+                failure = failure or ServerError.internal(
+                    f"failed to unregister CUDA shared memory region '{region.name}': {exc}"
+                )
+        if failure is not None:
+            raise failure
 
     def cuda_status(self, name: str | None = None) -> list[dict[str, Any]]:
         """``[{"name", "device_id", "byte_size"}]`` for one or every CUDA region."""
@@ -186,23 +241,23 @@ class SharedMemoryRegistry:
             ]
 
     # -- data path -----------------------------------------------------------------------
-    def _checked(self, name: str, offset: int, byte_size: int) -> MappedRegion:
-        """The region holding ``byte_size`` bytes at ``offset``, after checking the bounds and
-        the object's *current* size."""
+    def _checked(self, name: str, offset: int, byte_size: int) -> MappedRegion | _CudaRegion:
+        """The region holding ``byte_size`` bytes at ``offset``, after checking the bounds and,
+        for a system region, the object's *current* size."""
         self._check_allowed()
         with self._lock:
-            region = self._system.get(name)
+            region: MappedRegion | _CudaRegion | None = self._system.get(name)
             if region is None:
-                if name in self._cuda:
-                    raise ServerError.unsupported(
-                        "CUDA shared memory data path is not implemented yet"
-                    )
+                region = self._cuda.get(name)
+            if region is None:
                 raise ServerError.invalid_arg(f"Unable to find shared memory region: '{name}'")
             if offset < 0 or byte_size < 0 or offset + byte_size > region.byte_size:
                 raise ServerError.invalid_arg(
                     f"shared memory region '{name}': {byte_size} bytes at offset {offset} "
                     f"exceed the region's {region.byte_size} bytes"
                 )
+            if isinstance(region, _CudaRegion):
+                return region
             start = region.offset + offset
             try:
                 current = region.object_size()
@@ -218,18 +273,32 @@ class SharedMemoryRegistry:
                 )
             return region
 
+    @staticmethod
+    def _cuda_failure(region: _CudaRegion, exc: shm_cuda.CudaError) -> ServerError:
+        """The error of a copy to or from a CUDA region that failed with ``exc``."""
+        if region.buffer.closed:  # unregistered while the request was on its way
+            return ServerError.invalid_arg(f"Unable to find shared memory region: '{region.name}'")
+        return ServerError.internal(
+            f"failed to copy data for CUDA shared memory region '{region.name}': {exc}"
+        )
+
     def check(self, name: str, offset: int, byte_size: int) -> None:
         """Raise :class:`ServerError` unless ``byte_size`` bytes at ``offset`` of the region
-        exist now (bounds and the object's current size)."""
+        (system or CUDA) exist now (bounds, and a system object's current size)."""
         self._checked(name, offset, byte_size)
 
     def view(self, name: str, offset: int, byte_size: int) -> memoryview:
         """A writable, bounds-checked view into a registered system region.
 
         The object's current size is checked, but a view held while its owner shrinks the
-        object can still fault: the frontends use :meth:`read` and :meth:`write`.
+        object can still fault: the frontends use :meth:`read` and :meth:`write`.  A CUDA
+        region has no host view (INVALID_ARG).
         """
         region = self._checked(name, offset, byte_size)
+        if isinstance(region, _CudaRegion):
+            raise ServerError.invalid_arg(
+                f"shared memory region '{name}' is CUDA shared memory: it has no host view"
+            )
         try:
             return region.view(offset, byte_size)
         except SharedMemoryError as exc:
@@ -238,32 +307,51 @@ class SharedMemoryRegistry:
     def read(self, name: str, offset: int, byte_size: int) -> memoryview:
         """A read-only view of ``byte_size`` bytes at ``offset`` of a registered region.
 
-        The bounds and the object's current size are checked first (an object shrunk by its
-        owner gives a clear error, not SIGBUS).  Then the result is a zero-copy view of the
-        mapping, or a copy of it when the input is smaller than :data:`COPY_BELOW` or the
-        registry was made with ``copy_inputs=True``.  The view keeps the mapping alive, so
-        unregistering a region while a request still uses it is safe.
+        The bounds and, for a system region, the object's current size are checked first (an
+        object shrunk by its owner gives a clear error, not SIGBUS).  For a system region the
+        result is then a zero-copy view of the mapping, or a copy of it when the input is
+        smaller than :data:`COPY_BELOW` or the registry was made with ``copy_inputs=True``.
+        The view keeps the mapping alive, so unregistering a region while a request still
+        uses it is safe.  For a CUDA region it is a host copy of the device memory.
         """
         region = self._checked(name, offset, byte_size)
+        if isinstance(region, _CudaRegion):
+            out = np.empty(byte_size, dtype=np.uint8)  # no zero-fill: the copy writes it all
+            try:
+                region.buffer.copy_out(out.ctypes.data, byte_size, offset)
+            except shm_cuda.CudaError as exc:
+                raise self._cuda_failure(region, exc) from exc
+            return out.data.toreadonly()
         view = region.view(offset, byte_size)
         if byte_size >= COPY_BELOW and not self._copy_inputs:
             return view.toreadonly()
-        out = np.empty(byte_size, dtype=np.uint8)  # no zero-fill: the copy writes it all
+        out = np.empty(byte_size, dtype=np.uint8)
         out[:] = np.frombuffer(view, dtype=np.uint8)
         return out.data.toreadonly()
 
     def write(self, name: str, offset: int, data: Any) -> None:
-        """Copy the bytes-like ``data`` to ``offset`` of a registered region, after checking
-        the object's current size (as :meth:`read`)."""
+        """Copy the bytes-like ``data`` to ``offset`` of a registered region (host to device
+        for a CUDA region), after the checks of :meth:`read`."""
         source = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
         region = self._checked(name, offset, source.nbytes)
+        if isinstance(region, _CudaRegion):
+            source = np.ascontiguousarray(source)
+            try:
+                region.buffer.copy_in(source.ctypes.data, source.nbytes, offset)
+            except shm_cuda.CudaError as exc:
+                raise self._cuda_failure(region, exc) from exc
+            return
         target = np.frombuffer(region.view(offset, source.nbytes), dtype=np.uint8)
         target[:] = source
 
     def close(self) -> None:
-        """Unmap every region (server shutdown)."""
+        """Unmap every system region and close every CUDA IPC handle (server shutdown; a
+        handle that fails to close is not an error here)."""
         with self._lock:
             for region in self._system.values():
                 region.close()
             self._system.clear()
-            self._cuda.clear()
+            cuda, self._cuda = list(self._cuda.values()), {}
+        for each in cuda:
+            with contextlib.suppress(shm_cuda.CudaError):
+                each.buffer.close()
