@@ -432,11 +432,16 @@ def peer_python(explicit: str | None) -> str:
 
 
 def run_worker(
-    python: str, spec: dict[str, Any], ours: bool, timeout: float = 300
+    python: str,
+    spec: dict[str, Any],
+    ours: bool,
+    timeout: float = 300,
+    script: str = __file__,
 ) -> dict[str, Any]:
+    """Run ``script --worker spec`` with ``python``; check it imported the right package."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
-        [python, str(Path(__file__).resolve()), "--worker", json.dumps(spec)],
+        [python, str(Path(script).resolve()), "--worker", json.dumps(spec)],
         capture_output=True,
         text=True,
         env=env,

@@ -120,28 +120,6 @@ def tree_cpu_seconds(root: int) -> float:
     return total
 
 
-def run_worker(python: str, spec: dict[str, Any], ours: bool, timeout: float = 300) -> Any:
-    """``bench_clients.run_worker`` with this file as the worker script."""
-    import subprocess
-
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run(
-        [python, str(Path(__file__).resolve()), "--worker", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd="/",
-        timeout=timeout,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"worker {spec} ({python}) failed:\n{proc.stderr[-4000:]}")
-    result = json.loads(proc.stdout)
-    inside = Path(result["module"]).resolve().is_relative_to(bc.REPO / "tritonclient")
-    if inside != ours:
-        raise SystemExit(f"wrong package imported by {python}: {result['module']}")
-    return result
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--client", choices=("nvidia", "ours"), default="nvidia")
@@ -180,7 +158,9 @@ def main() -> int:
                     ),
                 ):
                     cpu0 = tree_cpu_seconds(pid)
-                    res = run_worker(python, dict(spec, protocol=proto, url=url), ours)
+                    res = bc.run_worker(
+                        python, dict(spec, protocol=proto, url=url), ours, script=__file__
+                    )
                     res["server_cpu_s"] = tree_cpu_seconds(pid) - cpu0
                     results[(sname, proto, case)] = res
                     print(f"  done: {sname} {proto} {case}", file=sys.stderr, flush=True)
