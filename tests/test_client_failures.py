@@ -93,6 +93,8 @@ def _scenario(name: str) -> bytes | None:
         return None
     if name == "content_length_lie":
         return b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b'{"name": "m"'
+    if name == "large_content_length_lie":  # a large answer is read into one buffer
+        return b"HTTP/1.1 200 OK\r\nContent-Length: 4000000\r\n\r\n" + b"x" * 1_500_000
     if name == "header_length_beyond_body":
         body = _infer_json(good)
         return _response(200, body, {"Inference-Header-Content-Length": str(len(body) + 50)})
@@ -155,7 +157,7 @@ class HttpFaultServer:
                     break
                 writer.write(data)
                 await writer.drain()
-                if scenario in ("content_length_lie", "garbage"):
+                if scenario in ("content_length_lie", "large_content_length_lie", "garbage"):
                     break
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass
@@ -184,6 +186,7 @@ def _inputs(mod: Any) -> list[Any]:
 HTTP_CASES: dict[str, type[InferenceServerException]] = {
     "kill": InferenceServerConnectionError,
     "content_length_lie": InferenceServerConnectionError,
+    "large_content_length_lie": InferenceServerConnectionError,
     "header_length_beyond_body": InferenceServerException,
     "not_json": InferenceServerException,
     "error_not_json": InferenceServerInternalError,

@@ -56,6 +56,7 @@ from typing import Any, TypeVar
 
 import gevent  # type: ignore[import-untyped]  # gevent ships no type information
 import gevent.monkey  # type: ignore[import-untyped]  # gevent ships no type information
+import numpy as np
 from gevent.hub import Hub  # type: ignore[import-untyped]  # gevent ships no type information
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
@@ -167,6 +168,86 @@ def _in_hub() -> bool:
     return isinstance(_getcurrent(), Hub)
 
 
+class _ChunkedBody:
+    """A request body made of several buffers, sent as they are (no join into one copy).
+
+    geventhttpclient sends a ``bytes`` body as ``header + body`` (a copy of the whole body),
+    and any other body with a length through ``socket.sendfile``, which reads it like a file:
+    so this object has a length (the Content-Length) and a ``read`` that hands over one
+    buffer after the other.
+    """
+
+    mode = "rb"
+
+    def __init__(self, chunks: tuple[Any, ...]) -> None:
+        self._chunks = [memoryview(c).cast("B") for c in chunks]
+        self._size = sum(c.nbytes for c in self._chunks)
+        self._next = 0
+        self._position = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def read(self, size: int = -1) -> memoryview | bytes:
+        """The next buffer whole (``size`` is ignored: a larger piece is fine to send)."""
+        while self._next < len(self._chunks):
+            chunk = self._chunks[self._next]
+            self._next += 1
+            if chunk.nbytes:
+                self._position += chunk.nbytes
+                return chunk
+        return b""
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        """Only to where reading stands (what ``sendfile`` does when it is done)."""
+        if whence != 0 or offset != self._position:
+            raise OSError("a request body of buffers can only be read once, in order")
+        return self._position
+
+
+#: Answers at least this large are read straight into one buffer (see _read_into_buffer).
+_LARGE_BODY = 1 << 20
+
+
+def _read_into_buffer(response: Any, length: int) -> memoryview | None:
+    """Read the rest of a ``length``-byte body into one new buffer; None to read it as usual.
+
+    geventhttpclient collects a body in a growing ``bytearray`` and copies it into ``bytes``
+    at the end: three times the body in memory at the peak, and two extra copies.  Its parser
+    hands each piece of the body to the response's ``_on_body`` callback, so for a large
+    answer that callback is pointed at a numpy buffer of the announced length instead (numpy
+    allocates it with huge pages, without zero-filling it): one copy, and the body once in
+    memory.  Where this geventhttpclient has no such callback, None: the usual read.
+    """
+    pending = getattr(response, "_body_buffer", None)
+    if not isinstance(pending, bytearray) or not callable(getattr(response, "_on_body", None)):
+        return None
+    out = np.empty(length, dtype=np.uint8)
+    view = memoryview(out.data)
+    got = len(pending)  # the part read together with the headers
+    if got > length:
+        return None
+    view[:got] = pending
+    del pending[:]
+    position = [got]
+
+    def on_body(piece: Any) -> None:
+        start = position[0]
+        end = start + len(piece)
+        if end > length:
+            raise EOFError(f"the response body is longer than its {length} byte Content-Length")
+        view[start:end] = piece
+        position[0] = end
+
+    response._on_body = on_body
+    if response.read():  # everything went to on_body; anything here was not ours to take
+        raise EOFError("the response body arrived outside the reading buffer")
+    return view[: position[0]].toreadonly()
+
+
 def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> HttpReply:
     """Send one request and read the whole answer (in the thread that owns ``stub``).
 
@@ -179,10 +260,17 @@ def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> Http
     if timer is not None:
         timer.start()
     try:
-        response = stub.request(call.method, call.path, body=call.body or b"", headers=call.headers)
+        body_out: Any = call.body or b""
+        if call.chunks is not None:
+            body_out = _ChunkedBody(call.chunks)
+        response = stub.request(call.method, call.path, body=body_out, headers=call.headers)
         try:
-            body = response.read()
             length = str(response.get("content-length") or "").strip()
+            body: Any = None
+            if length.isdigit() and int(length) >= _LARGE_BODY:
+                body = _read_into_buffer(response, int(length))
+            if body is None:
+                body = response.read()
             if length.isdigit() and int(length) > len(body):
                 raise transport_error(
                     EOFError(
@@ -195,7 +283,7 @@ def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> Http
         finally:
             response.release()
         headers = {str(k).lower(): str(v) for k, v in response.items()}
-        return HttpReply(response.status_code, headers, bytes(body))
+        return HttpReply(response.status_code, headers, body)
     except gevent.Timeout as expired:
         if expired is not timer:
             raise

@@ -75,11 +75,12 @@ _COMPRESSION = ("gzip", "deflate")
 
 @dataclass
 class HttpReply:
-    """A response as received: status, headers (lower-case names) and the whole body."""
+    """A response as received: status, headers (lower-case names) and the whole body (a
+    read-only ``memoryview`` of one buffer when a large body was read in place)."""
 
     status: int
     headers: dict[str, str]
-    body: bytes
+    body: bytes | memoryview
 
     def header(self, name: str) -> str | None:
         """The value of header ``name`` (any case), or None."""
@@ -97,6 +98,16 @@ class HttpCall(Generic[T]):
     parse: Callable[[HttpReply], T]
     #: Whether a retry policy may repeat the call (GETs and the repository index).
     idempotent: bool = False
+    #: When set (``body`` is None), the body is these pieces in order: the JSON header, then
+    #: the inputs' binary data as views of their buffers, for a transport that can send them
+    #: as they are instead of joining them first.
+    chunks: tuple[Buffer, ...] | None = None
+
+    def payload(self) -> bytes | None:
+        """The whole body as one ``bytes`` (joining :attr:`chunks`), or None."""
+        if self.chunks is not None:
+            return b"".join(self.chunks)
+        return self.body
 
 
 def parse_url(url: str, ssl: bool) -> tuple[str, str, int, str]:
@@ -165,7 +176,7 @@ def _parse_json(reply: HttpReply) -> Any:
         body = decompress(reply.body, reply.header(HEADER_CONTENT_ENCODING))
         return loads(body)
     except (ValueError, HttpCodecError) as exc:
-        text = reply.body[:200].decode("utf-8", "replace")
+        text = bytes(reply.body[:200]).decode("utf-8", "replace")
         raise InferenceServerProtocolError(
             msg=f"the server answered 200 with a body that is not JSON: {exc}; body: {text!r}",
             status=str(reply.status),
@@ -461,7 +472,7 @@ class ClientCore:
     def _verbose_reply(self, reply: HttpReply) -> None:
         if self._verbose:
             print(f"<{reply.status}> headers {reply.headers}")
-            print(reply.body[:1024])
+            print(bytes(reply.body[:1024]))
 
     def _c_get(
         self,
@@ -677,5 +688,11 @@ class ClientCore:
             except Exception as error:
                 raise decode_error(error, f"inference of model '{model_name}'") from None
 
-        data = body.chunks[0] if len(body.chunks) == 1 else body.tobytes()
-        return self._call("POST", path, headers, query_params, parse, bytes(data), body_headers)
+        if len(body.chunks) == 1:
+            data = bytes(body.chunks[0])
+            return self._call("POST", path, headers, query_params, parse, data, body_headers)
+        call = self._call("POST", path, headers, query_params, parse, None, body_headers)
+        call.chunks = tuple(body.chunks)  # the binary data goes out from its buffers
+        if self._verbose:
+            print(bytes(memoryview(body.chunks[0])[:1024]))
+        return call

@@ -161,7 +161,7 @@ class InferenceServerClient(ClientCore):
             async with session.request(
                 call.method,
                 self._origin + call.path,
-                data=call.body if call.body else None,
+                data=call.payload() or None,
                 headers=call.headers,
             ) as response:
                 body = await response.read()
