@@ -1001,3 +1001,38 @@ def test_cached_request_json_follows_every_change() -> None:
     item.set_shared_memory("in_region", 8)
     sent = body([item], [out])["inputs"][0]
     assert "data" not in sent and sent["parameters"]["shared_memory_region"] == "in_region"
+
+
+def test_small_bodies_are_one_buffer_large_ones_are_sent_from_theirs() -> None:
+    # A small request written in two parts would wait for the server's delayed ACK.
+    client = httpclient.InferenceServerClient("127.0.0.1:1")
+    try:
+        for nbytes, parts in ((4096, None), (4 << 20, 2)):
+            inp, x = _identity_uint8(nbytes, 1)
+            call = client._c_infer(
+                "identity_uint8",
+                [inp],
+                "",
+                None,
+                "",
+                0,
+                False,
+                False,
+                0,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
+            if parts is None:
+                assert call.chunks is None and isinstance(call.body, bytes)
+            else:
+                assert call.body is None and call.chunks is not None
+                assert len(call.chunks) == parts
+                assert np.shares_memory(np.frombuffer(call.chunks[1], np.uint8), inp._input.raw)
+            payload = call.payload()
+            assert payload is not None and payload.endswith(x.tobytes())
+    finally:
+        client.close()
