@@ -43,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -437,28 +437,41 @@ def run_worker(
     ours: bool,
     timeout: float = 300,
     script: str = __file__,
+    cwd: str = "/",
 ) -> dict[str, Any]:
-    """Run ``script --worker spec`` with ``python``; check it imported the right package."""
+    """Run ``script --worker spec`` with ``python``; check it imported the right package.
+
+    The worker reports the files of the packages it imported (``module``, and
+    ``shm_module`` where it has one): each must be this repository's for ``ours`` and
+    another installation's otherwise.
+    """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
         [python, str(Path(script).resolve()), "--worker", json.dumps(spec)],
         capture_output=True,
         text=True,
         env=env,
-        cwd="/",
+        cwd=cwd,
         timeout=timeout,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"worker {spec} ({python}) failed:\n{proc.stderr[-4000:]}")
     result: dict[str, Any] = json.loads(proc.stdout)
-    inside = Path(result["module"]).resolve().is_relative_to(REPO / "tritonclient")
-    if inside != ours:
-        raise SystemExit(f"wrong package imported by {python}: {result['module']}")
+    for key in ("module", "shm_module"):
+        if not result.get(key):
+            continue
+        inside = Path(result[key]).resolve().is_relative_to(REPO / "tritonclient")
+        if inside != ours:
+            raise SystemExit(f"wrong package imported by {python}: {result[key]}")
     return result
 
 
 class MockServer:
-    """``python -m mock_server`` on free ports, for the duration of a ``with`` block."""
+    """``python -m mock_server`` on free ports with ``models`` loaded, for the duration of a
+    ``with`` block."""
+
+    def __init__(self, models: Sequence[str] = MODELS) -> None:
+        self.models = tuple(models)
 
     def __enter__(self) -> MockServer:
         self.tmp = tempfile.TemporaryDirectory(prefix="bench-clients-")
@@ -471,7 +484,7 @@ class MockServer:
                 "mock_server",
                 "--model-repository",
                 "mock_server/models",
-                *(a for m in MODELS for a in ("--load-model", m)),
+                *(a for m in self.models for a in ("--load-model", m)),
                 "--model-control-mode",
                 "explicit",
                 "--http-port",
@@ -511,8 +524,12 @@ class MockServer:
         self.tmp.cleanup()
 
 
-def triton_server(stack: Any) -> Any:
-    """Start NVIDIA's Triton server when installed (tests/peers.py); None otherwise."""
+def triton_server(
+    stack: Any, models: Sequence[str] = MODELS, shm_growth_bytes: int = 64 * MiB
+) -> Any:
+    """Start NVIDIA's Triton server with ``models`` when installed (tests/peers.py); None
+    otherwise.  ``shm_growth_bytes`` is the Python backend's shared-memory growth step (its
+    stub exchanges tensors with the server through that memory)."""
     sys.path.insert(0, str(REPO / "tests"))
     try:
         import peers  # type: ignore[import-not-found]
@@ -524,13 +541,13 @@ def triton_server(stack: Any) -> Any:
     tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-clients-triton-"))
     repo = Path(tmp) / "models"
     repo.mkdir()
-    for m in MODELS:
+    for m in models:
         peers.copy_repository_for_triton(REPO / "mock_server" / "models" / m, repo / m)
     args = [
         "--model-control-mode=explicit",
-        *(f"--load-model={m}" for m in MODELS),
+        *(f"--load-model={m}" for m in models),
         "--backend-config=python,shm-default-byte-size=67108864",
-        "--backend-config=python,shm-growth-byte-size=67108864",
+        f"--backend-config=python,shm-growth-byte-size={shm_growth_bytes}",
     ]
     return stack.enter_context(peers.run_tritonserver(install, repo, args))
 

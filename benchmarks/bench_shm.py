@@ -48,9 +48,7 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -58,8 +56,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-PEER_VENV = HERE / ".peer-venv-clients"
-PEER_REQUIREMENT = "tritonclient[grpc,http]==2.73.0"
+sys.path.insert(0, str(HERE))
+import bench_clients as bc  # noqa: E402  (the server launchers and the worker runner)
+
 MODEL = "identity_uint8"
 MiB = 1 << 20
 SHM_DIR = Path("/dev/shm")
@@ -325,115 +324,9 @@ def profile_worker(spec: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def peer_python(explicit: str | None) -> str:
-    if explicit:
-        return explicit
-    sys.path.insert(0, str(REPO))
-    from tools.venvs import ensure_venv
-
-    return str(ensure_venv(PEER_VENV, [PEER_REQUIREMENT]))
-
-
-def run_worker(
-    python: str, spec: dict[str, Any], ours: bool, timeout: float = 240, cwd: str = "/"
-) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run(
-        [python, str(Path(__file__).resolve()), "--worker", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=timeout,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"worker {spec} ({python}) failed:\n{proc.stderr[-4000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout)
-    for key in ("module", "shm_module"):
-        if not result[key]:
-            continue
-        inside = Path(result[key]).resolve().is_relative_to(REPO / "tritonclient")
-        if inside != ours:
-            raise SystemExit(f"wrong package imported by {python}: {result[key]}")
-    return result
-
-
-class MockServerProcess:
-    """``python -m mock_server`` on free ports, for the duration of a ``with`` block."""
-
-    def __enter__(self) -> MockServerProcess:
-        self.tmp = tempfile.TemporaryDirectory(prefix="bench-shm-")
-        port_file = Path(self.tmp.name) / "ports.json"
-        self.log = open(Path(self.tmp.name) / "server.log", "w+b")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mock_server",
-                "--model-repository",
-                "mock_server/models",
-                "--model-control-mode",
-                "explicit",
-                "--load-model",
-                MODEL,
-                "--http-port",
-                "0",
-                "--grpc-port",
-                "0",
-                "--metrics-port",
-                "0",
-                "--port-file",
-                str(port_file),
-            ],
-            cwd=REPO,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
-        )
-        deadline = time.monotonic() + 60
-        while not (port_file.exists() and port_file.stat().st_size):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.log.seek(0)
-                raise RuntimeError(f"mock_server did not start:\n{self.log.read().decode()}")
-            time.sleep(0.05)
-        time.sleep(0.05)
-        ports = json.loads(port_file.read_text())
-        self.http_url = f"127.0.0.1:{ports['http']}"
-        self.grpc_url = f"127.0.0.1:{ports['grpc']}"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-        self.tmp.cleanup()
-
-
-def triton_server(stack: Any) -> Any:
-    """Start NVIDIA's Triton server with identity_uint8 when installed; None otherwise."""
-    sys.path.insert(0, str(REPO / "tests"))
-    try:
-        import peers  # type: ignore[import-not-found]
-    finally:
-        sys.path.pop(0)
-    install = peers.find_tritonserver()
-    if install is None:
-        return None
-    tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-shm-triton-"))
-    repo = Path(tmp) / "models"
-    repo.mkdir()
-    peers.copy_repository_for_triton(REPO / "mock_server" / "models" / MODEL, repo / MODEL)
-    args = [
-        "--model-control-mode=explicit",
-        f"--load-model={MODEL}",
-        "--backend-config=python,shm-default-byte-size=67108864",
-        "--backend-config=python,shm-growth-byte-size=268435456",
-    ]
-    return stack.enter_context(peers.run_tritonserver(install, repo, args))
+def run_worker(python: str, spec: dict[str, Any], ours: bool, cwd: str = "/") -> dict[str, Any]:
+    """:func:`bench_clients.run_worker` with this file as the worker (240 s at most)."""
+    return bc.run_worker(python, spec, ours, 240, script=__file__, cwd=cwd)
 
 
 def sweep_shm(token: str) -> list[str]:
@@ -483,7 +376,7 @@ def main() -> int:
     modules: dict[str, str] = {}
     triton_note = ""
     try:
-        nvidia = peer_python(args.peer_python)
+        nvidia = bc.peer_python(args.peer_python)
         results["numpy"] = run_worker(
             sys.executable,
             {"case": "numpy", "sizes": [(n, 3 if args.quick else 10) for n, _, _ in sizes]},
@@ -491,12 +384,12 @@ def main() -> int:
         )
         print("  done: numpy", file=sys.stderr, flush=True)
         with contextlib.ExitStack() as stack:
-            mock = stack.enter_context(MockServerProcess())
+            mock = stack.enter_context(bc.MockServer((MODEL,)))
             pairs = [("ours+mock", sys.executable, True, mock)]
             triton = None
             if not args.no_triton:
                 try:
-                    triton = triton_server(stack)
+                    triton = bc.triton_server(stack, (MODEL,), shm_growth_bytes=256 << 20)
                 except Exception as exc:  # report it and go on with mock_server only
                     triton_note = f"Triton server not used: {str(exc)[:2000]}"
                     print(triton_note, file=sys.stderr)
