@@ -235,18 +235,18 @@ class InferenceServerClient(common.ClientBase):
     ) -> None:
         super().__init__(verbose)
         self._retry_policy = common.check_retry_policy(retry_policy)
-        url, target_options = common.channel_target(url)
         self._stream: _InferStream | None = None
-        options = common.channel_options(
-            keepalive_options, [*target_options, *(channel_args or [])]
+        self._channel = common.open_channel(
+            grpc,
+            url,
+            ssl,
+            root_certificates,
+            private_key,
+            certificate_chain,
+            creds,
+            keepalive_options,
+            channel_args,
         )
-        credentials = common.channel_credentials(
-            ssl, root_certificates, private_key, certificate_chain, creds
-        )
-        if credentials is not None:
-            self._channel = grpc.secure_channel(url, credentials, options=options)
-        else:
-            self._channel = grpc.insecure_channel(url, options=options)
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._infer_method = common.multicallable(
             self._channel.unary_unary, common.MODEL_INFER_METHOD, common.parse_infer

@@ -51,6 +51,7 @@ __all__ = [
     "encode_infer",
     "error_from_rpc",
     "infer_request_from_dict",
+    "open_channel",
     "parse_infer",
     "serialize_request",
     "stream_item",
@@ -272,6 +273,42 @@ def channel_credentials(
         private_key=_read_file(private_key, "private key"),
         certificate_chain=_read_file(certificate_chain, "certificate chain"),
     )
+
+
+def open_channel(
+    grpc_module: Any,
+    url: str | Sequence[str],
+    ssl: bool,
+    root_certificates: str | None,
+    private_key: str | None,
+    certificate_chain: str | None,
+    creds: Any,
+    keepalive_options: KeepAliveOptions | None,
+    channel_args: Sequence[tuple[str, Any]] | None,
+) -> Any:
+    """The channel of a client, from the client's constructor arguments.
+
+    Parameters
+    ----------
+    grpc_module : module
+        ``grpc`` (sync client) or ``grpc.aio``: what makes the channel.
+    url : str or sequence of str
+        The server address(es); see :func:`channel_target`.
+    ssl, root_certificates, private_key, certificate_chain, creds
+        TLS, as the clients take them; see :func:`channel_credentials`.
+    keepalive_options, channel_args
+        See :func:`channel_options`.
+
+    Returns
+    -------
+    grpc.Channel or grpc.aio.Channel
+    """
+    target, target_options = channel_target(url)
+    options = channel_options(keepalive_options, [*target_options, *(channel_args or [])])
+    credentials = channel_credentials(ssl, root_certificates, private_key, certificate_chain, creds)
+    if credentials is not None:
+        return grpc_module.secure_channel(target, credentials, options=options)
+    return grpc_module.insecure_channel(target, options=options)
 
 
 def compression_type(algorithm: str | None) -> Any:
