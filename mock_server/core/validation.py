@@ -447,11 +447,12 @@ def _check_tensor_data(tensor: Tensor, model_name: str, request: InferRequest) -
         )
 
 
-def _check_sequence(request: InferRequest, config: ModelConfig) -> None:
-    if not config.HasField("sequence_batching"):
+def _check_sequence(request: InferRequest, checks: RequestChecks) -> None:
+    if not checks.has_sequence_batching:
         return
-    name = config.name
-    if batch_size_of(request, config) > 1:
+    config = checks.config
+    name = checks.name
+    if checks.batch_size_of(request) > 1:
         raise _invalid(
             f"inference request to model '{name}' must specify batch-size 1 due to "
             "requirements of sequence batcher"
@@ -555,6 +556,6 @@ def validate_request(
     _check_datatype_and_shape(request, checks)
     _check_data(request, checks)
     if checks.has_sequence_batching:
-        _check_sequence(request, checks.config)
+        _check_sequence(request, checks)
     if request.priority != 0:  # priority 0 always passes
         _check_priority(request, checks.config, strict=strict_priority)
