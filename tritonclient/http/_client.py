@@ -265,16 +265,17 @@ def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> Http
             body_out = _ChunkedBody(call.chunks)
         response = stub.request(call.method, call.path, body=body_out, headers=call.headers)
         try:
-            length = str(response.get("content-length") or "").strip()
+            announced = str(response.get("content-length") or "").strip()
+            length = int(announced) if announced.isdigit() else None
             body: Any = None
-            if length.isdigit() and int(length) >= _LARGE_BODY:
-                body = _read_into_buffer(response, int(length))
+            if length is not None and length >= _LARGE_BODY:
+                body = _read_into_buffer(response, length)
             if body is None:
                 body = response.read()
-            if length.isdigit() and int(length) > len(body):
+            if length is not None and length > len(body):
                 raise transport_error(
                     EOFError(
-                        f"the connection closed after {len(body)} of the {int(length)} "
+                        f"the connection closed after {len(body)} of the {length} "
                         "bytes of the response"
                     ),
                     what,
