@@ -54,11 +54,12 @@ from grpc_health.v1 import health_pb2  # type: ignore[import-untyped]  # ships n
 
 from tritonclient._codec import grpc as codec
 from tritonclient.grpc import service_pb2 as pb
-from tritonclient.utils import TRITON_RESERVED_REQUEST_PARAMS, InferenceServerException
+from tritonclient.utils import InferenceServerException
 
 from .core.errors import ErrorKind, ServerError
 from .core.server import CoreServer
 from .core.types import InferRequest, InferResponse, ParamValue, RequestedOutput, Tensor
+from .core.validation import forwarded_headers
 
 __all__ = ["API_GROUP_OF_RPC", "GrpcFrontend", "KeepAliveOptions"]
 
@@ -704,21 +705,6 @@ class GrpcFrontend:
                 self._core.shm.check(ref.region, ref.offset, ref.byte_size)
         return decoded, decoupled
 
-    def _forwarded_headers(self, context: Any) -> dict[str, ParamValue]:
-        """Request metadata matching the forward pattern, as request parameters."""
-        if self._forward is None:
-            return {}
-        out: dict[str, ParamValue] = {}
-        for key, value in context.invocation_metadata() or ():
-            if not isinstance(value, str) or not self._forward.search(key):
-                continue
-            if key in TRITON_RESERVED_REQUEST_PARAMS or key.lower().startswith("triton_"):
-                raise ServerError.invalid_arg(
-                    f"Header '{key}' is reserved for Triton usage and cannot be forwarded."
-                )
-            out[key] = value
-        return out
-
     @staticmethod
     def _core_request(
         decoded: codec.DecodedInferRequest, forwarded: dict[str, ParamValue] | None = None
@@ -796,7 +782,9 @@ class GrpcFrontend:
         if self._compression is not None:
             context.set_compression(self._compression)
         decoded, _ = await self._prepare(request, raw, unary=True)
-        core_request = self._core_request(decoded, self._forwarded_headers(context))
+        core_request = self._core_request(
+            decoded, forwarded_headers(self._forward, context.invocation_metadata() or ())
+        )
         loop = asyncio.get_running_loop()
         done: asyncio.Future[Any] = loop.create_future()
 
@@ -824,7 +812,7 @@ class GrpcFrontend:
         if self._compression is not None:
             context.set_compression(self._compression)
         try:
-            forwarded = self._forwarded_headers(context)
+            forwarded = forwarded_headers(self._forward, context.invocation_metadata() or ())
         except ServerError as exc:
             await context.abort(_status(exc.kind), exc.message)
         stream = _Stream(

@@ -60,12 +60,12 @@ import numpy as np
 from aiohttp import web, web_log, web_protocol, web_runner
 
 from tritonclient._codec import http as codec
-from tritonclient.utils import TRITON_RESERVED_REQUEST_PARAMS
 
 from .core.config import config_to_json, datatype_of
 from .core.errors import ErrorKind, ServerError
 from .core.server import CoreServer
 from .core.types import InferRequest, InferResponse, ParamValue, RequestedOutput, Tensor
+from .core.validation import forwarded_headers
 
 __all__ = ["API_GROUPS", "FRONTEND_EXTENSIONS", "HttpFrontend"]
 
@@ -604,20 +604,6 @@ class HttpFrontend:
             encoded = await self._maybe_blocking(encoded.nbytes, encoded.compressed, encoding)
         return await self._send(request, encoded)
 
-    def _forwarded_headers(self, request: web.BaseRequest) -> dict[str, ParamValue]:
-        if self._forward is None:
-            return {}
-        out: dict[str, ParamValue] = {}
-        for key, value in request.headers.items():
-            if not self._forward.search(key):
-                continue
-            if key in TRITON_RESERVED_REQUEST_PARAMS or key.lower().startswith("triton_"):
-                raise _HttpError(
-                    400, f"Header '{key}' is reserved for Triton usage and cannot be forwarded."
-                )
-            out[str(key)] = value
-        return out
-
     def _shm_view(self, placement: codec.SharedMemoryRef, *, read: bool = True) -> memoryview:
         """A tensor in a registered region (system or CUDA), bounds-checked with Triton's
         messages: its bytes (``read``; a view or copy of a system region, a host copy of a
@@ -671,7 +657,7 @@ class HttpFrontend:
                 views[wanted.name] = wanted.shared_memory
         interpreted = parsed.parameters
         custom = dict(interpreted.custom)
-        custom.update(self._forwarded_headers(request))
+        custom.update(forwarded_headers(self._forward, request.headers.items()))
         core_request = InferRequest(
             model_name=name,
             model_version=version,

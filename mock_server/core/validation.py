@@ -35,8 +35,10 @@ Decisions where Triton is silent or undefined
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -49,13 +51,14 @@ from tritonclient.utils._dtypes import DATATYPES
 
 from .config import datatype_of
 from .errors import ServerError
-from .types import InferRequest, Tensor
+from .types import InferRequest, ParamValue, Tensor
 
 __all__ = [
     "ALLOWED_TRITON_PARAMS",
     "RequestChecks",
     "batch_size_of",
     "effective_priority",
+    "forwarded_headers",
     "implicit_input_names",
     "log_request_prefix",
     "validate_request",
@@ -256,6 +259,43 @@ def effective_priority(request: InferRequest, config: ModelConfig) -> int:
     if request.priority <= 0 or request.priority > levels:
         return int(config.dynamic_batching.default_priority_level)
     return request.priority
+
+
+def forwarded_headers(
+    pattern: re.Pattern[str] | None, headers: Iterable[tuple[str, Any]]
+) -> dict[str, ParamValue]:
+    """Request headers whose name matches ``pattern``, as request parameters.
+
+    Triton's ``--http-header-forward-pattern`` / ``--grpc-header-forward-pattern``: a
+    matching header (gRPC metadata with a text value) reaches the model as a string
+    parameter.
+
+    Parameters
+    ----------
+    pattern : re.Pattern or None
+        The forward pattern (None: nothing is forwarded).
+    headers : iterable of (str, value)
+        The request's headers or metadata.
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ServerError
+        ``INVALID_ARG`` when a matching name is reserved for Triton.
+    """
+    if pattern is None:
+        return {}
+    out: dict[str, ParamValue] = {}
+    for key, value in headers:
+        if not isinstance(value, str) or not pattern.search(key):
+            continue
+        if key in TRITON_RESERVED_REQUEST_PARAMS or key.lower().startswith("triton_"):
+            raise _invalid(f"Header '{key}' is reserved for Triton usage and cannot be forwarded.")
+        out[str(key)] = value
+    return out
 
 
 def _invalid(message: str) -> ServerError:
