@@ -9,9 +9,9 @@ One invocation measures both clients against the same servers: the bundled ``moc
 (started once, in a subprocess, on free ports) and, when it is installed (see
 ``tests/peers.py``), NVIDIA's real Triton server.  Every measurement runs in a fresh worker
 subprocess started with ``PYTHONPATH`` unset and ``cwd="/"``, so the repository is not on the
-worker's ``sys.path``: ours with this interpreter, NVIDIA's (``tritonclient[grpc,http]==2.73.0``)
-with the interpreter of a separate virtual environment created on first use at
-``benchmarks/.peer-venv-clients``.  Each worker reports which ``tritonclient`` it imported and
+worker's ``sys.path``: ours with this interpreter, NVIDIA's (``tritonclient`` 2.73.0) with the
+interpreter of its own virtual environment in the peers' cache (``scripts/peers.sh``; made on
+first use).  Each worker reports which ``tritonclient`` it imported and
 the script refuses to go on if a side imported the wrong package.
 
 Cases (figures are the client's; the servers run on the same machine):
@@ -49,8 +49,6 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-PEER_VENV = HERE / ".peer-venv-clients"
-PEER_REQUIREMENT = "tritonclient[grpc,http]==2.73.0"
 MODELS = ("simple", "identity_uint8")
 MiB = 1 << 20
 
@@ -426,9 +424,9 @@ def peer_python(explicit: str | None) -> str:
     if explicit:
         return explicit
     sys.path.insert(0, str(REPO))
-    from tools.venvs import ensure_venv
+    from tools.peers import NVIDIA_CLIENT
 
-    return str(ensure_venv(PEER_VENV, [PEER_REQUIREMENT]))
+    return str(NVIDIA_CLIENT.ensure() / "bin" / "python")
 
 
 def run_worker(

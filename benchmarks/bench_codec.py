@@ -6,8 +6,8 @@ Usage
 
 Both codecs run in one invocation, each in its own process: ours with this interpreter,
 NVIDIA's with the interpreter of a separate virtual environment that has the official
-``tritonclient`` (created on first use at ``benchmarks/.peer-venv``; NVIDIA's package is never
-installed over ours).  Both processes build the same data from the same seed, time
+``tritonclient`` (the peers' cache of ``scripts/peers.sh``, made on first use; NVIDIA's package is
+never installed over ours).  Both processes build the same data from the same seed, time
 ``serialize_byte_tensor`` and ``deserialize_bytes_tensor`` (best of R runs), and report a
 SHA-256 of their outputs so the script can check that the two produce identical bytes.
 Results are printed as ns per element and as ratios (NVIDIA time / our time).
@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-PEER_VENV = HERE / ".peer-venv"
-PEER_REQUIREMENT = "tritonclient==2.73.0"
 
 CASES = {
     "bytes": "object array of bytes, 8-64 bytes each",
@@ -92,9 +90,9 @@ def peer_python(explicit: str | None) -> str:
     # Imported here, not at the top: the worker processes must not see this repository on
     # sys.path, or NVIDIA's worker would import our tritonclient.
     sys.path.insert(0, str(HERE.parent))
-    from tools.venvs import ensure_venv
+    from tools.peers import NVIDIA_CLIENT
 
-    return str(ensure_venv(PEER_VENV, [PEER_REQUIREMENT]))
+    return str(NVIDIA_CLIENT.ensure() / "bin" / "python")
 
 
 def run_worker(

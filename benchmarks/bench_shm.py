@@ -19,11 +19,11 @@ One invocation measures, for 64 MiB and 256 MiB ``[1, N]`` UINT8 tensors sent th
            for information); the yardstick of the issue's goal.
 
 Client/server pairs: ours (this project's client and the bundled ``mock_server``, started
-once in a subprocess on free ports); NVIDIA's ``tritonclient[grpc,http]==2.73.0`` with the
+once in a subprocess on free ports); NVIDIA's ``tritonclient`` 2.73.0 with the
 real Triton server (``tests/peers.py``, when installed; only ``identity_uint8`` loaded); and,
 as an extra row, NVIDIA's client with ``mock_server``.  Every measurement runs in a worker
 subprocess with ``PYTHONPATH`` unset and ``cwd="/"``: ours with this interpreter, NVIDIA's
-with the interpreter of ``benchmarks/.peer-venv-clients`` (created on first use); each worker
+with the interpreter of the peers' cache (``scripts/peers.sh``, made on first use); each worker
 reports which ``tritonclient`` it imported and the script stops if a side imported the wrong
 one.
 

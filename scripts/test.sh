@@ -11,5 +11,11 @@ echo "== ruff"
 "$VENV/bin/ruff" format --check .
 echo "== mypy"
 "$VENV/bin/mypy" tritonclient shm mock_server
+# The conformance peers (NVIDIA's client, the real Triton server); TRITON_PEERS=off skips them
+# outside CI (the tests that need them then skip, and the summary says how many).
+if [ "${TRITON_PEERS:-}" != "off" ] || [ "${CI:-}" = "true" ]; then
+    echo "== peers"
+    bash scripts/peers.sh install
+fi
 echo "== pytest"
 "$VENV/bin/python" -m pytest -q "$@"

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests import peers
 from tritonclient.utils import _codec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,10 +33,24 @@ def codec_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.fixture(scope="session")
 def nvidia_python() -> Path:
-    """Interpreter with NVIDIA's official tritonclient (skips the test when there is none)."""
-    from tests.peers import nvidia_client_python
-
-    python = nvidia_client_python()
+    """Interpreter with NVIDIA's official tritonclient (a missing one fails the test, see peers)."""
+    python = peers.nvidia_client_python()
     if python is None:
-        pytest.skip("NVIDIA's tritonclient is not available")
+        peers.peer_missing("NVIDIA's tritonclient 2.73")
     return python
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests marked ``triton_peer`` need the real Triton server."""
+    if item.get_closest_marker("triton_peer") is not None and peers.find_tritonserver() is None:
+        peers.peer_missing("the real Triton 2.51 server (nvidia-pytriton)")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say how many tests were skipped for a missing peer, so that it is never silent."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    count = sum(1 for report in skipped if peers.PEER_SKIP_PREFIX in str(report.longrepr))
+    if count:
+        terminalreporter.write_sep(
+            "=", f"{count} peer tests skipped (TRITON_PEERS=off): their peer is not installed"
+        )

@@ -1,14 +1,15 @@
 """Start NVIDIA's real Triton server (the peer) for conformance tests.
 
-A CPU-only Triton 2.51 ships inside the PyPI wheel ``nvidia-pytriton`` 0.7.0. Install it
-without its dependencies (they would replace this project's ``tritonclient``) and give it a
-Python venv with ``numpy<2`` for the Python backend stub::
+A CPU-only Triton 2.51 ships inside the PyPI wheel ``nvidia-pytriton`` 0.7.0, and NVIDIA's
+``tritonclient`` 2.73 is the client peer. ``bash scripts/peers.sh`` (``tools/peers.py``, run by
+``scripts/test.sh``) installs both into the peers' cache, ``.cache/peers``.
 
-    pip install --no-deps --target /work/peer/pytriton nvidia-pytriton==0.7.0
-    python3.11 -m venv /work/peer/stubvenv && /work/peer/stubvenv/bin/pip install "numpy<2"
-
-``find_tritonserver()`` locates both (``TRITON_PEER_DIR`` and ``TRITON_STUB_VENV`` override
-the default paths) and returns ``None`` when either is missing, so tests can skip.
+``find_tritonserver()`` locates the server and its stub venv there (``TRITON_PEER_DIR`` and
+``TRITON_STUB_VENV`` override the paths) and returns ``None`` when either is missing;
+``nvidia_client_python()`` does the same for NVIDIA's client (``TRITON_PEER_CLIENT_PYTHON``).
+Tests that need a peer carry the ``triton_peer`` marker or the ``nvidia_python`` fixture; a
+missing peer fails them (:func:`peer_missing`), unless ``TRITON_PEERS=off`` outside CI, which
+skips them with the reason in the summary.
 ``run_tritonserver()`` starts the server on free loopback ports, waits until it is ready and
 stops it, with every process it started, on exit::
 
@@ -36,6 +37,9 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
+
+from tools import peers as _cache
 
 __all__ = [
     "PeerServerError",
@@ -44,11 +48,11 @@ __all__ = [
     "copy_repository_for_triton",
     "find_tritonserver",
     "nvidia_client_python",
+    "peer_missing",
     "run_tritonserver",
 ]
 
-DEFAULT_PEER_DIR = "/work/peer/pytriton"
-DEFAULT_STUB_VENV = "/work/peer/stubvenv"
+PEER_SKIP_PREFIX = "peer missing:"
 
 # Loopback traffic never goes through an HTTP proxy from the environment.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -128,8 +132,8 @@ def find_tritonserver() -> TritonInstall | None:
         ``None`` when the server, its Python backend, the stub for the venv's Python
         version or the venv itself is missing.
     """
-    root = Path(os.environ.get("TRITON_PEER_DIR", DEFAULT_PEER_DIR))
-    venv = Path(os.environ.get("TRITON_STUB_VENV", DEFAULT_STUB_VENV))
+    root = Path(os.environ.get("TRITON_PEER_DIR") or _cache.PYTRITON.path)
+    venv = Path(os.environ.get("TRITON_STUB_VENV") or _cache.STUB_VENV.path)
     base = root / "pytriton" / "tritonserver"
     server = base / "bin" / "tritonserver"
     libs = root / "nvidia_pytriton.libs"
@@ -380,28 +384,27 @@ def run_tritonserver(
             shutil.rmtree(cache, ignore_errors=True)
 
 
-NVIDIA_CLIENT_REQUIREMENT = "tritonclient[grpc,http]==2.73.0"
-
-
 def nvidia_client_python() -> Path | None:
     """An interpreter with NVIDIA's official ``tritonclient``, for conformance tests.
 
-    ``TRITON_PEER_CLIENT_PYTHON`` if set; else ``/work/peer/venv/bin/python`` where it exists;
-    else a private venv under ``.cache/nvidia-client`` made with :data:`NVIDIA_CLIENT_REQUIREMENT`
-    (needs PyPI; ``TRITON_PEER_NO_INSTALL=1`` forbids it).  None when none can be had.
+    ``TRITON_PEER_CLIENT_PYTHON`` if set, else the peers' cache (``scripts/peers.sh``) when its
+    install is complete; None otherwise.
     """
     explicit = os.environ.get("TRITON_PEER_CLIENT_PYTHON")
     if explicit:
         return Path(explicit) if Path(explicit).exists() else None
-    default = Path("/work/peer/venv/bin/python")
-    if default.exists():
-        return default
-    if os.environ.get("TRITON_PEER_NO_INSTALL"):
-        return None
-    root = Path(__file__).resolve().parent.parent
-    try:
-        from tools.venvs import ensure_venv
+    part = _cache.NVIDIA_CLIENT
+    return part.path / "bin" / "python" if part.is_marked() else None
 
-        return ensure_venv(root / ".cache" / "nvidia-client", [NVIDIA_CLIENT_REQUIREMENT])
-    except (OSError, subprocess.SubprocessError):
-        return None
+
+def peer_missing(what: str) -> NoReturn:
+    """Fail the calling test because peer ``what`` is not installed (skip with TRITON_PEERS=off).
+
+    In CI (``CI=true``) this always fails: CI must prove conformance on every commit.
+    """
+    import pytest
+
+    reason = f"{PEER_SKIP_PREFIX} {what}; install it with `bash scripts/peers.sh`"
+    if os.environ.get("TRITON_PEERS") == "off" and os.environ.get("CI") != "true":
+        pytest.skip(reason)
+    pytest.fail(reason + " (or set TRITON_PEERS=off to skip peer tests outside CI)", False)

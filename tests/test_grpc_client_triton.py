@@ -1,4 +1,4 @@
-"""The gRPC clients against NVIDIA's real Triton server (skipped when it is not installed).
+"""The gRPC clients against NVIDIA's real Triton server (scripts/peers.sh installs it).
 
 See ``tests/peers.py`` for how the peer server is found and run.
 """
@@ -26,10 +26,7 @@ from tests.peers import (
 from tritonclient.utils import InferenceServerException
 
 INSTALL = find_tritonserver()
-pytestmark = pytest.mark.skipif(
-    INSTALL is None,
-    reason="real Triton not installed (see tests/peers.py: TRITON_PEER_DIR, TRITON_STUB_VENV)",
-)
+pytestmark = pytest.mark.triton_peer
 REPO = Path(__file__).resolve().parent.parent / "mock_server" / "models"
 T = 30.0
 

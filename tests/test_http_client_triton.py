@@ -1,6 +1,6 @@
 """``tritonclient.http`` and ``tritonclient.http.aio`` against the REAL Triton server.
 
-Skipped cleanly when pytriton's bundled ``tritonserver`` is not installed (tests/peers.py).
+``scripts/peers.sh`` installs the server; a missing one fails these tests (tests/peers.py).
 """
 
 from __future__ import annotations
@@ -27,10 +27,7 @@ from tests.test_http_client import simple_inputs
 from tritonclient.utils import InferenceServerException
 
 INSTALL = find_tritonserver()
-pytestmark = pytest.mark.skipif(
-    INSTALL is None,
-    reason="real Triton not installed (see tests/peers.py: TRITON_PEER_DIR, TRITON_STUB_VENV)",
-)
+pytestmark = pytest.mark.triton_peer
 
 REPO = Path(__file__).resolve().parent.parent / "mock_server" / "models"
 MODELS = ["simple", "simple_string", "identity_bf16", "identity_bytes", "simple_sequence"]

@@ -39,10 +39,7 @@ from tests.peers import (
 )
 
 INSTALL = find_tritonserver()
-pytestmark = pytest.mark.skipif(
-    INSTALL is None,
-    reason="real Triton not installed (see tests/peers.py: TRITON_PEER_DIR, TRITON_STUB_VENV)",
-)
+pytestmark = pytest.mark.triton_peer
 
 REPO = Path(__file__).resolve().parent.parent / "mock_server" / "models"
 TIMEOUT = 30.0  # seconds, for every HTTP exchange
