@@ -47,9 +47,13 @@ __all__ = [
     "TritonInstall",
     "copy_repository_for_triton",
     "find_tritonserver",
+    "free_ports",
+    "is_ready",
     "nvidia_client_python",
     "peer_missing",
+    "read_log",
     "run_tritonserver",
+    "stop_process_group",
 ]
 
 PEER_SKIP_PREFIX = "peer missing:"
@@ -110,7 +114,7 @@ class RunningTritonServer:
 
     def log(self) -> str:
         """Return the server log so far."""
-        return _read_log(self.log_path)
+        return read_log(self.log_path)
 
 
 def _venv_python_version(venv: Path) -> str | None:
@@ -156,7 +160,7 @@ def find_tritonserver() -> TritonInstall | None:
     )
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
     """Ask the kernel for ``count`` distinct free TCP ports on 127.0.0.1."""
     sockets: list[socket.socket] = []
     try:
@@ -170,7 +174,7 @@ def _free_ports(count: int) -> list[int]:
             s.close()
 
 
-def _read_log(path: Path, limit: int = 20000) -> str:
+def read_log(path: Path, limit: int = 20000) -> str:
     try:
         text = path.read_text(errors="replace")
     except OSError:
@@ -178,7 +182,7 @@ def _read_log(path: Path, limit: int = 20000) -> str:
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
 
-def _is_ready(http_url: str) -> bool:
+def is_ready(http_url: str) -> bool:
     try:
         with _OPENER.open(f"http://{http_url}/v2/health/ready", timeout=2) as r:
             return bool(r.status == 200)
@@ -201,8 +205,8 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def _stop(proc: subprocess.Popen[bytes], stop_timeout: float) -> None:
-    """SIGTERM the server, SIGKILL its whole process group if it lingers."""
+def stop_process_group(proc: subprocess.Popen[bytes], stop_timeout: float) -> None:
+    """SIGTERM a server started in its own session, SIGKILL its whole group if it lingers."""
     pgid = proc.pid  # started with start_new_session=True: pid == pgid
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
@@ -318,7 +322,7 @@ def run_tritonserver(
             install.stub,
         ):
             shutil.copy2(src, backend_dir / src.name)
-        http_port, grpc_port, metrics_port = _free_ports(3)
+        http_port, grpc_port, metrics_port = free_ports(3)
         log_path = workdir / "tritonserver.log"
         cmd = [
             str(install.tritonserver),
@@ -357,27 +361,27 @@ def run_tritonserver(
             log_path=log_path,
         )
         deadline = time.monotonic() + startup_timeout
-        while not _is_ready(server.http_url):
+        while not is_ready(server.http_url):
             if proc.poll() is not None:
                 raise PeerServerError(
                     f"tritonserver exited with status {proc.returncode} during start-up; "
-                    f"log:\n{_read_log(log_path)}"
+                    f"log:\n{read_log(log_path)}"
                 )
             if time.monotonic() > deadline:
                 raise PeerServerError(
                     f"tritonserver not ready after {startup_timeout:.0f} s; "
-                    f"log:\n{_read_log(log_path)}"
+                    f"log:\n{read_log(log_path)}"
                 )
             time.sleep(0.1)
         yield server
         if proc.poll() is not None:
             raise PeerServerError(
                 f"tritonserver exited with status {proc.returncode} while in use; "
-                f"log:\n{_read_log(log_path)}"
+                f"log:\n{read_log(log_path)}"
             )
     finally:
         if proc is not None:
-            _stop(proc, stop_timeout)
+            stop_process_group(proc, stop_timeout)
         _remove_shm(shm_prefix)
         shutil.rmtree(workdir, ignore_errors=True)
         for cache in _pycache_dirs(repo_path) - caches_before:

@@ -1,0 +1,48 @@
+"""The differential suite: every case runs against real Triton 2.51 and mock_server, and the
+records must be equal, or the difference must be in the allow-list with its reason.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+import pytest
+
+from tests.conformance import cases_http
+from tests.conformance.allowlist import ALLOWED
+from tests.conformance.cases import Case
+from tests.conformance.conftest import PairPool
+from tests.conformance.wire import run_case
+
+pytestmark = pytest.mark.triton_peer
+
+CASES: list[Case] = [*cases_http.cases()]
+
+
+def test_case_ids_are_unique_and_allowlist_names_real_cases() -> None:
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids)), [i for i in ids if ids.count(i) > 1]
+    assert not set(ALLOWED) - set(ids), "allow-list entries without a case"
+    assert all(reason.strip() for reason in ALLOWED.values())
+
+
+def _diff(triton: Any, mock: Any) -> str:
+    a = json.dumps(triton, indent=1, sort_keys=True).splitlines()
+    b = json.dumps(mock, indent=1, sort_keys=True).splitlines()
+    return "\n".join(difflib.unified_diff(a, b, "triton 2.51", "mock_server", lineterm=""))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_same_answer_as_triton(case: Case, pairs: PairPool) -> None:
+    pair = pairs[case.pair]
+    triton = run_case(pair.triton, case.steps)
+    mock = run_case(pair.mock, case.steps)
+    if case.id in ALLOWED:
+        assert triton != mock, (
+            f"{case.id} is allow-listed ({ALLOWED[case.id]}) but both servers now answer the "
+            "same: remove the entry"
+        )
+        return
+    assert triton == mock, f"{case.id}: mock_server differs from Triton 2.51\n{_diff(triton, mock)}"
