@@ -1,4 +1,4 @@
-"""The HTTP/REST corpus: every endpoint of ``../shared/docs/protocol.md`` section 3, with its errors.
+"""The HTTP/REST corpus: every endpoint of protocol.md section 3, with its error paths.
 
 Each case is a list of steps (:mod:`tests.conformance.wire`) run against the "main" pair:
 both servers started with ``--model-control-mode=explicit --load-model=*`` on the bundled
