@@ -348,12 +348,16 @@ class ModelVersion:
     def _select_outputs(self, request: InferRequest, outputs: list[Tensor]) -> list[Tensor]:
         if not request.outputs:
             return outputs
-        by_name = {t.name: t for t in outputs}
+        # Triton returns the requested outputs in the order the model produced them, each once
+        # (it keeps requested names in a set; the first request for a name holds its settings).
+        requested: dict[str, RequestedOutput] = {}
+        for output in request.outputs:
+            requested.setdefault(output.name, output)
         selected = []
         batched = self.config.max_batch_size > 0
-        for wanted in request.outputs:
-            tensor = by_name.get(wanted.name)
-            if tensor is None:
+        for tensor in outputs:
+            wanted = requested.get(tensor.name)
+            if wanted is None:
                 continue
             count = _class_count(wanted)
             if count:

@@ -17,8 +17,10 @@ Request-id prefix
 Decisions where Triton is silent or undefined
     * Negative dimensions are rejected (2.51's gRPC path let them through); ``-1`` gets
       Triton's "All input dimensions should be specified" message.
-    * A batch dimension of 0 is rejected ("batch-size must be >= 1"); 2.51 rejected it
-      too, with a confusing byte-size message.
+    * Inputs are checked in the order Triton's ``std::unordered_map`` visits them
+      (:mod:`._input_order`), so the input a message names is the one Triton names.
+    * A batch dimension of 0 is sized as Triton sizes it (as if there were no batch
+      dimension), which gives its "input byte size mismatch" message.
     * Inputs fed by the sequence batcher (``sequence_batching.control_input`` names and
       implicit ``state`` input names) are never required and may not be sent by clients
       (Triton reports them as unexpected inputs, since they are not in ``input``).
@@ -49,6 +51,7 @@ from tritonclient.utils import (
 )
 from tritonclient.utils._dtypes import DATATYPES
 
+from ._input_order import triton_input_order
 from .config import datatype_of
 from .errors import ServerError
 from .types import InferRequest, ParamValue, Tensor
@@ -330,71 +333,58 @@ def _check_duplicates(request: InferRequest) -> None:
                 f"{log_request_prefix(request)}input '{tensor.name}' already exists in request"
             )
         seen.add(tensor.name)
-    seen.clear()
-    for output in request.outputs:
-        if output.name in seen:
-            raise _invalid(f"output '{output.name}' already exists in request")
-        seen.add(output.name)
+
+
+def _in_triton_order(request: InferRequest) -> list[Tensor]:
+    """The request's inputs in the order Triton visits them (see :mod:`._input_order`)."""
+    if len(request.inputs) < 2:
+        return list(request.inputs)
+    by_name = {tensor.name: tensor for tensor in request.inputs}
+    return [by_name[name] for name in triton_input_order([t.name for t in request.inputs])]
 
 
 def _check_outputs(request: InferRequest, checks: RequestChecks) -> None:
-    for output in request.outputs:
-        if output.name not in checks.output_names:
-            raise _invalid(f"unexpected inference output '{output.name}' for model '{checks.name}'")
+    # Triton keeps requested outputs in a std::set: a repeated name counts once, and the
+    # names are checked in sorted order.
+    for name in sorted({output.name for output in request.outputs}):
+        if name not in checks.output_names:
+            raise _invalid(f"unexpected inference output '{name}' for model '{checks.name}'")
 
 
-def _input_count_error(
-    request: InferRequest, checks: RequestChecks, missing: list[str]
-) -> ServerError:
-    expected, required = checks.expected_inputs, len(checks.required_inputs)
-    got = sorted(tensor.name for tensor in request.inputs)
-    if expected == required:
-        head = f"expected {expected} inputs"
+def _unknown_input(tensor: Tensor, checks: RequestChecks) -> ServerError:
+    return _invalid(f"unexpected inference input '{tensor.name}' for model '{checks.name}'")
+
+
+def _check_input_count(request: InferRequest, checks: RequestChecks, ordered: list[Tensor]) -> None:
+    """Triton's input-count check; its lists are written the way Triton writes them (the
+    missing list of a request that misses nothing comes out as ``]``)."""
+    count = len(request.inputs)
+    required = len(checks.required_inputs)
+    if required <= count <= checks.expected_inputs:
+        return
+    present = {tensor.name for tensor in request.inputs}
+    missing = [name for name in checks.required_inputs if name not in present]
+    missing_text = _names_str(missing) if missing else "]"
+    if checks.expected_inputs == required:
+        head = f"expected {checks.expected_inputs} inputs"
     else:
-        head = f"expected number of inputs between {required} and {expected}"
-    return _invalid(
-        f"{log_request_prefix(request)}{head} but got {len(request.inputs)} inputs for model "
-        f"'{checks.name}'. Got input(s) {_names_str(got)}, but missing required input(s) "
-        f"{_names_str(missing)}. Please provide all required input(s)."
+        head = f"expected number of inputs between {required} and {checks.expected_inputs}"
+    raise _invalid(
+        f"{log_request_prefix(request)}{head} but got {count} inputs for model "
+        f"'{checks.name}'. Got input(s) {_names_str([t.name for t in ordered])}, but missing "
+        f"required input(s) {missing_text}. Please provide all required input(s)."
     )
 
 
-def _check_input_names(request: InferRequest, checks: RequestChecks) -> None:
-    present = {tensor.name for tensor in request.inputs}
-    missing = [name for name in checks.required_inputs if name not in present]
-
-    # Triton checks the count first, so an extra unknown input reports the count.
-    count = len(request.inputs)
-    if count > checks.expected_inputs or count < len(checks.required_inputs):
-        raise _input_count_error(request, checks, missing)
-    for tensor in request.inputs:
-        if tensor.name not in checks.client_input_names:
-            raise _invalid(f"unexpected inference input '{tensor.name}' for model '{checks.name}'")
-    if missing:
-        raise _input_count_error(request, checks, missing)
-
-
-def _check_negative_dims(request: InferRequest, checks: RequestChecks) -> None:
-    for tensor in request.inputs:
-        if any(d < 0 for d in tensor.shape):
-            prefix = log_request_prefix(request)
-            if any(d == -1 for d in tensor.shape):
-                raise _invalid(
-                    f"{prefix}All input dimensions should be specified for input "
-                    f"'{tensor.name}' for model '{checks.name}', got {_dims_str(tensor.shape)}"
-                )
-            raise _invalid(
-                f"{prefix}invalid shape for input '{tensor.name}' for model '{checks.name}': "
-                f"dimensions must be non-negative, got {_dims_str(tensor.shape)}"
-            )
-
-
-def _check_batch(request: InferRequest, checks: RequestChecks) -> None:
+def _check_batch(request: InferRequest, checks: RequestChecks, ordered: list[Tensor]) -> int:
+    """Triton's batch loop (batching models only); returns the batch size (0: none)."""
     if checks.max_batch_size <= 0:
-        return
+        return 0
     name = checks.name
-    batch_size: int | None = None
-    for tensor in request.inputs:
+    batch_size = 0
+    for tensor in ordered:
+        if tensor.name not in checks.client_input_names:
+            raise _unknown_input(tensor, checks)
         if tensor.name in checks.shape_tensors:
             continue
         if len(tensor.shape) == 0:
@@ -402,63 +392,97 @@ def _check_batch(request: InferRequest, checks: RequestChecks) -> None:
                 f"{log_request_prefix(request)}input '{tensor.name}' has no shape but model "
                 f"requires batch dimension for '{name}'"
             )
-        if batch_size is None:
+        if batch_size == 0:
             batch_size = int(tensor.shape[0])
         elif tensor.shape[0] != batch_size:
             raise _invalid(
                 f"{log_request_prefix(request)}input '{tensor.name}' batch size does not "
                 f"match other inputs for '{name}'"
             )
-    if batch_size is None:
-        return
     if batch_size > checks.max_batch_size:
         raise _invalid(
             f"{log_request_prefix(request)}inference request batch-size must be <= "
             f"{checks.max_batch_size} for '{name}'"
         )
-    if batch_size < 1:
-        raise _invalid(
-            f"{log_request_prefix(request)}inference request batch-size must be >= 1 for '{name}'"
-        )
+    return batch_size
 
 
-def _check_datatype_and_shape(request: InferRequest, checks: RequestChecks) -> None:
-    batching = checks.max_batch_size > 0
-    for tensor in request.inputs:
+def _check_datatype_and_shape(
+    request: InferRequest, checks: RequestChecks, ordered: list[Tensor], batch_size: int
+) -> None:
+    prefix = log_request_prefix(request)
+    for tensor in ordered:
+        if tensor.name not in checks.client_input_names:
+            raise _unknown_input(tensor, checks)
         facts = checks.inputs[tensor.name]
         if tensor.datatype != facts.datatype:
             got_dtype = tensor.datatype if tensor.datatype in DATATYPES else "<invalid>"
             if got_dtype != facts.datatype:
                 raise _invalid(
-                    f"{log_request_prefix(request)}inference input '{tensor.name}' data-type "
-                    f"is '{got_dtype}', but model '{checks.name}' expects '{facts.datatype}'"
+                    f"{prefix}inference input '{tensor.name}' data-type is '{got_dtype}', but "
+                    f"model '{checks.name}' expects '{facts.datatype}'"
                 )
-
-        batched = batching and not facts.is_shape_tensor
+        batched = checks.max_batch_size > 0 and not facts.is_shape_tensor
         dims = tuple(tensor.shape[1:]) if batched else tuple(tensor.shape)
         config_dims = facts.dims
-        matches = len(dims) == len(config_dims) and all(
-            c == -1 or c == d for c, d in zip(config_dims, dims, strict=True)
-        )
+        matches = len(dims) == len(config_dims)
+        if matches:
+            for c, d in zip(config_dims, dims, strict=True):
+                if d < 0:
+                    if d == -1:
+                        raise _invalid(
+                            f"{prefix}All input dimensions should be specified for input "
+                            f"'{tensor.name}' for model '{checks.name}', got "
+                            f"{_dims_str(tensor.shape)}"
+                        )
+                    raise _invalid(
+                        f"{prefix}invalid shape for input '{tensor.name}' for model "
+                        f"'{checks.name}': dimensions must be non-negative, got "
+                        f"{_dims_str(tensor.shape)}"
+                    )
+                if c != -1 and c != d:
+                    matches = False
+                    break
         if not matches:
-            full_dims = ((-1,) if batching else ()) + config_dims
+            note = ""
+            full_dims: tuple[int, ...] = config_dims
+            if checks.max_batch_size > 0:
+                full_dims = (-1, *config_dims)
+                note = _SHAPE_NOTE
             raise _invalid(
-                f"{log_request_prefix(request)}unexpected shape for input '{tensor.name}' for "
-                f"model '{checks.name}'. Expected {_dims_str(full_dims)}, got "
-                f"{_dims_str(tensor.shape)}. {_SHAPE_NOTE}"
+                f"{prefix}unexpected shape for input '{tensor.name}' for model "
+                f"'{checks.name}'. Expected {_dims_str(full_dims)}, got "
+                f"{_dims_str(tensor.shape)}. {note}"
+            )
+        if any(d < 0 for d in tensor.shape):
+            raise _invalid(
+                f"{prefix}invalid shape for input '{tensor.name}' for model '{checks.name}': "
+                f"dimensions must be non-negative, got {_dims_str(tensor.shape)}"
             )
 
 
-def _check_data(request: InferRequest, checks: RequestChecks) -> None:
-    for tensor in request.inputs:
-        _check_tensor_data(tensor, checks.name, request)
+def _check_data(
+    request: InferRequest, checks: RequestChecks, ordered: list[Tensor], batch_size: int
+) -> None:
+    for tensor in ordered:
+        shape: Sequence[int] = tensor.shape
+        if (
+            batch_size == 0
+            and checks.max_batch_size > 0
+            and tensor.name not in checks.shape_tensors
+        ):
+            # Triton sizes a batch of 0 as if the request had no batch dimension.
+            shape = shape[1:]
+        _check_tensor_data(tensor, checks.name, request, shape)
 
 
-def _check_tensor_data(tensor: Tensor, model_name: str, request: InferRequest) -> None:
+def _check_tensor_data(
+    tensor: Tensor, model_name: str, request: InferRequest, shape: Sequence[int]
+) -> None:
     info = DATATYPES[tensor.datatype]
     data = tensor.data
     expected_dtype = np.dtype(info.numpy_type)
-    expected = _element_count(tensor.shape)
+    expected = _element_count(shape)
     got = int(data.size)
     if data.dtype == expected_dtype and got == expected:
         return  # the common case, checked cheaply
@@ -480,7 +504,8 @@ def _check_tensor_data(tensor: Tensor, model_name: str, request: InferRequest) -
                 f"{prefix}unexpected number of string elements {got} for inference input "
                 f"'{tensor.name}' for model '{model_name}', expecting {expected}"
             )
-    elif got != expected:
+        return
+    if got != expected:
         raise _invalid(
             f"{prefix}input byte size mismatch for input '{tensor.name}' for model "
             f"'{model_name}'. Expected {expected * info.byte_size}, got {got * info.byte_size}"
@@ -590,11 +615,11 @@ def validate_request(
         _check_parameters(request)
     _check_duplicates(request)
     _check_outputs(request, checks)
-    _check_input_names(request, checks)
-    _check_negative_dims(request, checks)
-    _check_batch(request, checks)
-    _check_datatype_and_shape(request, checks)
-    _check_data(request, checks)
+    ordered = _in_triton_order(request)
+    _check_input_count(request, checks, ordered)
+    batch_size = _check_batch(request, checks, ordered)
+    _check_datatype_and_shape(request, checks, ordered, batch_size)
+    _check_data(request, checks, ordered, batch_size)
     if checks.has_sequence_batching:
         _check_sequence(request, checks)
     if request.priority != 0:  # priority 0 always passes
