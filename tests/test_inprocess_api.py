@@ -669,7 +669,8 @@ def test_explicit_mode_load_unload_with_parameters(tmp_path: Path) -> None:
             server.load("uploaded", {"config": json.dumps(config), "file:1/model.py": "text"})
         with pytest.raises(tritonserver.InvalidArgumentError, match="'config'"):
             server.load("uploaded", {"config": 3})
-        with pytest.raises(tritonserver.InvalidArgumentError):
+        # Triton's core words for a config it cannot use: its repository poll failed.
+        with pytest.raises(tritonserver.InternalError, match="failed to poll from model"):
             server.load("uploaded", {"config": "{not json"})
         assert uploaded.ready()  # a failed reload keeps the old version serving
         server.unload(server.model("simple"), wait_until_unloaded=True, timeout=10)

@@ -287,10 +287,24 @@ def test_initialize_failure_is_a_clear_server_error(load: Loader) -> None:
 @pytest.mark.parametrize(
     ("source", "kind", "fragment"),
     [
-        ("def broken(:\n", ErrorKind.INTERNAL, "SyntaxError"),
-        ("import no_such_module_xyz\n", ErrorKind.INTERNAL, "ModuleNotFoundError"),
-        ("X = 1\n", ErrorKind.INVALID_ARG, "does not define class TritonPythonModel"),
-        ("class TritonPythonModel:\n    pass\n", ErrorKind.INVALID_ARG, "no execute method"),
+        # The Python backend stub's words (checked on Triton 2.51 by the conformance suite's
+        # http/repository/load-file-* cases): the exception, then the model's frames.
+        ("def broken(:\n", ErrorKind.INTERNAL, "SyntaxError: invalid syntax (model.py, line 1)"),
+        (
+            "import no_such_module_xyz\n",
+            ErrorKind.INTERNAL,
+            "ModuleNotFoundError: No module named 'no_such_module_xyz'\n\nAt:\n  ",
+        ),
+        (
+            "X = 1\n",
+            ErrorKind.INTERNAL,
+            "AttributeError: module '1.model' has no attribute 'TritonPythonModel'",
+        ),
+        (
+            "class TritonPythonModel:\n    pass\n",
+            ErrorKind.INVALID_ARG,
+            "model 'unusable': class TritonPythonModel in",
+        ),
     ],
 )
 def test_unusable_model_file_fails_the_load(
@@ -299,8 +313,7 @@ def test_unusable_model_file_fails_the_load(
     with pytest.raises(ServerError) as info:
         load(source, name="unusable")
     assert info.value.kind is kind
-    assert fragment in info.value.message
-    assert "unusable" in info.value.message
+    assert info.value.message.startswith(fragment) or fragment in info.value.message
 
 
 def test_missing_model_file_is_not_found(tmp_path: Path) -> None:

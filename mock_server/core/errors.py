@@ -20,6 +20,19 @@ class ErrorKind(enum.Enum):
     CANCELLED = "CANCELLED"
 
 
+#: Triton's ``Status::CodeString`` of each kind.
+_KIND_TEXT = {
+    ErrorKind.UNKNOWN: "Unknown",
+    ErrorKind.INTERNAL: "Internal",
+    ErrorKind.NOT_FOUND: "Not found",
+    ErrorKind.INVALID_ARG: "Invalid argument",
+    ErrorKind.UNAVAILABLE: "Unavailable",
+    ErrorKind.UNSUPPORTED: "Unsupported",
+    ErrorKind.ALREADY_EXISTS: "Already exists",
+    ErrorKind.CANCELLED: "Cancelled",
+}
+
+
 class ServerError(Exception):
     """An error raised or reported by the server core.
 
@@ -38,6 +51,11 @@ class ServerError(Exception):
 
     def __repr__(self) -> str:
         return f"ServerError({self.kind.name}, {self.message!r})"
+
+    def status_text(self) -> str:
+        """Triton's ``Status::AsString()``: the kind in words, then the message
+        (``Internal: ...``); how Triton quotes the reason a model version failed to load."""
+        return f"{_KIND_TEXT[self.kind]}: {self.message}"
 
     @classmethod
     def invalid_arg(cls, message: str) -> ServerError:

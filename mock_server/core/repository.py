@@ -223,6 +223,13 @@ class Repository:
             self._overrides.append(source)
 
 
+def _poll_failure(name: str, detail: str) -> ServerError:
+    """Triton's answer to a load request whose model cannot be polled; the detail it gives
+    only in its log goes to ours."""
+    log.error("failed to poll model '%s': %s", name, detail)
+    return ServerError.internal(f"failed to load '{name}', failed to poll from model repository")
+
+
 def materialize_override(
     name: str,
     config_json: str | bytes | None,
@@ -264,30 +271,32 @@ def materialize_override(
     Raises
     ------
     ServerError
-        ``INVALID_ARG``: invalid model name; files without ``config`` (``Load parameter
-        'config' must be specified for model file override``); invalid JSON; a file path that
-        is absolute, empty or leaves the model folder (``..``); a configuration naming another
-        model or failing Triton's poll-time checks; the name in two or more repositories.
-        ``NOT_FOUND``: config-only override of a model no repository has.
+        ``INTERNAL`` ``failed to load '<m>', failed to poll from model repository`` (Triton's
+        words; the reason is logged): files without ``config``, a ``config`` that is not a
+        valid JSON ``ModelConfig``, a config-only override of a model no repository has.
+        ``INVALID_ARG``: invalid model name; a file path that is absolute, empty or leaves the
+        model folder (``..``); a configuration naming another model or failing Triton's
+        poll-time checks; the name in two or more repositories.
     """
     if not _is_model_name(name):
         raise ServerError.invalid_arg(f"invalid model name '{name}'")
     if config_json is None:
         if files:
-            raise ServerError.invalid_arg(
-                "Load parameter 'config' must be specified for model file override"
+            raise _poll_failure(
+                name, "Load parameter 'config' must be specified for model file override"
             )
         return repository.source(name)  # nothing overridden: the model as the repository has it
-    raw = config_from_json(config_json, f"the load request of model '{name}'")
+    try:
+        raw = config_from_json(config_json, f"the load request of model '{name}'")
+    except ServerError as exc:
+        raise _poll_failure(name, exc.message) from exc
     _check_config(raw, name)
     config_digest = hashlib.sha256(raw.SerializeToString(deterministic=True)).hexdigest()[:16]
 
     if not files:
         found = repository._locations(name)
         if not found:
-            raise ServerError.not_found(
-                f"failed to poll model '{name}': model not found in any model repository"
-            )
+            raise _poll_failure(name, "model not found in any model repository")
         if len(found) > 1:
             raise _duplicate_error(found)
         repo, folder = found[0]

@@ -168,6 +168,14 @@ class _Entry:
     override: ModelSource | None = None
 
 
+def _load_failure(name: str, version: int, error: ServerError) -> ServerError:
+    """Triton's answer to a load request whose model version failed to load."""
+    return ServerError.invalid_arg(
+        f"load failed for model '{name}': version {version} is at UNAVAILABLE state: "
+        f"{error.status_text()};\n"
+    )
+
+
 class CoreServer:
     """The wire-independent server.
 
@@ -314,7 +322,16 @@ class CoreServer:
         """One entry per model version known to the server (and one per unloaded model)."""
         with self._lock:
             sources = self.repository.scan()
-            names = sorted(set(sources) | set(self._entries))
+            # A model that only ever came from the files of a load request is not listed (as
+            # in Triton: the index lists what the repositories hold and what was loaded from
+            # them).
+            roots = {Path(path) for path in self.repository.paths}
+            known = {
+                name
+                for name, entry in self._entries.items()
+                if entry.source is None or Path(entry.source.repository) in roots
+            }
+            names = sorted(set(sources) | known)
             rows: list[dict[str, Any]] = []
             for name in names:
                 entry = self._entries.get(name)
@@ -425,6 +442,13 @@ class CoreServer:
     ) -> None:
         from ..python_backend.backend import PythonBackendModel
 
+        if sources is None and override_config is None and not files:
+            with self._lock:
+                current = self._entries.get(name)
+                if current is not None and current.override is not None and current.versions:
+                    # Triton keeps a model loaded with an override config when a plain load
+                    # request follows: its repository files did not change since.
+                    return
         source = self._resolve_source(name, sources, override_config, files)
         with self._lock:
             entry = self._entries.setdefault(name, _Entry(name))
@@ -432,7 +456,12 @@ class CoreServer:
         try:
             if source.config_error is not None:
                 raise source.config_error
-            config = self._complete(name, source, PythonBackendModel)
+            try:
+                config = self._complete(name, source, PythonBackendModel)
+            except ServerError as exc:
+                # Auto-completion runs the backend: Triton reports its failure as a failed load.
+                version = max(source.available_versions, default=1)
+                raise _load_failure(name, version, exc) from exc
             versions = select_versions(config, source.available_versions)
             if not versions:
                 raise ServerError.invalid_arg(
@@ -456,7 +485,8 @@ class CoreServer:
             for started in new_versions.values():
                 started.stop(self.options.exit_timeout_secs)
             self._record_failure(entry, source, exc, old_versions, versions)
-            raise
+            failed = next((v for v in versions if v not in new_versions), versions[0])
+            raise _load_failure(name, failed, exc) from exc
         with self._lock:
             if entry.override is not None and entry.override is not source:
                 entry.override.cleanup()

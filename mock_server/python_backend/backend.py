@@ -25,6 +25,7 @@ import inspect
 import json
 import logging
 import threading
+import traceback
 from collections.abc import Awaitable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,24 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+
+
+def _python_error(exc: BaseException) -> str:
+    """An exception from model code as Triton's Python-backend stub reports it (pybind11's
+    text): ``<Type>: <message>``, then ``At:`` and the frames below this server's own, the
+    innermost first, one ``  <file>(<line>): <function>`` line each."""
+    frames = [
+        f"  {frame.filename}({frame.lineno}): {frame.name}\n"
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith(_PACKAGE_DIR)
+    ]
+    text = _describe(exc)
+    if frames:
+        text += "\n\nAt:\n" + "".join(reversed(frames))
+    return text
+
+
 def _import(model_name: str, version: int, path: Path) -> _loader.LoadedModel:
     if not path.is_file():
         raise ServerError.not_found(
@@ -53,16 +72,17 @@ def _import(model_name: str, version: int, path: Path) -> _loader.LoadedModel:
         return _loader.import_model(model_name, version, path)
     except (Exception, SystemExit) as exc:
         log.error("importing %s failed", path, exc_info=exc)
-        raise ServerError.internal(
-            f"failed to import model '{model_name}' from '{path}': {_describe(exc)}"
-        ) from exc
+        raise ServerError.internal(_python_error(exc)) from exc
 
 
 def _model_class(loaded: _loader.LoadedModel, model_name: str, path: Path) -> Any:
     cls = _loader.model_class(loaded)
     if not isinstance(cls, type):
-        raise ServerError.invalid_arg(
-            f"model '{model_name}': '{path}' does not define class TritonPythonModel"
+        log.error("model '%s': '%s' does not define class TritonPythonModel", model_name, path)
+        # The stub imports the file as module "<version>.model" and looks the class up on it.
+        raise ServerError.internal(
+            f"AttributeError: module '{path.parent.name}.model' has no attribute "
+            "'TritonPythonModel'"
         )
     return cls
 
@@ -216,11 +236,6 @@ class PythonBackendModel:
         instance = PythonModelInstance(self, instance_name, loaded, context)
         try:
             cls = _model_class(loaded, self.model_name, self.path)
-            if not callable(getattr(cls, "execute", None)):
-                raise ServerError.invalid_arg(
-                    f"model '{self.model_name}': class TritonPythonModel in '{self.path}' has no "
-                    "execute method"
-                )
             args = {
                 "model_config": json.dumps(self.config_json),
                 "model_instance_kind": kind,
@@ -239,10 +254,12 @@ class PythonBackendModel:
                     instance._run_async(result, "initialize")
             except (Exception, SystemExit) as exc:
                 log.error("initialize of model '%s' failed", self.model_name, exc_info=exc)
-                raise ServerError.internal(
-                    f"failed to initialize model '{self.model_name}' (instance "
-                    f"'{instance_name}'): {_describe(exc)}"
-                ) from exc
+                raise ServerError.internal(_python_error(exc)) from exc
+            if not callable(getattr(cls, "execute", None)):  # checked after initialize ran
+                raise ServerError.invalid_arg(
+                    f"model '{self.model_name}': class TritonPythonModel in '{self.path}' has no "
+                    "execute method"
+                )
         except BaseException:
             instance._release()
             raise
