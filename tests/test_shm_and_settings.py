@@ -63,8 +63,16 @@ def test_registry_system_regions(key: str) -> None:
     with pytest.raises(ServerError) as info:
         registry.register_system("bad", "/does_not_exist_xyz", 0, 4)
     assert info.value.kind is ErrorKind.INTERNAL and "Unable to open" in info.value.message
+    # Triton 2.51 refuses a second region on a key it registered already.
+    with pytest.raises(ServerError, match=f"Invalid shared memory region: '{key}'"):
+        registry.register_system("again", key, 0, 4)
+    other = posix.create(key + "_big", 32)
     with pytest.raises(ServerError, match="invalid args"):
-        registry.register_system("big", key, 16, 32)
+        registry.register_system("big", key + "_big", 16, 32)
+    with pytest.raises(ServerError, match="unable to process address spaceInvalid argument"):
+        registry.register_system("empty", key + "_big", 0, 0)
+    other.close()
+    posix.unlink(key + "_big")
     view = registry.view("r", 4, 4)
     view[:] = b"\x01\x02\x03\x04"
     assert bytes(region.buffer[12:16]) == b"\x01\x02\x03\x04"
@@ -124,9 +132,10 @@ def test_registry_read_refuses_a_truncated_object(key: str) -> None:
 
 def test_registry_cuda_without_gpu() -> None:
     registry = SharedMemoryRegistry(has_gpu=False)
-    with pytest.raises(ServerError, match="valid base64 encoded cudaIpcMemHandle_t"):
+    # What Triton's GPU build answers when it cannot open a handle (no GPU, or no handle).
+    with pytest.raises(ServerError, match="failed to register shared memory region: invalid args"):
         registry.register_cuda("c", b"short", 0, 16)
-    with pytest.raises(ServerError, match="GPUs not supported"):
+    with pytest.raises(ServerError, match="failed to register shared memory region: invalid args"):
         registry.register_cuda("c", bytes(64), 0, 16)
     assert registry.cuda_status() == []
 

@@ -50,6 +50,9 @@ COPY_BELOW = 64 * 1024
 #: sizeof(cudaIpcMemHandle_t)
 CUDA_IPC_HANDLE_SIZE = 64
 
+#: Keys with this prefix belong to Triton's Python backend and cannot be registered.
+_RESERVED_KEY_PREFIX = "triton_python_backend_shm_region_"
+
 
 @dataclass
 class _CudaRegion:
@@ -102,10 +105,27 @@ class SharedMemoryRegistry:
             raise ServerError.invalid_arg(
                 "'region name' is necessary to register system shared memory region"
             )
+        if key.startswith(_RESERVED_KEY_PREFIX):
+            raise ServerError.invalid_arg(
+                f"cannot register shared memory region '{name}' with key '{key}' as the key "
+                f"contains the reserved prefix '{_RESERVED_KEY_PREFIX}'"
+            )
         with self._lock:
             if name in self._system or name in self._cuda:
                 raise ServerError(
                     ErrorKind.ALREADY_EXISTS, f"shared memory region '{name}' already in manager"
+                )
+            if any(region.key == key for region in self._system.values()):
+                # Triton 2.51 reuses the descriptor of the region already registered on this
+                # key, which it has closed after mapping, so a second region on a key always
+                # fails there; refusing it the same way keeps code that works here working on
+                # Triton.
+                raise ServerError.internal(f"Invalid shared memory region: '{key}'")
+            if byte_size == 0:
+                # mmap of zero bytes fails with EINVAL in Triton.
+                raise ServerError.invalid_arg(
+                    f"failed to register shared memory region '{name}': unable to process "
+                    "address spaceInvalid argument"
                 )
             try:
                 # The region keeps its descriptor: every use checks the object's current size.
@@ -162,18 +182,16 @@ class SharedMemoryRegistry:
             name in use, INTERNAL when the handle cannot be opened.
         """
         self._check_allowed()
-        if len(raw_handle) != CUDA_IPC_HANDLE_SIZE:
-            raise ServerError.invalid_arg(
-                "'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t"
-            )
-        if not self._has_gpu:
-            raise ServerError.invalid_arg(
-                f"failed to register CUDA shared memory region: '{name}', GPUs not supported"
-            )
         with self._lock:
             if name in self._system or name in self._cuda:
                 raise ServerError(
                     ErrorKind.ALREADY_EXISTS, f"shared memory region '{name}' already in manager"
+                )
+            if not self._has_gpu or len(raw_handle) != CUDA_IPC_HANDLE_SIZE:
+                # What Triton's GPU build (the one users run) answers when the handle cannot
+                # be opened: on a machine without a GPU, or when it is not a handle.
+                raise ServerError.invalid_arg(
+                    "failed to register shared memory region: invalid args"
                 )
             if byte_size < 0:
                 raise ServerError.invalid_arg(
@@ -241,6 +259,33 @@ class SharedMemoryRegistry:
             ]
 
     # -- data path -----------------------------------------------------------------------
+    def locate(self, name: str, offset: int, byte_size: int) -> None:
+        """Triton's lookup of a tensor placed in region ``name`` (``GetMemoryInfo``).
+
+        Raises
+        ------
+        ServerError
+            NOT_FOUND ``Unable to find shared memory region: '<name>'``; INVALID_ARG
+            ``Invalid offset for shared memory region: '<name>'`` when ``offset`` is past the
+            region's last byte, ``Invalid offset + byte size for shared memory region:
+            '<name>'`` when the tensor's last byte is (a ``byte_size`` of 0 at offset 0 counts
+            as past it: Triton's unsigned arithmetic wraps there).
+        """
+        self._check_allowed()
+        with self._lock:
+            region: MappedRegion | _CudaRegion | None = self._system.get(name)
+            if region is None:
+                region = self._cuda.get(name)
+            if region is None:
+                raise ServerError.not_found(f"Unable to find shared memory region: '{name}'")
+            last = max(region.byte_size - 1, 0)
+        if offset > last:
+            raise ServerError.invalid_arg(f"Invalid offset for shared memory region: '{name}'")
+        if offset + byte_size - 1 > last or offset + byte_size == 0:
+            raise ServerError.invalid_arg(
+                f"Invalid offset + byte size for shared memory region: '{name}'"
+            )
+
     def _checked(self, name: str, offset: int, byte_size: int) -> MappedRegion | _CudaRegion:
         """The region holding ``byte_size`` bytes at ``offset``, after checking the bounds and,
         for a system region, the object's *current* size."""
