@@ -137,13 +137,16 @@ def tour_http(url: str) -> None:
                 f"infer 'simple' with {'binary' if binary else 'JSON'} tensors",
             )
 
-        key = f"/tour_{uuid.uuid4().hex[:8]}"
-        region = posix.create(key, 192)
+        # One POSIX object per region: Triton refuses a second region on a key it has already
+        # registered (so does this server, to behave the same).
+        in_key = f"/tour_in_{uuid.uuid4().hex[:8]}"
+        out_key = f"/tour_out_{uuid.uuid4().hex[:8]}"
+        in_region = posix.create(in_key, 128)
+        out_region = posix.create(out_key, 64)
         try:
-            # Layout: a (64 bytes) | b (64 bytes) | room for OUTPUT0 (64 bytes).
-            region.buffer[:128] = np.concatenate([a, b]).tobytes()
-            client.register_system_shared_memory("tour_in", key, 128)
-            client.register_system_shared_memory("tour_out", key, 64, offset=128)
+            in_region.buffer[:128] = np.concatenate([a, b]).tobytes()
+            client.register_system_shared_memory("tour_in", in_key, 128)
+            client.register_system_shared_memory("tour_out", out_key, 64)
             inputs = [
                 httpclient.InferInput("INPUT0", a.shape, "INT32"),
                 httpclient.InferInput("INPUT1", b.shape, "INT32"),
@@ -153,7 +156,7 @@ def tour_http(url: str) -> None:
             output = httpclient.InferRequestedOutput("OUTPUT0", binary_data=True)
             output.set_shared_memory("tour_out", 64)
             client.infer("simple", inputs, outputs=[output])
-            result = np.frombuffer(region.buffer[128:192], dtype=np.int32).reshape(1, 16)
+            result = np.frombuffer(out_region.buffer[:64], dtype=np.int32).reshape(1, 16)
             check(
                 np.array_equal(result, a + b),
                 "system shared memory: inputs and output never crossed the socket",
@@ -162,8 +165,9 @@ def tour_http(url: str) -> None:
             check(len(status) == 2, f"shared-memory status lists {len(status)} regions")
             client.unregister_system_shared_memory()
         finally:
-            region.close()
-            posix.unlink(key)
+            for region in (in_region, out_region):
+                region.close()
+                posix.unlink(region.key)
     finally:
         client.close()
 

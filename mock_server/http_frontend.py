@@ -23,22 +23,21 @@ Status codes
     ``Model version not ready``, 501 plus ``Accept-Encoding: gzip, deflate`` for an unsupported
     ``Content-Encoding``.
 
-Decisions where Triton's behaviour is not a good model
-    * Model and region names in paths are **percent-decoded** (Triton 2.51 does not decode,
-      which makes names that ``tritonclient`` quotes unreachable; see section 12.4).  A name
-      that decodes to something containing ``/`` is simply an unknown model.
-    * ``generate`` is listed in the server metadata extensions (Triton implements but does not
-      advertise it).
+Following Triton 2.51, as the differential suite (``tests/conformance``) checks
+    * Requests are read in the order Triton's frontend reads them and its errors keep their
+      words, status and Content-Type (``text/plain`` where Triton sets none, see
+      :data:`_PLAIN`); path segments are not percent-decoded; a compressed inference body that
+      does not inflate reaches the parser as what did inflate.
     * A non-UTF-8 BYTES output requested as JSON is written raw into the JSON string, as
       Triton does; the codec's JSON reader gives those bytes back exactly.
-    * ``shared_memory_region`` without ``shared_memory_byte_size`` is refused with a message
-      that says so (Triton 2.51 fails later with a bounds message).
+    * ``/generate`` answers with the status of the first response and needs exactly one;
+      ``/generate_stream`` sends every response, errors included, as an event.
+
+Decisions of this server
     * ``--http-max-input-size`` (``max_input_size``) limits the JSON part of a request (the
       whole body when it has no binary data), raw binary requests, generate requests and the
       JSON bodies of the other endpoints, after decompression; binary tensor data that follows
       an inference JSON header is not limited by it.
-    * ``/generate`` answers a model that sends more than one response with status 200 and an
-      ``error`` body (observed Triton behaviour), having cancelled the request.
 """
 
 from __future__ import annotations
@@ -50,11 +49,10 @@ import logging
 import re
 import ssl
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import unquote
 
 import numpy as np
 from aiohttp import web, web_log, web_protocol, web_runner
@@ -86,14 +84,14 @@ API_GROUPS = frozenset(
     }
 )
 
-#: Extensions this frontend implements on top of the core's.
+#: Extensions this frontend implements on top of the core's.  Triton's server metadata lists
+#: the same extensions over both protocols and does not list ``generate``, which it serves.
 FRONTEND_EXTENSIONS = (
     "binary_tensor_data",
     "system_shared_memory",
     "cuda_shared_memory",
     "trace",
     "logging",
-    "generate",
 )
 
 
@@ -147,38 +145,70 @@ _DECOUPLED_MESSAGE = "HTTP end point doesn't support models with decoupled trans
 _T = TypeVar("_T")
 
 
-class _HttpError(Exception):
-    """A response to send as ``{"error": message}`` with ``status``."""
+#: The Content-Type of errors Triton answers before a handler has set one (its HTTP library
+#: labels a body without a type ``text/plain``): unknown routes, wrong methods on the health,
+#: model-ready and infer endpoints, infer errors before the request body is read and errors
+#: an inference response carries.  Every other error is ``application/json``.
+_PLAIN = "text/plain"
+_JSON = "application/json"
 
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+
+class _HttpError(Exception):
+    """A response to send as ``{"error": message}`` with ``status`` and ``content_type``."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        headers: dict[str, str] | None = None,
+        content_type: str = _JSON,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.headers = headers or {}
+        self.content_type = content_type
 
 
 def _status_of(error: ServerError) -> int:
     return _STATUS_OF_KIND.get(error.kind, 400)
 
 
-def _from_server_error(error: ServerError) -> _HttpError:
-    return _HttpError(_status_of(error), error.message)
+def _from_server_error(error: ServerError, content_type: str = _JSON) -> _HttpError:
+    return _HttpError(_status_of(error), error.message, content_type=content_type)
 
 
-def _from_codec_error(error: codec.HttpCodecError) -> _HttpError:
+def _from_codec_error(error: codec.HttpCodecError, content_type: str = _JSON) -> _HttpError:
     headers = {}
     if error.http_status == 501 and error.message() == "Unsupported compression type":
         headers[codec.HEADER_ACCEPT_ENCODING] = "gzip, deflate"
-    return _HttpError(error.http_status, str(error.message()), headers)
+    return _HttpError(error.http_status, str(error.message()), headers, content_type)
+
+
+@contextlib.contextmanager
+def _plain_errors() -> Iterator[None]:
+    """Errors raised inside are sent as ``text/plain``, as Triton sends them there."""
+    try:
+        yield
+    except ServerError as exc:
+        raise _from_server_error(exc, _PLAIN) from None
+    except codec.HttpCodecError as exc:
+        raise _from_codec_error(exc, _PLAIN) from None
+    except _HttpError as exc:
+        exc.content_type = _PLAIN
+        raise
 
 
 def _error_response(
-    status: int, message: str, headers: dict[str, str] | None = None
+    status: int,
+    message: str,
+    headers: dict[str, str] | None = None,
+    content_type: str = _JSON,
 ) -> web.Response:
     return web.Response(
         status=status,
         body=codec.encode_error(message),
-        content_type="application/json",
+        content_type=content_type,
         headers=headers,
     )
 
@@ -240,6 +270,10 @@ _MODEL_ACTIONS: dict[str | None, tuple[str, tuple[str, ...]]] = {
     "stats": ("statistics", ("GET",)),
     "trace/setting": ("trace", ("GET", "POST")),
 }
+
+
+#: Model-route actions whose method errors are ``text/plain`` (see :data:`_PLAIN`).
+_PLAIN_ACTIONS = frozenset({"ready", "infer"})
 
 
 def _filter_kwargs(target: Callable[..., Any], **kwargs: Any) -> dict[str, Any]:
@@ -455,13 +489,15 @@ class HttpFrontend:
                 body,
                 request.headers.get(codec.HEADER_CONTENT_ENCODING),
                 max_size=self._max_input_size if limit else None,
+                lenient=True,
             )
         except codec.HttpCodecError as exc:
             raise _from_codec_error(exc) from None
 
     async def _json_body(self, request: web.BaseRequest) -> codec.Buffer:
-        """The decompressed body of a JSON-only endpoint, size-checked."""
-        body = self._decompressed(request, await self._read_body(request), True)
+        """The body of a JSON-only endpoint, size-checked (Triton decompresses only inference
+        bodies: a compressed one here is parsed as it is, and fails as JSON)."""
+        body = await self._read_body(request)
         self._check_size(len(body), "JSON")
         return body
 
@@ -501,7 +537,7 @@ class HttpFrontend:
             try:
                 return await handler(request, **params)
             except _HttpError as exc:
-                return _error_response(exc.status, exc.message, exc.headers)
+                return _error_response(exc.status, exc.message, exc.headers, exc.content_type)
             except ServerError as exc:
                 return _error_response(_status_of(exc), exc.message)
             except codec.HttpCodecError as exc:
@@ -512,16 +548,16 @@ class HttpFrontend:
             except Exception as exc:
                 log.exception("unexpected error handling %s %s", request.method, path)
                 return _error_response(500, f"unexpected server error: {exc}")
-        return _error_response(404, "Not Found")
+        return _error_response(404, "Not Found", content_type=_PLAIN)
 
     @staticmethod
-    def _check_method(request: web.BaseRequest, *allowed: str) -> None:
+    def _check_method(request: web.BaseRequest, *allowed: str, plain: bool = False) -> None:
         if request.method not in allowed:
-            raise _HttpError(405, "Method Not Allowed")
+            raise _HttpError(405, "Method Not Allowed", content_type=_PLAIN if plain else _JSON)
 
     # -- health and metadata -------------------------------------------------------------
     async def _health(self, request: web.BaseRequest, what: str) -> web.StreamResponse:
-        self._check_method(request, "GET")
+        self._check_method(request, "GET", plain=True)
         ok = self._core.live() if what == "live" else self._core.ready()
         return _empty(200 if ok else 400, "text/plain")
 
@@ -536,8 +572,10 @@ class HttpFrontend:
         version: str | None = None,
         action: str | None = None,
     ) -> web.StreamResponse:
-        self._check_method(request, *_MODEL_ACTIONS[action][1])
-        name = unquote(model)
+        # Triton's ready and infer handlers set no Content-Type before checking the method.
+        self._check_method(request, *_MODEL_ACTIONS[action][1], plain=action in _PLAIN_ACTIONS)
+        # Path segments are used as sent, not percent-decoded (Triton does not decode them).
+        name = model
         number = int(version) if version is not None else -1
         if action is None:
             metadata = await self._blocking(self._core.model_metadata, name, number)
@@ -545,7 +583,7 @@ class HttpFrontend:
         if action == "ready":
             if self._core.model_ready(name, number):
                 return _empty(200, "text/plain")
-            raise _HttpError(400, "Model version not ready")
+            raise _HttpError(400, "Model version not ready", content_type=_PLAIN)
         if action == "config":
             config = self._core.model_config(name, number)
             return _json_response(config_to_json(config))
@@ -554,7 +592,7 @@ class HttpFrontend:
             return _json_response({"model_stats": stats})
         if action == "trace/setting":
             if version is not None:
-                raise _HttpError(404, "Not Found")
+                raise _HttpError(404, "Not Found", content_type=_PLAIN)
             return await self._trace(request, name)
         if action == "infer":
             return await self._infer(request, name, number)
@@ -567,16 +605,21 @@ class HttpFrontend:
 
     # -- inference -----------------------------------------------------------------------
     async def _infer(self, request: web.BaseRequest, name: str, version: int) -> web.StreamResponse:
-        model = self._core.model_version(name, version)
-        if model.config.model_transaction_policy.decoupled:
-            raise _HttpError(501, _DECOUPLED_MESSAGE)
-        raw_body = await self._read_body(request)
-        # A compressed body may inflate to at most the input-size limit (decompression bombs
-        # stop as soon as they pass it); an uncompressed one is limited by its JSON part.
-        body = await self._maybe_blocking(
-            len(raw_body), self._decompressed, request, raw_body, True
-        )
-        header_length = codec.parse_header_length(request.headers.get(_HEADER_LENGTH), len(body))
+        # Until the body is parsed, and again for what the response carries, Triton's errors
+        # are text/plain; the rest (parsing, validation) are application/json.
+        with _plain_errors():
+            model = self._core.model_version(name, version)
+            if model.config.model_transaction_policy.decoupled:
+                raise _HttpError(501, _DECOUPLED_MESSAGE)
+            raw_body = await self._read_body(request)
+            # A compressed body may inflate to at most the input-size limit (decompression
+            # bombs stop as soon as they pass it); an uncompressed one is limited by its JSON.
+            body = await self._maybe_blocking(
+                len(raw_body), self._decompressed, request, raw_body, True
+            )
+            header_length = codec.parse_header_length(
+                request.headers.get(_HEADER_LENGTH), len(body)
+            )
         if header_length == 0:
             self._check_size(len(body), "raw input")
             config = model.config
@@ -587,50 +630,35 @@ class HttpFrontend:
                 max_batch_size=int(config.max_batch_size),
             )
         else:
-            self._check_size(len(body) if header_length is None else header_length, "JSON")
+            self._check_size(header_length, "JSON")
             parsed = await self._maybe_blocking(len(body), _parse_infer, body, header_length, name)
-        core_request, output_views = await self._maybe_blocking(
-            len(body), self._core_request, request, parsed, name, version
-        )
+        try:
+            core_request, output_views = await self._maybe_blocking(
+                len(body), self._core_request, request, parsed, name, version
+            )
+        except codec.HttpCodecError as exc:
+            if exc.in_response:  # Triton finds this one while running the request
+                raise _from_codec_error(exc, _PLAIN) from None
+            raise
         final = await self._run(core_request)
-        if final.error is not None:
-            raise _from_server_error(final.error)
-        size = sum(int(t.data.nbytes) for t in final.outputs if t.data.dtype != np.object_)
-        encoded = await self._maybe_blocking(
-            size, self._encode_response, final, parsed, output_views, name
-        )
+        with _plain_errors():
+            if final.error is not None:
+                raise _from_server_error(final.error)
+            size = sum(int(t.data.nbytes) for t in final.outputs if t.data.dtype != np.object_)
+            encoded = await self._maybe_blocking(
+                size, self._encode_response, final, parsed, output_views, name
+            )
         encoding = codec.negotiate_encoding(request.headers.get(codec.HEADER_ACCEPT_ENCODING))
         if encoding is not None:
             encoded = await self._maybe_blocking(encoded.nbytes, encoded.compressed, encoding)
         return await self._send(request, encoded)
 
-    def _shm_view(self, placement: codec.SharedMemoryRef, *, read: bool = True) -> memoryview:
-        """A tensor in a registered region (system or CUDA), bounds-checked with Triton's
-        messages: its bytes (``read``; a view or copy of a system region, a host copy of a
-        CUDA region), else an empty placeholder (outputs are written with ``shm.write``, never
-        through a view a shrinking object could fault)."""
+    def _shm_input(self, placement: codec.SharedMemoryRef) -> memoryview:
+        """An input's bytes in a registered region (system: a size-checked view or copy; CUDA:
+        a host copy), after Triton's lookup and bounds checks."""
         shm = self._core.shm
-        region = placement.region
-        try:
-            status = shm.system_status(region)
-        except ServerError:
-            try:
-                status = shm.cuda_status(region)  # read: a host copy of the device memory
-            except ServerError:
-                raise ServerError.not_found(
-                    f"Unable to find shared memory region: '{region}'"
-                ) from None
-        size = int(status[0]["byte_size"])
-        if placement.offset >= size and not (placement.offset == 0 and placement.byte_size == 0):
-            raise ServerError.invalid_arg(f"Invalid offset for shared memory region: '{region}'")
-        if placement.offset + placement.byte_size > size:
-            raise ServerError.invalid_arg(
-                f"Invalid offset + byte size for shared memory region: '{region}'"
-            )
-        if read:
-            return shm.read(region, placement.offset, placement.byte_size)
-        shm.check(region, placement.offset, placement.byte_size)
-        return memoryview(b"")
+        shm.locate(placement.region, placement.offset, placement.byte_size)
+        return shm.read(placement.region, placement.offset, placement.byte_size)
 
     def _core_request(
         self,
@@ -642,7 +670,7 @@ class HttpFrontend:
         """Turn a parsed request into a core request; resolve shared-memory placements."""
         inputs = []
         for each in parsed.inputs:
-            buffer = self._shm_view(each.shared_memory) if each.shared_memory else None
+            buffer = self._shm_input(each.shared_memory) if each.shared_memory else None
             data = codec.decode_input(each, buffer, model_name=name, request_id=parsed.id)
             inputs.append(Tensor(each.name, each.datatype, tuple(each.shape), data))
         outputs = []
@@ -653,8 +681,11 @@ class HttpFrontend:
                 parameters["classification"] = wanted.class_count
             outputs.append(RequestedOutput(wanted.name, parameters))
             if wanted.shared_memory is not None:
-                self._shm_view(wanted.shared_memory, read=False)
-                views[wanted.name] = wanted.shared_memory
+                ref = wanted.shared_memory
+                self._core.shm.locate(ref.region, ref.offset, ref.byte_size)
+                # The object's current size (its owner may have shrunk it).
+                self._core.shm.check(ref.region, ref.offset, ref.byte_size)
+                views[wanted.name] = ref
         interpreted = parsed.parameters
         custom = dict(interpreted.custom)
         custom.update(forwarded_headers(self._forward, request.headers.items()))
@@ -762,15 +793,13 @@ class HttpFrontend:
     async def _generate(
         self, request: web.BaseRequest, name: str, version: int, *, stream: bool
     ) -> web.StreamResponse:
-        model = self._core.model_version(name, version)
-        encoding = (request.headers.get(codec.HEADER_CONTENT_ENCODING) or "").strip().lower()
+        metadata = await self._blocking(self._core.model_metadata, name, version)
+        encoding = request.headers.get(codec.HEADER_CONTENT_ENCODING, "")
         if encoding not in ("", "identity"):
-            raise _HttpError(
-                400, f"Unsupported Content-Encoding '{encoding}' for the generate endpoints"
-            )
+            raise _HttpError(400, "Unsupported content-encoding, only 'identity' is supported.")
         body = await self._read_body(request)
         self._check_size(len(body), "JSON")
-        model_inputs = {i.name: datatype_of(i.data_type) for i in model.config.input}
+        model_inputs = {i["name"]: (i["datatype"], i["shape"]) for i in metadata["inputs"]}
         parsed = codec.parse_generate_request(body, model_inputs=model_inputs)
         core_request, _ = self._core_request(request, parsed, name, version)
         responses = self._submit(core_request)
@@ -784,11 +813,28 @@ class HttpFrontend:
 
     @staticmethod
     def _generate_payload(response: InferResponse, name: str, request_id: str) -> bytes:
-        return codec.encode_generate_response(
-            response.model_name or name,
-            response.model_version,
-            [(t.name, t.datatype, t.data) for t in response.outputs],
-            request_id=response.id or request_id,
+        """A response's generate JSON, or its error object (an FP16 output, say)."""
+        if response.error is not None:
+            return codec.encode_error(response.error.message)
+        try:
+            return codec.encode_generate_response(
+                response.model_name or name,
+                response.model_version,
+                [(t.name, t.datatype, t.data) for t in response.outputs],
+                request_id=response.id or request_id,
+                parameters=response.parameters,
+            )
+        except codec.HttpCodecError as exc:
+            return codec.encode_error(str(exc.message()))
+
+    @staticmethod
+    def _is_flags_only(response: InferResponse) -> bool:
+        """A final response carrying nothing: the model's "no more responses" flag."""
+        return (
+            response.final
+            and response.error is None
+            and not response.outputs
+            and not response.parameters
         )
 
     async def _generate_one(
@@ -797,30 +843,26 @@ class HttpFrontend:
         responses: asyncio.Queue[InferResponse],
         name: str,
     ) -> web.StreamResponse:
-        answer: InferResponse | None = None
+        # Triton collects the responses, answers with the first one's status (400 when it is
+        # an error) and needs exactly one of them.
+        status: int | None = None
+        payloads: list[bytes] = []
         while True:
             response = await responses.get()
-            if response.error is not None:
-                raise _from_server_error(response.error)
-            if response.outputs:
-                if answer is not None:
-                    core_request.cancel()
-                    return _error_response(
-                        200,
-                        "generate expects model to produce exactly 1 response, use generate "
-                        f"stream for model '{name}'",
-                    )
-                answer = response
+            if status is None:
+                status = 400 if response.error is not None else 200
+            if not self._is_flags_only(response):
+                payloads.append(self._generate_payload(response, name, core_request.id))
             if response.final:
                 break
-        if answer is None:
-            return _error_response(
-                200,
-                f"generate expects model to produce exactly 1 response, model '{name}' "
-                "produced none",
-            )
-        payload = self._generate_payload(answer, name, core_request.id)
-        return web.Response(body=payload, content_type="application/json")
+        if len(payloads) != 1:
+            payloads = [
+                codec.encode_error(
+                    "generate expects model to produce exactly 1 response, use generate stream "
+                    "for model that generates various number of responses"
+                )
+            ]
+        return web.Response(status=status or 200, body=payloads[0], content_type=_JSON)
 
     async def _generate_stream(
         self,
@@ -829,32 +871,22 @@ class HttpFrontend:
         responses: asyncio.Queue[InferResponse],
         name: str,
     ) -> web.StreamResponse:
+        # The first response opens the event stream with its status (400 for an error); every
+        # response, errors included, is one event.
         stream: web.StreamResponse | None = None
-
-        async def open_stream() -> web.StreamResponse:
-            opened = web.StreamResponse(
-                headers={"Content-Type": "text/event-stream; charset=utf-8"}
-            )
-            await opened.prepare(request)
-            return opened
-
         while True:
             response = await responses.get()
-            if response.error is not None:
-                if stream is None:
-                    raise _from_server_error(response.error)
-                await stream.write(
-                    codec.encode_sse_event(codec.encode_error(response.error.message))
+            if stream is None:
+                stream = web.StreamResponse(
+                    status=400 if response.error is not None else 200,
+                    headers={"Content-Type": "text/event-stream; charset=utf-8"},
                 )
-            elif response.outputs:
-                if stream is None:
-                    stream = await open_stream()
+                await stream.prepare(request)
+            if not self._is_flags_only(response):
                 payload = self._generate_payload(response, name, core_request.id)
                 await stream.write(codec.encode_sse_event(payload))
             if response.final:
                 break
-        if stream is None:
-            stream = await open_stream()
         await stream.write_eof()
         return stream
 
@@ -872,7 +904,7 @@ class HttpFrontend:
         self._check_method(request, "POST")
         if repo is not None:
             raise _HttpError(501, "'repository_name' specification is not supported")
-        name = unquote(model)
+        name = model
         body = await self._json_body(request)
         if action == "load":
             config, files = codec.parse_load_request(body)
@@ -887,7 +919,7 @@ class HttpFrontend:
         self, request: web.BaseRequest, kind: str, action: str, region: str | None = None
     ) -> web.StreamResponse:
         shm = self._core.shm
-        name = unquote(region) if region is not None else None
+        name = region
         if action == "status":
             self._check_method(request, "GET")
             status = shm.system_status(name) if kind == "system" else shm.cuda_status(name)
@@ -922,26 +954,8 @@ class HttpFrontend:
         self._check_method(request, "GET", "POST")
         if request.method == "GET":
             return _json_response(self._core.trace_settings(model))
-        changes = codec.parse_json_object(await self._json_body(request))
-        for key, value in changes.items():
-            if value is None:
-                continue
-            if key == "trace_level":
-                if not isinstance(value, list):
-                    raise _HttpError(
-                        500,
-                        "Unable to parse 'trace_level': attempt to access JSON non-array as array",
-                    )
-                if not all(isinstance(v, str) for v in value):
-                    raise _HttpError(
-                        500,
-                        "Unable to parse 'trace_level': attempt to access JSON non-string as "
-                        "string",
-                    )
-            elif not isinstance(value, str):
-                raise _HttpError(
-                    500, f"Unable to parse '{key}': attempt to access JSON non-string as string"
-                )
+        self._core.trace_settings(model)  # an unknown model is refused before the body is read
+        changes = codec.parse_trace_setting_request(await self._json_body(request))
         return _json_response(self._core.update_trace_settings(changes, model))
 
     async def _logging(self, request: web.BaseRequest) -> web.StreamResponse:
@@ -949,19 +963,7 @@ class HttpFrontend:
         settings = self._core.log_settings
         if request.method == "GET":
             return _json_response(settings.get())
-        changes = codec.parse_json_object(await self._json_body(request))
-        for key in ("log_info", "log_warning", "log_error"):
-            if key in changes and not isinstance(changes[key], bool):
-                raise _HttpError(500, "attempt to access JSON non-boolean as boolean")
-        level = changes.get("log_verbose_level", 0)
-        if isinstance(level, bool) or not isinstance(level, int) or level < 0:
-            raise _HttpError(500, "attempt to access JSON non-unsigned-integer as unsigned-integer")
-        log_format = changes.get("log_format", "default")
-        if not isinstance(log_format, str):
-            raise _HttpError(500, "attempt to access JSON non-string as string")
-        if log_format not in ("default", "ISO8601"):
-            # Triton's HTTP frontend reports this one as UNAVAILABLE (503).
-            raise _HttpError(503, f"invalid argument for --log_format, got: {log_format}")
+        changes = codec.parse_log_setting_request(await self._json_body(request))
         return _json_response(settings.update(changes))
 
 

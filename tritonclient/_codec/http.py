@@ -41,16 +41,20 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import re
+import struct
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 from urllib.parse import quote, quote_plus
 
 import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
+from tritonclient._codec.numbers import atoi, stoi
+from tritonclient._codec.raw import bytes_fault
 from tritonclient.utils import (
     TRITON_RESERVED_REQUEST_PARAMS,
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
@@ -113,11 +117,14 @@ __all__ = [
     "parse_header_length",
     "parse_index_request",
     "parse_infer_request",
+    "parse_json_document",
     "parse_json_object",
     "parse_load_request",
+    "parse_log_setting_request",
     "parse_raw_request",
     "parse_request_parameters",
     "parse_system_shm_register",
+    "parse_trace_setting_request",
     "parse_unload_request",
     "system_shm_path",
     "tensor_from_buffer",
@@ -165,14 +172,18 @@ class HttpCodecError(InferenceServerException):
         What was wrong, in Triton's words where it has them.
     http_status : int, optional
         The HTTP status for the error response.  Default 400.
+    in_response : bool, optional
+        True for a fault Triton reports in the inference response rather than when the
+        request arrives (the server then answers as for a failed response).
     """
 
-    def __init__(self, msg: str, http_status: int = 400) -> None:
+    def __init__(self, msg: str, http_status: int = 400, in_response: bool = False) -> None:
         super().__init__(msg, status=str(http_status))
         self.http_status = http_status
+        self.in_response = in_response
 
     def __reduce__(self) -> tuple[type[HttpCodecError], tuple[object, ...]]:
-        return (type(self), (self.message(), self.http_status))
+        return (type(self), (self.message(), self.http_status, self.in_response))
 
 
 def _bad(msg: str) -> HttpCodecError:
@@ -189,6 +200,11 @@ def _type_error(field_name: str, expected: str, verb: str = "parse") -> HttpCode
     return _internal(
         f"Unable to {verb} '{field_name}': attempt to access JSON non-{expected} as {expected}"
     )
+
+
+def _json_type(expected: str) -> str:
+    """TritonJson's text for a value of the wrong type, e.g. ``non-string as string``."""
+    return f"attempt to access JSON non-{expected} as {expected}"
 
 
 def _missing(field_name: str) -> HttpCodecError:
@@ -251,59 +267,121 @@ def loads(data: Buffer) -> Any:
         If ``data`` is not JSON (``json.JSONDecodeError``) or nests too deeply.
     """
     text = bytes(data).decode("utf-8", "surrogateescape")
+    # rapidjson reads a NUL character as the end of its input: whatever follows one is not
+    # part of the document (so NUL padding after a complete document is accepted).
+    text = text.partition("\0")[0]
     try:
         return json.loads(text)
     except RecursionError:
         raise ValueError("JSON nesting is too deep") from None
 
 
-def _loads_prefix(data: Buffer) -> Any:
-    """Parse the JSON value at the start of ``data``, ignoring what follows it (Triton's
-    parser stops when the value is done)."""
+_SURROGATES = re.compile("[\udc80-\udcff]")
+
+
+def _rapidjson_error(text: str) -> str:
+    """Triton's message for a body its JSON parser (rapidjson) refuses.
+
+    Triton reports ``failed to parse the request JSON buffer: <rapidjson's English message> at
+    <byte offset>``.  The text comes from python-rapidjson (the same C++ parser) when it is
+    installed (the ``server`` extra), so the wording and offset are rapidjson's own.
+    """
+    try:
+        import rapidjson
+    except ImportError:  # pragma: no cover - without the server extra
+        return "Invalid value."
+    # rapidjson (as Triton builds it) does not check UTF-8: a byte that is not valid UTF-8
+    # behaves as any other character there. '?' does the same in every place and keeps the
+    # byte offsets, where python-rapidjson would refuse the text before parsing it.
+    text = _SURROGATES.sub("?", text)
+    try:
+        rapidjson.loads(text, number_mode=rapidjson.NM_NAN)
+    except rapidjson.JSONDecodeError as exc:
+        detail = str(exc)
+        head, sep, message = detail.partition(": ")
+        offset = head.rsplit(" ", 1)[-1]
+        if sep and head.startswith("Parse error at offset") and offset.isdigit():
+            return f"{message} at {offset}"
+        return detail
+    except (ValueError, UnicodeError, OverflowError, RecursionError):
+        pass
+    return "Invalid value."
+
+
+def parse_json_document(data: Buffer) -> Any:
+    """Parse a request body as Triton does (server side): the whole of it, any JSON value.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The body (or the JSON part of an inference request).
+
+    Returns
+    -------
+    Any
+        The value; non-UTF-8 bytes in strings become ``surrogateescape`` characters.
+
+    Raises
+    ------
+    HttpCodecError
+        500 ``failed to parse the request JSON buffer: ...`` with rapidjson's message when the
+        body is not one JSON value (empty, malformed, or followed by more than whitespace;
+        a NUL character ends the input, as in rapidjson).
+    """
     text = bytes(data).decode("utf-8", "surrogateescape")
-    start = len(text) - len(text.lstrip())
+    # rapidjson reads a NUL character as the end of its input: whatever follows one is not
+    # part of the document (so NUL padding after a complete document is accepted).
+    text = text.partition("\0")[0]
     try:
-        value, _ = json.JSONDecoder().raw_decode(text, start)
+        return json.loads(text)
     except RecursionError:
-        raise ValueError("JSON nesting is too deep") from None
-    return value
+        raise _internal(
+            "failed to parse the request JSON buffer: JSON nesting is too deep"
+        ) from None
+    except ValueError:
+        raise _internal(
+            f"failed to parse the request JSON buffer: {_rapidjson_error(text)}"
+        ) from None
 
 
-def _parse_json_body(data: Buffer, what: str = "request", *, prefix: bool = False) -> Any:
-    try:
-        return _loads_prefix(data) if prefix else loads(data)
-    except ValueError as exc:
-        raise _internal(f"failed to parse the {what} JSON buffer: {exc}") from None
+def _members(document: Any) -> dict[str, Any]:
+    """The members Triton finds in ``document``: its own when it is an object, none otherwise
+    (TritonJson's ``Find`` on an array or a scalar finds nothing)."""
+    return document if isinstance(document, dict) else {}
+
+
+def _member_object(document: Any) -> dict[str, Any]:
+    """TritonJson's ``Members()``: an object's members; any other value is an error."""
+    if not isinstance(document, dict):
+        raise _internal("attempt to get members for non-object")
+    return document
 
 
 def parse_json_object(data: Buffer, *, allow_empty: bool = True) -> dict[str, Any]:
-    """Parse a request body that must be a JSON object (server side).
+    """Parse a request body and return the members Triton finds in it (server side).
 
     Parameters
     ----------
     data : bytes-like
         The body.
     allow_empty : bool, optional
-        Whether an empty (or all-whitespace) body is accepted as ``{}``.  Default True.
+        Whether an empty body is accepted as ``{}`` (the endpoints that read a body only when
+        it has one: index, load, unload).  Default True.
 
     Returns
     -------
     dict
-        The object.
+        The object's members; ``{}`` for a JSON value that is not an object (Triton finds no
+        members in it).
 
     Raises
     ------
     HttpCodecError
-        500 when the body is not JSON or not an object.
+        500 when the body is not JSON.
     """
-    if allow_empty and not bytes(data).strip():
+    if allow_empty and not len(data):
         return {}
-    parsed = _parse_json_body(data)
-    if not isinstance(parsed, dict):
-        raise _internal(
-            "failed to parse the request JSON buffer: attempt to access JSON non-object as object"
-        )
-    return parsed
+    return _members(parse_json_document(data))
 
 
 def _is_uint(value: Any) -> bool:
@@ -425,7 +503,8 @@ def _split_bytes_elements(
     try:
         items = deserialize_bytes_tensor(view) if len(view) else np.empty(0, np.object_)
     except InferenceServerException:
-        _walk_bytes_elements(view, name, prefix)
+        fault = bytes_fault(view, name, model_name, prefix)
+        raise HttpCodecError(fault.message, 400, fault.in_response) from None
     if len(items) < expected:
         raise _bad(
             f"{prefix}expected {expected} string elements for inference input '{name}' for "
@@ -437,27 +516,6 @@ def _split_bytes_elements(
             f"'{name}' for model '{model_name}', expecting {expected}"
         )
     return items
-
-
-def _walk_bytes_elements(view: Buffer, name: str, prefix: str) -> NoReturn:
-    """Find where a malformed BYTES buffer goes wrong and raise Triton's message for it."""
-    data = bytes(view)
-    offset = 0
-    while offset < len(data):
-        remaining = len(data) - offset
-        if remaining < 4:
-            raise _bad(
-                f"{prefix}incomplete string length for inference input '{name}', expecting "
-                f"4 bytes but only {remaining} bytes available"
-            )
-        length = int.from_bytes(data[offset : offset + 4], "little")
-        if length > remaining - 4:
-            raise _bad(
-                f"{prefix}incomplete string data for inference input '{name}', expecting "
-                f"string of length {length} but only {remaining - 4} bytes available"
-            )
-        offset += 4 + length
-    raise _bad(f"{prefix}malformed string data for inference input '{name}'")  # pragma: no cover
 
 
 def _flatten(data: Any, depth: int = 1) -> list[Any]:
@@ -507,6 +565,11 @@ def tensor_from_json(
         wrong element count or element type (Triton's JSON-typing errors).
     """
     info = DATATYPES.get(datatype)
+    count = _element_count(shape)
+    if count == 0:
+        # Triton reads no data at all for an empty tensor (whatever 'data' holds); an unknown
+        # datatype is the server's datatype check's to report then.
+        return np.empty(tuple(shape), dtype=np.dtype(info.numpy_type if info else np.uint8))
     if info is None:
         raise _bad(f"invalid datatype for input {name}")
     if datatype in _NO_JSON_TYPES:
@@ -515,10 +578,10 @@ def tensor_from_json(
             f"format for input {name}"
         )
     flat = _flatten(data) if type(data) is list else [data]
-    if len(flat) != _element_count(shape):
-        raise _internal("Unable to parse 'data': Shape does not match true shape of 'data' field")
     target = np.dtype(info.numpy_type)
     kinds = set(map(type, flat))
+    if datatype != "BYTES" and len(flat) != count:
+        raise _internal("Unable to parse 'data': Shape does not match true shape of 'data' field")
     if datatype == "BOOL":
         if not kinds <= {bool}:
             raise _type_error("data", "boolean")
@@ -536,7 +599,9 @@ def tensor_from_json(
             ) from None
         out = np.empty(len(items), dtype=np.object_)
         out[:] = items
-        return out.reshape(tuple(shape))
+        # Triton sizes BYTES data by its bytes, not its elements: a wrong count is left to
+        # the server's element-count check, which names it (the array stays flat then).
+        return out.reshape(tuple(shape)) if len(items) == count else out
     if datatype in _FLOAT_TYPES:
         if not kinds <= {int, float}:
             raise _type_error("data", "number")
@@ -1564,8 +1629,8 @@ class ParsedInferRequest:
         return None
 
 
-def parse_header_length(value: str | None, body_size: int) -> int | None:
-    """Interpret the ``Inference-Header-Content-Length`` request header.
+def parse_header_length(value: str | None, body_size: int) -> int:
+    """Interpret the ``Inference-Header-Content-Length`` request header as Triton does.
 
     Parameters
     ----------
@@ -1576,24 +1641,22 @@ def parse_header_length(value: str | None, body_size: int) -> int | None:
 
     Returns
     -------
-    int or None
-        None when absent (the body is all JSON), 0 for a raw binary request, else the JSON
-        length.
+    int
+        The JSON length: the whole body when the header is absent; 0 means a raw binary
+        request (also what an absent header gives for an empty body, and what a value that is
+        not a number reads as, as with ``atoi``).
 
     Raises
     ------
     HttpCodecError
-        400 when the value is not a decimal integer (current Triton), or is larger than the
-        body or than 2**31-1.
+        400 ``inference header size should be in range (0, <body size>), got: <value>`` for a
+        negative value or one larger than the body.
     """
     if value is None:
-        return None
-    text = value.strip()
-    if not text.isdigit():
-        raise _bad(f"Unable to parse {HEADER_INFERENCE_HEADER_CONTENT_LENGTH}, got: {value}")
-    size = int(text)
-    if size > body_size or size > _INT32_MAX:
-        raise _bad(f"inference header size should be in range (0, {body_size}), got: {size}")
+        return body_size
+    size = atoi(value)
+    if size < 0 or size > body_size:
+        raise _bad(f"inference header size should be in range (0, {body_size}), got: {value}")
     return size
 
 
@@ -1610,97 +1673,108 @@ def _req_str(obj: Mapping[str, Any], key: str) -> str:
     return _opt_str(obj, key)
 
 
+def _req_array(obj: Mapping[str, Any], key: str) -> list[Any]:
+    """TritonJson's ``MemberAsArray``, with the ``Unable to parse '<key>'`` prefix."""
+    if key not in obj:
+        raise _missing(key)
+    value = obj[key]
+    if not isinstance(value, list):
+        raise _type_error(key, "array")
+    return value
+
+
 def _shape_of(obj: Mapping[str, Any]) -> list[int]:
-    if "shape" not in obj:
-        raise _missing("shape")
-    shape = obj["shape"]
-    if not isinstance(shape, list):
-        raise _type_error("shape", "array")
+    shape = _req_array(obj, "shape")
     if not all(_is_uint(d) for d in shape):
         raise _type_error("shape", "unsigned-integer")
     return [int(d) for d in shape]
 
 
 def _tensor_parameters(obj: Mapping[str, Any]) -> dict[str, Any]:
-    parameters = obj.get("parameters", {})
-    if not isinstance(parameters, dict):
-        raise _type_error("parameters", "object")
-    return parameters
+    """A tensor's ``parameters`` members (none when absent or not an object, as TritonJson's
+    ``Find`` sees it)."""
+    return _members(obj.get("parameters"))
 
 
 def _shared_memory_of(parameters: Mapping[str, Any]) -> SharedMemoryRef | None:
+    """Triton's ``CheckSharedMemoryData``: region, offset and byte size, each read if present
+    (an absent byte size is 0, which the region's bounds check then refuses)."""
     if "shared_memory_region" not in parameters:
         return None
     region = _opt_str(parameters, "shared_memory_region")
-    for key in ("shared_memory_byte_size", "shared_memory_offset"):
+    for key in ("shared_memory_offset", "shared_memory_byte_size"):
         if key in parameters and not _is_uint(parameters[key]):
             raise _type_error(key, "unsigned-integer")
-    if "shared_memory_byte_size" not in parameters:
-        raise _bad(
-            "'shared_memory_byte_size' must be specified along with 'shared_memory_region' "
-            "parameter"
-        )
     return SharedMemoryRef(
         region,
-        int(parameters["shared_memory_byte_size"]),
+        int(parameters.get("shared_memory_byte_size", 0)),
         int(parameters.get("shared_memory_offset", 0)),
     )
 
 
-def _parse_input(obj: Any) -> ParsedInput:
-    if not isinstance(obj, dict):
-        raise _type_error("inputs", "object")
-    name = _req_str(obj, "name")
-    shape = _shape_of(obj)
-    datatype = _req_str(obj, "datatype")
+def _check_input_sources(obj: Mapping[str, Any]) -> None:
+    """Triton's ``ValidateInputContentType``: exactly one of data, binary, shared memory."""
     parameters = _tensor_parameters(obj)
-    placement = _shared_memory_of(parameters)
-    sources = [
+    present = [
         label
-        for label, present in (
+        for label, found in (
             ("data", "data" in obj),
             ("binary_data_size", "binary_data_size" in parameters),
-            ("shared_memory_region", placement is not None),
+            ("shared_memory_region", "shared_memory_region" in parameters),
         )
-        if present
+        if found
     ]
-    if len(sources) != 1:
-        detail = "no field is set" if not sources else "set " + " ".join(f"'{s}'" for s in sources)
+    if len(present) != 1:
+        detail = "no field is set" if not present else "set " + " ".join(f"'{s}'" for s in present)
         raise _bad(
             "Input must set only one of the following fields: 'data', 'binary_data_size' in "
             "'parameters', 'shared_memory_region' in 'parameters'. But " + detail
         )
-    parsed = ParsedInput(name, datatype, shape, parameters, shared_memory=placement)
-    if "data" in obj:
-        if datatype not in DATATYPES:
-            raise _bad(f"invalid datatype for input {name}")
-        if datatype in _NO_JSON_TYPES:
-            raise _bad(
-                f"receiving {datatype} data via JSON is not supported. Please use the binary "
-                f"data format for input {name}"
-            )
+
+
+def _parse_input(element: Any) -> ParsedInput:
+    """One element of ``inputs``, read in the order Triton's ``ParseJsonTritonIO`` reads it."""
+    obj = _members(element)
+    _check_input_sources(obj)
+    name = _req_str(obj, "name")
+    datatype = _req_str(obj, "datatype")
+    shape = _shape_of(obj)
+    parameters = _tensor_parameters(obj)
+    parsed = ParsedInput(name, datatype, shape, parameters)
+    if "binary_data_size" in parameters:
+        if not _is_uint(parameters["binary_data_size"]):
+            raise _type_error("binary_data_size", "unsigned-integer")
+        return parsed
+    parsed.shared_memory = _shared_memory_of(parameters)
+    if parsed.shared_memory is None:
         parsed.data = obj["data"]
-    elif "binary_data_size" in parameters and not _is_uint(parameters["binary_data_size"]):
-        raise _type_error("binary_data_size", "unsigned-integer")
+        if _element_count(shape) and not isinstance(parsed.data, list):
+            raise _type_error("data", "array")
     return parsed
 
 
-def _parse_output(obj: Any) -> ParsedOutput:
-    if not isinstance(obj, dict):
-        raise _type_error("outputs", "object")
-    name = _req_str(obj, "name")
+def _parse_output(element: Any) -> ParsedOutput:
+    """One element of ``outputs``, read in the order Triton's ``ParseJsonTritonIO`` reads it."""
+    obj = _members(element)
     parameters = _tensor_parameters(obj)
-    binary = parameters.get("binary_data", False)
-    if not isinstance(binary, bool):
-        raise _type_error("binary_data", "boolean")
+    if "shared_memory_region" in parameters:
+        if "classification" in parameters:
+            raise _bad("Output can't set both 'shared_memory_region' and 'classification'")
+        if "binary_data" in parameters:
+            if not isinstance(parameters["binary_data"], bool):
+                raise _internal(f"Unable to set 'binary_data': {_json_type('boolean')}")
+            if parameters["binary_data"]:
+                raise _bad("Output can't set both 'shared_memory_region' and 'binary_data'")
+    name = _req_str(obj, "name")
     class_count = parameters.get("classification", 0)
     if not _is_uint(class_count):
         raise _type_error("classification", "unsigned-integer", verb="set")
     placement = _shared_memory_of(parameters)
-    if placement is not None and class_count:
-        raise _bad("Output can't set both 'shared_memory_region' and 'classification'")
-    if placement is not None and binary:
-        raise _bad("Output can't set both 'shared_memory_region' and 'binary_data'")
+    binary = False
+    if placement is None:
+        binary = parameters.get("binary_data", False)
+        if not isinstance(binary, bool):
+            raise _type_error("binary_data", "boolean")
     return ParsedOutput(name, binary, int(class_count), placement, parameters)
 
 
@@ -1708,6 +1782,10 @@ def parse_infer_request(
     body: Buffer, header_length: int | None = None, *, model_name: str = ""
 ) -> ParsedInferRequest:
     """Parse an inference request body (JSON, optionally followed by binary input data).
+
+    The fields are read in the order Triton's HTTP frontend reads them (``id``, then
+    ``parameters``, then each input and its data, then ``outputs``), so that a request with
+    several faults gets the message Triton gives for it.
 
     Parameters
     ----------
@@ -1735,40 +1813,39 @@ def parse_infer_request(
     size = len(view) if header_length is None else header_length
     if not 0 < size <= len(view) and not (size == 0 and len(view) == 0):
         raise _bad(f"inference header size should be in range (0, {len(view)}), got: {size}")
-    # Like Triton, bytes after the JSON value are not a parse error: without the header they
-    # are taken as the JSON's own, and the binary accounting below reports them.
-    request = _parse_json_body(view[:size], prefix=True)
-    if not isinstance(request, dict):
-        raise _internal(
-            "failed to parse the request JSON buffer: attempt to access JSON non-object as object"
-        )
+    request = _members(parse_json_document(view[:size]))
     request_id = _opt_str(request, "id")
-    if "inputs" not in request:
-        raise _missing("inputs")
-    raw_inputs = request["inputs"]
-    if not isinstance(raw_inputs, list):
-        raise _type_error("inputs", "array")
-    inputs = [_parse_input(each) for each in raw_inputs]
-    raw_outputs = request.get("outputs", [])
-    if not isinstance(raw_outputs, list):
-        raise _type_error("outputs", "array")
-    outputs = [_parse_output(each) for each in raw_outputs]
-    parameters = parse_request_parameters(request.get("parameters"))
-
+    raw_parameters = request.get("parameters")
+    if "parameters" in request and not isinstance(raw_parameters, dict):
+        raise _internal("failed to get request params.: attempt to get members for non-object")
+    parameters = parse_request_parameters(raw_parameters)
+    raw_inputs = _req_array(request, "inputs")
+    inputs: list[ParsedInput] = []
     offset = size
-    for each in inputs:
-        declared = each.parameters.get("binary_data_size")
-        if declared is None or each.data is not None or each.shared_memory is not None:
+    for element in raw_inputs:
+        each = _parse_input(element)
+        inputs.append(each)
+        if "binary_data_size" not in each.parameters:
             continue
-        if len(view) - offset < declared:
+        declared = int(each.parameters["binary_data_size"])
+        available = len(view) - offset
+        if declared and size == 0:
             raise _bad(
-                f"unexpected size for input '{each.name}', expecting {declared} additional "
-                f"bytes for model '{model_name}'"
+                "must specify valid 'Infer-Header-Content-Length' in request header and "
+                "'binary_data_size' when passing inputs in binary data format"
+            )
+        if available < declared:
+            raise _bad(
+                f"unexpected size for input '{each.name}', expecting {declared - available} "
+                f"additional bytes for model '{model_name}'"
             )
         each.raw = view[offset : offset + declared]
         offset += declared
     if offset != len(view):
         raise _bad(f"unexpected additional input data for model '{model_name}'")
+    outputs: list[ParsedOutput] = []
+    if "outputs" in request:
+        outputs = [_parse_output(each) for each in _req_array(request, "outputs")]
     return ParsedInferRequest(request_id, inputs, outputs, parameters)
 
 
@@ -1781,9 +1858,12 @@ def parse_raw_request(
 ) -> ParsedInferRequest:
     """Parse a raw binary request (``Inference-Header-Content-Length: 0``, section 3.9).
 
-    The body is the raw bytes of the model's single input; its shape is deduced from the
-    model's dims (at most one ``-1``, whose size follows from the byte count), with a batch
-    dimension of 1 for batching models.  Every output is returned in binary.
+    The body is the raw bytes of the model's single input, whose shape Triton deduces from
+    the model's dims: a batching model gets a batch dimension of 1, and the one variable
+    dimension (at most one) takes the byte count divided by the size of the rest (rounded
+    down: a count that does not fit is left to the server's byte-size check, which names the
+    input).  A BYTES input must have dims ``[1]``; the whole body is its one element.  Every
+    output is returned in binary.
 
     Parameters
     ----------
@@ -1799,57 +1879,49 @@ def parse_raw_request(
     Returns
     -------
     ParsedInferRequest
-        One input, ``raw`` a view of ``body``; ``raw_binary`` True.
+        One input named as the model's, ``raw`` a view of ``body`` (for BYTES: the body
+        behind its 4-byte length); ``raw_binary`` True.
 
     Raises
     ------
     HttpCodecError
-        400 when the model does not have exactly one input, the shape cannot be deduced, or
-        the byte count does not fit the dims (``... for input 'raw_input' ...``).
+        400, with Triton's messages, when the model does not have exactly one input or the
+        shape cannot be deduced.
     """
     view = memoryview(body).cast("B") if not isinstance(body, memoryview) else body.cast("B")
     prefix = _request_prefix("")
     if len(inputs) != 1:
         raise _bad(
-            f"Raw request must only have 1 input (found 1) to be deduced but got "
+            f"{prefix}Raw request must only have 1 input (found 1) to be deduced but got "
             f"{len(inputs)} inputs in '{model_name}' model configuration"
         )
     name, datatype, dims = inputs[0]
-    dims = [int(d) for d in dims]
-    if datatype == "BYTES":
-        if dims != [1]:
-            raise _bad(
-                f"For BYTES datatype raw input 'raw_input', the model '{model_name}' must have "
-                f"input shape [1], got {dims}"
-            )
-        shape = dims
-    else:
-        info = DATATYPES.get(datatype)
-        if info is None or info.byte_size is None:
-            raise _bad(f"invalid datatype for input {name}")
-        variable = [i for i, d in enumerate(dims) if d < 0]
-        if len(variable) > 1:
-            raise _bad(
-                f"The shape of the raw input 'raw_input' for model '{model_name}' can not be "
-                "deduced because there are more than one variable-sized dimension"
-            )
-        fixed = _element_count([d for d in dims if d >= 0]) * info.byte_size
-        shape = list(dims)
-        if variable:
-            if fixed == 0 or len(view) % fixed:
+    shape = [1] if max_batch_size != 0 else []
+    variable = -1
+    fixed = 1
+    for dim in (int(d) for d in dims):
+        if dim == -1:
+            if variable != -1:
                 raise _bad(
-                    f"{prefix}input byte size mismatch for input 'raw_input' for model "
-                    f"'{model_name}'. Expected a multiple of {fixed}, got {len(view)}"
+                    f"{prefix}The shape of the raw input '{name}' can not be deduced because "
+                    "there are more than one variable-sized dimension"
                 )
-            shape[variable[0]] = len(view) // fixed
-        elif len(view) != fixed:
+            variable = len(shape)
+        else:
+            fixed *= dim
+        shape.append(dim)
+    raw: Buffer = view
+    if datatype == "BYTES":
+        if variable != -1 or fixed != 1:
             raise _bad(
-                f"{prefix}input byte size mismatch for input 'raw_input' for model "
-                f"'{model_name}'. Expected {fixed}, got {len(view)}"
+                f"{prefix}For BYTE datatype raw input '{name}', the model must have input shape [1]"
             )
-    if max_batch_size > 0:
-        shape = [1, *shape]
-    parsed = ParsedInput(name, datatype, shape, {"binary_data_size": len(view)}, raw=view)
+        raw = memoryview(struct.pack("<I", len(view)) + bytes(view))
+    elif variable != -1:
+        info = DATATYPES.get(datatype)
+        size = info.byte_size if info is not None and info.byte_size else 0
+        shape[variable] = len(view) // fixed // size if fixed and size else 0
+    parsed = ParsedInput(name, datatype, shape, {"binary_data_size": len(raw)}, raw=memoryview(raw))
     return ParsedInferRequest("", [parsed], [], RequestParameters(), raw_binary=True)
 
 
@@ -1948,8 +2020,9 @@ def encode_infer_response(
     Returns
     -------
     EncodedBody
-        ``json_size`` set when at least one output is binary.  Binary chunks of fixed-size
-        outputs are views of the arrays (no copy).
+        ``json_size`` set when binary data follows the JSON (an empty binary output alone
+        leaves the body plain JSON, as in Triton).  Binary chunks of fixed-size outputs are
+        views of the arrays (no copy).
 
     Raises
     ------
@@ -1978,8 +2051,9 @@ def encode_infer_response(
                 raw = tensor_to_buffer(output.datatype, output.data)
                 size = memoryview(raw).nbytes
                 entry["parameters"] = {"binary_data_size": size}
-                binary = True
                 if size:
+                    # Triton marks a body binary only when some binary data follows the JSON.
+                    binary = True
                     chunks.append(raw)
             else:
                 text = _response_number_text(output.datatype, output.data)
@@ -2025,31 +2099,44 @@ def encode_error(message: str) -> bytes:
 # ---------------------------------------------------------------------------------------------
 
 
-def _generate_shape(value: Any) -> list[int]:
-    shape: list[int] = []
-    current = value
-    while type(current) is list:
-        shape.append(len(current))
-        if not current:
-            break
-        current = current[0]
-    return shape or [1]
+def _generate_shape(name: str, value: Any, dims: Sequence[int]) -> list[int]:
+    """The shape Triton gives a generate input: the value's element count (a list's length,
+    else 1) spread over the model's metadata dims, fixed ones first from the innermost, then
+    the innermost variable one takes what is left and the others 1."""
+    count = len(value) if isinstance(value, list) else 1
+    shape = [int(d) for d in dims]
+    refused = _bad(f"The schema can not convert input '{name}' to tensor with proper shape")
+    for dim in reversed(shape):
+        if dim != -1:
+            if dim <= 0 or count % dim:
+                raise refused
+            count //= dim
+    for index in reversed(range(len(shape))):
+        if shape[index] == -1:
+            shape[index] = count
+            count = 1
+    if count != 1:
+        raise refused
+    return shape
 
 
-def parse_generate_request(body: Buffer, *, model_inputs: Mapping[str, str]) -> ParsedInferRequest:
-    """Parse a generate / generate_stream request (server side).
+def parse_generate_request(
+    body: Buffer, *, model_inputs: Mapping[str, tuple[str, Sequence[int]]]
+) -> ParsedInferRequest:
+    """Parse a generate / generate_stream request (server side) as Triton 2.51 does.
 
-    Top-level keys (and members of a nested ``parameters`` object) named like a model input
-    become JSON input tensors: a scalar has shape ``[1]``, an array the shape of its nesting;
-    the datatype comes from the model.  ``id`` sets the request id; every other key becomes a
-    request parameter (reserved names interpreted as in an infer request).
+    Each top-level key named like a model input becomes a JSON input: its datatype and shape
+    come from the model's metadata (see :func:`_generate_shape`: a list's length, or 1 for a
+    scalar, spread over the metadata dims).  The members of a ``parameters`` object are read
+    the same way.  ``id`` sets the request id; any other key becomes a request parameter.
 
     Parameters
     ----------
     body : bytes-like
-        The decompressed body.
-    model_inputs : mapping of str to str
-        The model's input names and datatypes.
+        The body.
+    model_inputs : mapping of str to (str, sequence of int)
+        The model's input names, with each datatype and metadata shape (a batching model's
+        shape starts with ``-1``).
 
     Returns
     -------
@@ -2058,32 +2145,51 @@ def parse_generate_request(body: Buffer, *, model_inputs: Mapping[str, str]) -> 
     Raises
     ------
     HttpCodecError
-        500 for malformed JSON; 400 for bad parameters.
+        500 for a body that is not JSON and for one that is not an object; 400 for an input
+        whose value does not fit its shape, a ``parameters`` that is not an object, and
+        parameter values of the wrong type.
     """
-    request = parse_json_object(body, allow_empty=False)
-    request_id = _opt_str(request, "id")
-    inputs: dict[str, ParsedInput] = {}
+    request = _member_object(parse_json_document(body))
+    request_id = ""
+    inputs: list[ParsedInput] = []
     params: dict[str, Any] = {}
 
-    def take(key: str, value: Any) -> None:
-        datatype = model_inputs.get(key)
-        if datatype is not None:
-            shape = _generate_shape(value)
-            inputs[key] = ParsedInput(key, datatype, shape, {}, data=value)
-        else:
-            params[key] = value
+    def convert(members: Mapping[str, Any], context: str) -> None:
+        nonlocal request_id
+        for key, value in members.items():
+            if key == "id" and not context and isinstance(value, str):
+                request_id = value
+                continue
+            if key == "parameters" and not context:
+                if key in model_inputs:
+                    raise _bad(
+                        "Keyword 'parameters' for nested schema also given as input tensor name"
+                    )
+                if not isinstance(value, dict):
+                    raise _internal(
+                        "Expected JSON object for keyword: 'parameters': " + _json_type("object")
+                    )
+                try:
+                    convert(value, "parameters")
+                except HttpCodecError as exc:
+                    raise HttpCodecError(
+                        f"Converting keyword: 'parameters': {exc.message()}", exc.http_status
+                    ) from None
+                continue
+            found = model_inputs.get(key)
+            if found is None:
+                params[key] = value
+                continue
+            datatype, dims = found
+            shape = _generate_shape(key, value, dims)
+            data = value if isinstance(value, list) else [value]
+            inputs.append(ParsedInput(key, datatype, shape, {}, data=data))
 
-    for key, value in request.items():
-        if key == "id":
-            continue
-        if key == "parameters" and isinstance(value, dict):
-            for inner_key, inner_value in value.items():
-                take(inner_key, inner_value)
-            continue
-        take(key, value)
-    return ParsedInferRequest(
-        request_id, list(inputs.values()), [], parse_request_parameters(params)
-    )
+    convert(request, "")
+    parameters = RequestParameters()
+    for key, value in params.items():
+        parameters.custom[key] = _custom_parameter(key, value)
+    return ParsedInferRequest(request_id, inputs, [], parameters)
 
 
 def encode_generate_response(
@@ -2092,35 +2198,47 @@ def encode_generate_response(
     outputs: Iterable[tuple[str, str, npt.NDArray[Any]]],
     *,
     request_id: str = "",
+    parameters: Mapping[str, ParamValue] | None = None,
 ) -> bytes:
-    """The JSON object of one generate response.
+    """The JSON object of one generate response, as Triton 2.51 writes it.
+
+    Every output, the response parameters, ``id`` (when non-empty), ``model_name`` and
+    ``model_version`` are members of one object, in the byte order of their names (Triton
+    collects them in a ``std::map``); an output of one element is written as a scalar, others
+    as flat lists.
 
     Parameters
     ----------
     model_name, model_version : str
         The model that answered.
     outputs : iterable of (name, datatype, array)
-        The outputs; a one-element output is written as a scalar, others as flat lists.
+        The outputs.
     request_id : str, optional
         Echoed as ``id`` when non-empty.
+    parameters : mapping, optional
+        The response's parameters.
 
     Returns
     -------
     bytes
-        ``{"<output>": ..., "id": ..., "model_name": ..., "model_version": ...}``.
+
+    Raises
+    ------
+    HttpCodecError
+        400 for an FP16/BF16 output (Triton sends those only as binary data).
     """
-    response: dict[str, Any] = {}
+    members: dict[str, Any] = {}
     for name, datatype, array in outputs:
-        if datatype in _NO_JSON_TYPES:
-            values: list[Any] = np.asarray(array, dtype=np.float32).reshape(-1).tolist()
-        else:
-            values = tensor_to_json(datatype, array, bytes_as="surrogateescape")
-        response[name] = values[0] if len(values) == 1 else values
+        values = tensor_to_json(datatype, array, bytes_as="surrogateescape")
+        members.setdefault(name, values[0] if len(values) == 1 else values)
+    for key, value in (parameters or {}).items():
+        members.setdefault(key, value)
     if request_id:
-        response["id"] = request_id
-    response["model_name"] = model_name
-    response["model_version"] = model_version
-    return dumps(response, raw_strings=True)
+        members.setdefault("id", request_id)
+    members.setdefault("model_name", model_name)
+    members.setdefault("model_version", model_version)
+    ordered = {key: members[key] for key in sorted(members, key=lambda k: k.encode())}
+    return dumps(ordered, raw_strings=True)
 
 
 def encode_sse_event(payload: bytes) -> bytes:
@@ -2166,7 +2284,9 @@ def compress(chunks: Buffer | Iterable[Buffer], algorithm: str) -> bytes:
     return b"".join(out)
 
 
-def decompress(body: Buffer, encoding: str | None, *, max_size: int | None = None) -> Buffer:
+def decompress(
+    body: Buffer, encoding: str | None, *, max_size: int | None = None, lenient: bool = False
+) -> Buffer:
     """Decompress a body by its ``Content-Encoding``.
 
     Parameters
@@ -2179,6 +2299,9 @@ def decompress(body: Buffer, encoding: str | None, *, max_size: int | None = Non
         deflate is accepted too).
     max_size : int, optional
         Refuse bodies that inflate to more than this many bytes.
+    lenient : bool, optional
+        Corrupt or truncated data gives what inflated before the fault instead of an error
+        (Triton's server does that, so a corrupt body reaches it as an empty or short one).
 
     Returns
     -------
@@ -2188,7 +2311,7 @@ def decompress(body: Buffer, encoding: str | None, *, max_size: int | None = Non
     ------
     HttpCodecError
         501 ``Unsupported compression type`` for another encoding; 500 when the data is
-        corrupt; 400 when it exceeds ``max_size``.
+        corrupt (unless ``lenient``); 400 when it exceeds ``max_size``.
     """
     name = (encoding or "").strip().lower()
     if name in ("", "identity"):
@@ -2211,11 +2334,33 @@ def decompress(body: Buffer, encoding: str | None, *, max_size: int | None = Non
         except zlib.error as exc:
             if wbits == 47 and name == "deflate":
                 continue
+            if lenient:
+                return _inflated_prefix(body, wbits, max_size)
             raise _internal(f"failed to decompress the {name} body: {exc}") from None
-        if not inflater.eof:
+        if not inflater.eof and not lenient:
             raise _internal(f"failed to decompress the {name} body: truncated data")
         return out
     raise _internal(f"failed to decompress the {name} body")  # pragma: no cover
+
+
+def _inflated_prefix(body: Buffer, wbits: int, max_size: int | None) -> bytes:
+    """What inflates from ``body`` before the first corrupt byte (fed in small pieces)."""
+    inflater = zlib.decompressobj(wbits=wbits)
+    view = memoryview(body).cast("B")
+    out: list[bytes] = []
+    total = 0
+    for start in range(0, len(view), 256):
+        try:
+            piece = inflater.decompress(view[start : start + 256])
+        except zlib.error:
+            break
+        out.append(piece)
+        total += len(piece)
+        if max_size is not None and total > max_size:
+            raise _bad(
+                f"decompressed request body exceeds the maximum allowed size of {max_size} bytes"
+            )
+    return b"".join(out)
 
 
 def negotiate_encoding(accept_encoding: str | None) -> Literal["gzip", "deflate"] | None:
@@ -2334,12 +2479,12 @@ def parse_index_request(body: Buffer) -> bool:
     Raises
     ------
     HttpCodecError
-        500 for malformed JSON; 400 for a non-bool ``ready`` (current Triton).
+        500 for malformed JSON or a non-bool ``ready`` (Triton 2.51).
     """
     request = parse_json_object(body)
     ready = request.get("ready", False)
     if not isinstance(ready, bool):
-        raise _bad("Unable to parse 'ready': attempt to access JSON non-boolean as boolean")
+        raise _internal(_json_type("boolean"))
     return ready
 
 
@@ -2368,8 +2513,23 @@ def encode_load_request(
     return dumps({"parameters": parameters} if parameters else {})
 
 
+def _lenient_b64decode(text: str) -> bytes:
+    """Decode base64 as Triton's libb64 does: characters outside the alphabet are skipped and
+    a partial last group is dropped, so no input is an error."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    kept = "".join(c for c in text if c in alphabet)
+    if len(kept) % 4 == 1:  # one character of a group decodes to nothing
+        kept = kept[:-1]
+    kept += "=" * (-len(kept) % 4)
+    return base64.b64decode(kept) if kept else b""
+
+
 def parse_load_request(body: Buffer) -> tuple[str | None, dict[str, bytes]]:
     """The override ``config`` and ``file:`` contents of a load request (server side).
+
+    Read as Triton 2.51 reads it: the members of ``parameters`` in order, each a string;
+    ``config`` is kept as text (the server parses it), ``file:`` values are base64 decoded
+    leniently, any other key is refused.
 
     Returns
     -------
@@ -2379,27 +2539,23 @@ def parse_load_request(body: Buffer) -> tuple[str | None, dict[str, bytes]]:
     Raises
     ------
     HttpCodecError
-        500 for malformed JSON, unknown parameter keys (``unexpected error on creating
-        Triton parameter``) and non-string values; 400 for invalid base64.
+        500 for malformed JSON, a ``parameters`` that is not an object, a non-string value,
+        and an unknown key (``unexpected error on creating Triton parameter``).
     """
     request = parse_json_object(body)
-    parameters = request.get("parameters", {})
-    if not isinstance(parameters, dict):
-        raise _type_error("parameters", "object")
     config: str | None = None
     files: dict[str, bytes] = {}
-    for key, value in parameters.items():
-        if key != "config" and not key.startswith("file:"):
-            raise _internal("unexpected error on creating Triton parameter")
+    if "parameters" not in request:
+        return config, files
+    for key, value in _member_object(request["parameters"]).items():
         if not isinstance(value, str):
-            raise _internal("attempt to access JSON non-string as string")
+            raise _internal(_json_type("string"))
         if key == "config":
             config = value
-            continue
-        try:
-            files[key] = base64.b64decode(value.encode("ascii"), validate=True)
-        except (ValueError, UnicodeEncodeError):
-            raise _bad(f"file parameter '{key}' is not valid base64") from None
+        elif key.startswith("file:"):
+            files[key] = _lenient_b64decode(value)
+        else:
+            raise _internal("unexpected error on creating Triton parameter")
     return config, files
 
 
@@ -2411,19 +2567,138 @@ def encode_unload_request(unload_dependents: bool = False) -> bytes:
 def parse_unload_request(body: Buffer) -> bool:
     """The ``unload_dependents`` flag of an unload request (False when absent).
 
+    Triton 2.51 ignores a ``unload_dependents`` that is not a bool (and a ``parameters`` that
+    is not an object), so this does too.
+
     Raises
     ------
     HttpCodecError
-        500 for malformed JSON or a non-bool ``unload_dependents``.
+        500 for malformed JSON.
     """
     request = parse_json_object(body)
-    parameters = request.get("parameters", {})
-    if not isinstance(parameters, dict):
-        raise _type_error("parameters", "object")
-    value = parameters.get("unload_dependents", False)
-    if not isinstance(value, bool):
-        raise _type_error("unload_dependents", "boolean")
-    return value
+    value = _members(request.get("parameters")).get("unload_dependents", False)
+    return value if isinstance(value, bool) else False
+
+
+_UINT32_RANGE = "[ 0, 4294967295 ]"
+
+
+def parse_trace_setting_request(body: Buffer) -> dict[str, Any]:
+    """The changes of a ``POST .../trace/setting`` request, read as Triton 2.51 reads them.
+
+    Only ``trace_file``, ``trace_level``, ``trace_rate``, ``trace_count`` and
+    ``log_frequency`` are read (other keys are ignored); a JSON ``null`` clears a setting
+    (the value is None then).  Levels other than ``OFF``, ``TIMESTAMPS`` and ``TENSORS`` are
+    ignored; numbers are strings parsed with ``std::stoi`` (a 32-bit value; a negative rate or
+    frequency wraps to unsigned, as in Triton).
+
+    Returns
+    -------
+    dict
+        ``{setting: value}`` with levels as a list and numbers as decimal strings.
+
+    Raises
+    ------
+    HttpCodecError
+        500 for a body that is not JSON (an empty one included) and values of the wrong JSON
+        type; 400 for numbers that do not parse or are out of range, and ``OFF`` with another
+        level.
+    """
+    request = _members(parse_json_document(body))
+    changes: dict[str, Any] = {}
+    if "trace_file" in request:
+        value = request["trace_file"]
+        if value is not None and not isinstance(value, str):
+            raise _internal(_json_type("string"))
+        changes["trace_file"] = value
+    if "trace_level" in request:
+        levels = request["trace_level"]
+        if levels is None:
+            changes["trace_level"] = None
+        else:
+            if not isinstance(levels, list):
+                raise _internal(_json_type("array"))
+            chosen: list[str] = []
+            for level in levels:
+                if not isinstance(level, str):
+                    raise _internal(_json_type("string"))
+                if level == "OFF":
+                    if len(levels) != 1:
+                        raise _bad("Expect only one trace level 'OFF' is specified")
+                    chosen = ["OFF"]
+                elif level in ("TIMESTAMPS", "TENSORS") and level not in chosen:
+                    chosen.append(level)
+            if chosen:
+                order = ("OFF", "TIMESTAMPS", "TENSORS")
+                changes["trace_level"] = sorted(chosen, key=order.index)
+    for key, lowest, high in (
+        ("trace_rate", None, _UINT32_RANGE),
+        ("trace_count", -1, "[ -1, 2147483647 ]"),
+        ("log_frequency", None, _UINT32_RANGE),
+    ):
+        if key not in request:
+            continue
+        value = request[key]
+        if value is None:
+            changes[key] = None
+            continue
+        if not isinstance(value, str):
+            raise _internal(_json_type("string"))
+        try:
+            number = stoi(value)
+        except ValueError:
+            raise _bad(f"Unable to parse '{key}', got: {value}") from None
+        except OverflowError:
+            raise _bad(
+                f"Unable to parse '{key}', value is out of range {high}, got: {value}"
+            ) from None
+        if lowest is not None and number < lowest:
+            raise _bad(f"Unable to parse '{key}'. Expecting value >= {lowest}, got:{value}")
+        changes[key] = str(number if lowest is not None else number & 0xFFFFFFFF)
+    return changes
+
+
+def parse_log_setting_request(body: Buffer) -> dict[str, Any]:
+    """The changes of a ``POST /v2/logging`` request, read as Triton 2.51 reads them.
+
+    Only the six settings are read (other keys are ignored); a JSON ``null`` leaves a setting
+    as it is (it is left out of the result).
+
+    Returns
+    -------
+    dict
+        ``{setting: value}``.
+
+    Raises
+    ------
+    HttpCodecError
+        500 for a body that is not JSON (an empty one included) and values of the wrong JSON
+        type; 503 for an unknown ``log_format`` (Triton reports it as UNAVAILABLE).
+    """
+    request = _members(parse_json_document(body))
+    changes: dict[str, Any] = {}
+    for key, expected in (
+        ("log_file", "string"),
+        ("log_info", "boolean"),
+        ("log_warning", "boolean"),
+        ("log_error", "boolean"),
+        ("log_verbose_level", "unsigned-integer"),
+        ("log_format", "string"),
+    ):
+        value = request.get(key)
+        if value is None:
+            continue
+        valid = {
+            "string": isinstance(value, str),
+            "boolean": isinstance(value, bool),
+            "unsigned-integer": _is_uint(value),
+        }[expected]
+        if not valid:
+            raise _internal(_json_type(expected))
+        if key == "log_format" and value not in ("default", "ISO8601"):
+            raise HttpCodecError(f"invalid argument for --log_format, got: {value}", 503)
+        changes[key] = value
+    return changes
 
 
 def encode_system_shm_register(key: str, offset: int, byte_size: int) -> bytes:
@@ -2437,10 +2712,13 @@ def _register_field(request: Mapping[str, Any], key: str) -> Any:
     return request[key]
 
 
-def _register_uint(request: Mapping[str, Any], key: str, default: int | None = None) -> int:
-    value = request.get(key, default) if default is not None else _register_field(request, key)
+def _member_uint(request: Mapping[str, Any], key: str) -> int:
+    """TritonJson's ``MemberAsUInt`` (errors without a field prefix, as Triton reports them)."""
+    if key not in request:
+        raise _internal(f"attempt to access non-existing object member '{key}'")
+    value = request[key]
     if not _is_uint(value):
-        raise _type_error(key, "unsigned-integer")
+        raise _internal(_json_type("unsigned-integer"))
     return int(value)
 
 
@@ -2450,14 +2728,16 @@ def parse_system_shm_register(body: Buffer) -> tuple[str, int, int]:
     Raises
     ------
     HttpCodecError
-        400 for a missing ``key`` or ``byte_size``; 500 for malformed JSON and wrong types.
+        400 for a missing ``key`` or ``byte_size``; 500 for a body that is not JSON (an empty
+        one included) and for wrong types.
     """
-    request = parse_json_object(body)
+    request = _members(parse_json_document(body))
     key = _register_field(request, "key")
     if not isinstance(key, str):
-        raise _type_error("key", "string")
-    offset = _register_uint(request, "offset", 0)
-    byte_size = _register_uint(request, "byte_size")
+        raise _internal(_json_type("string"))
+    offset = _member_uint(request, "offset") if "offset" in request else 0
+    _register_field(request, "byte_size")
+    byte_size = _member_uint(request, "byte_size")
     return key, offset, byte_size
 
 
@@ -2478,17 +2758,18 @@ def parse_cuda_shm_register(body: Buffer) -> tuple[bytes, int, int]:
     Raises
     ------
     HttpCodecError
-        400 for a missing field or a handle that is not base64; 500 for malformed JSON and
-        wrong types.
+        400 for a missing ``raw_handle`` or a handle that does not decode to the 64 bytes of a
+        ``cudaIpcMemHandle_t``; 500 for a body that is not JSON and for wrong types.
     """
-    request = parse_json_object(body)
-    handle = _register_field(request, "raw_handle")
-    if not isinstance(handle, dict) or not isinstance(handle.get("b64"), str):
+    request = _members(parse_json_document(body))
+    handle = _members(_register_field(request, "raw_handle"))
+    if "b64" not in handle:
+        raise _internal("attempt to access non-existing object member 'b64'")
+    if not isinstance(handle["b64"], str):
+        raise _internal(_json_type("string"))
+    byte_size = _member_uint(request, "byte_size")
+    device_id = _member_uint(request, "device_id")
+    raw = _lenient_b64decode(handle["b64"])
+    if len(raw) != 64:
         raise _bad("'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t")
-    try:
-        raw = base64.b64decode(handle["b64"].encode("ascii"), validate=True)
-    except (ValueError, UnicodeEncodeError):
-        raise _bad("'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t") from None
-    device_id = _register_uint(request, "device_id")
-    byte_size = _register_uint(request, "byte_size")
     return raw, device_id, byte_size
