@@ -431,7 +431,7 @@ class GrpcFrontend:
             try:
                 self._check_access(context, rpc)
                 if isinstance(request, _Malformed):
-                    raise ServerError.invalid_arg(request.message)
+                    raise request.error()
                 return await impl(request, context)
             except Exception as exc:
                 error = _server_error(exc)
@@ -484,7 +484,9 @@ class GrpcFrontend:
 
     async def _model_statistics(self, request: pb.ModelStatisticsRequest, context: Any) -> Any:
         response = pb.ModelStatisticsResponse()
-        for stats in self._core.stats.collect(request.name or None, request.version or None):
+        version = codec.parse_model_version(request.version, request.name)
+        found = self._core.stats.collect(request.name or None, version if version >= 0 else None)
+        for stats in found:
             stats.to_proto(response.model_stats.add())
         return response
 
@@ -600,17 +602,7 @@ class GrpcFrontend:
     async def _trace_setting(self, request: pb.TraceSettingRequest, context: Any) -> Any:
         model = request.model_name or None
         if request.settings:
-            changes: dict[str, Any] = {}
-            for key in request.settings:
-                values = list(request.settings[key].value)
-                if not values:
-                    changes[key] = None
-                elif key == "trace_level":
-                    changes[key] = values
-                elif len(values) == 1:
-                    changes[key] = values[0]
-                else:
-                    raise ServerError.invalid_arg(f"expect only one value for '{key}'")
+            changes = codec.parse_trace_setting_request(request)
             settings = self._core.update_trace_settings(changes, model)
         else:
             settings = self._core.trace_settings(model)
@@ -622,11 +614,7 @@ class GrpcFrontend:
 
     async def _log_settings(self, request: pb.LogSettingsRequest, context: Any) -> Any:
         if request.settings:
-            changes: dict[str, Any] = {}
-            for key in request.settings:
-                param = request.settings[key]
-                which = param.WhichOneof("parameter_choice")
-                changes[key] = None if which is None else getattr(param, which)
+            changes = codec.parse_log_settings_request(request)
             settings = self._core.log_settings.update(changes)
         else:
             settings = self._core.log_settings.get()
@@ -642,30 +630,8 @@ class GrpcFrontend:
         return response
 
     # -- inference helpers ---------------------------------------------------------------
-    def _check_region(self, ref: codec.SharedMemoryRef) -> None:
-        """Triton's region lookup and bounds checks for a tensor placed in shared memory
-        (system or CUDA)."""
-        try:
-            found = self._core.shm.system_status(ref.region)
-        except ServerError:
-            try:
-                found = self._core.shm.cuda_status(ref.region)
-            except ServerError:
-                raise ServerError.not_found(
-                    f"Unable to find shared memory region: '{ref.region}'"
-                ) from None
-        size = int(found[0]["byte_size"])
-        if ref.offset >= size:
-            raise ServerError.invalid_arg(
-                f"Invalid offset for shared memory region: '{ref.region}'"
-            )
-        if ref.offset + ref.byte_size > size:
-            raise ServerError.invalid_arg(
-                f"Invalid offset + byte size for shared memory region: '{ref.region}'"
-            )
-
     def _shm_input(self, name: str, ref: codec.SharedMemoryRef) -> memoryview:
-        self._check_region(ref)
+        self._core.shm.locate(ref.region, ref.offset, ref.byte_size)
         # A size-checked view or copy of a system region (an object its owner shrank gives an
         # error, not SIGBUS), a host copy of a CUDA region.
         return self._core.shm.read(ref.region, ref.offset, ref.byte_size)
@@ -699,9 +665,9 @@ class GrpcFrontend:
         decoded = await asyncio.to_thread(decode) if heavy else decode()
         for output in decoded.outputs:
             if output.shared_memory is not None:
-                self._check_region(output.shared_memory)
-                # The object's current size (its owner may have shrunk it).
                 ref = output.shared_memory
+                self._core.shm.locate(ref.region, ref.offset, ref.byte_size)
+                # The object's current size (its owner may have shrunk it).
                 self._core.shm.check(ref.region, ref.offset, ref.byte_size)
         return decoded, decoupled
 
@@ -777,7 +743,7 @@ class GrpcFrontend:
     # -- ModelInfer ----------------------------------------------------------------------
     async def _model_infer(self, parts: _Parsed | _Malformed, context: Any) -> Any:
         if isinstance(parts, _Malformed):
-            raise ServerError.invalid_arg(parts.message)
+            raise parts.error()
         request, raw = parts
         if self._compression is not None:
             context.set_compression(self._compression)
@@ -841,9 +807,17 @@ _Parsed = tuple[pb.ModelInferRequest, list[memoryview]]
 
 @dataclass(frozen=True)
 class _Malformed:
-    """A ``ModelInferRequest`` that did not parse (reported as INVALID_ARGUMENT)."""
+    """A request message that did not parse.
+
+    Triton (grpc's C++ server) answers a unary call with INTERNAL ``Unable to parse request``
+    and ends a stream's reading at such a message, as if the client had closed its side.
+    """
 
     message: str
+
+    def error(self) -> ServerError:
+        log.info("%s", self.message)
+        return ServerError.internal("Unable to parse request")
 
 
 #: Longest status message sent, in characters: grpc clients refuse trailers past 16 KiB, and a
@@ -873,9 +847,8 @@ def _lenient(message_type: Any) -> Callable[[bytes], Any]:
 def _parse_infer_request(data: bytes) -> _Parsed | _Malformed:
     """:func:`codec.parse_infer_request`, turning a malformed message into a value.
 
-    grpc would answer a deserializer's exception with a bare UNKNOWN (unary) or end a whole
-    stream; as a value, the handler reports it as INVALID_ARGUMENT, and a stream reports it
-    in-band and keeps serving its other requests.
+    grpc would answer a deserializer's exception with a bare UNKNOWN (unary) or fail the
+    whole stream; as a value, the handler answers as Triton does (see :class:`_Malformed`).
     """
     try:
         return codec.parse_infer_request(data)
@@ -909,16 +882,11 @@ class _Stream:
         try:
             async for parts in request_iterator:
                 if isinstance(parts, _Malformed):
-                    # Reported in the stream like any other failed request; the stream goes on.
-                    error = ServerError.invalid_arg(parts.message)
-                    if self._error_mode:
-                        self._fail(error)
-                    else:
-                        self.queue.put_nowait(
-                            (codec.encode_stream_error(error.message, request_id=""), [])
-                        )
-                else:
-                    await self._submit(*parts)
+                    # Triton reads no further: the requests already sent complete, then the
+                    # stream ends with OK.
+                    log.info("stream reading ends at a malformed message: %s", parts.message)
+                    break
+                await self._submit(*parts)
                 if self._failed:
                     break
         except Exception as exc:
@@ -960,13 +928,12 @@ class _Stream:
         except Exception as exc:
             if key is not None:
                 self._in_flight.pop(key, None)
+            # Reported in the stream, even with triton_grpc_error (Triton 2.51 ends the stream
+            # only for errors a model sends).
             error = _server_error(exc)
-            if self._error_mode:
-                self._fail(error)
-            else:
-                self.queue.put_nowait(
-                    (codec.encode_stream_error(error.message, request_id=request.id), [])
-                )
+            self.queue.put_nowait(
+                (codec.encode_stream_error(error.message, request_id=request.id), [])
+            )
 
     def _encode(
         self, decoded: codec.DecodedInferRequest, decoupled: bool, response: InferResponse

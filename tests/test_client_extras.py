@@ -357,7 +357,8 @@ def test_triton_grpc_error_header(server: MockServer) -> None:
         assert error is None and result is not None
         c.stop_stream()
 
-    # triton_grpc_error: the error ends the stream with a real gRPC status
+    # triton_grpc_error: a request the server refuses is still reported in-band (Triton 2.51),
+    # an error the model sends ends the stream with a real gRPC status
     got = queue.Queue()
     with grpcclient.InferenceServerClient(server.grpc_url) as c:
         c.start_stream(
@@ -365,6 +366,13 @@ def test_triton_grpc_error_header(server: MockServer) -> None:
             headers={"triton_grpc_error": "true"},
         )
         bad_request(c)
+        _, error = got.get(timeout=T)
+        assert isinstance(error, InferenceServerException) and error.status() is None
+        strings = np.array([[b"x"] * 16], dtype=np.object_)
+        failing = [grpcclient.InferInput(n, [1, 16], "BYTES") for n in ("INPUT0", "INPUT1")]
+        for each in failing:
+            each.set_data_from_numpy(strings)
+        c.async_stream_infer("simple_string", failing)
         _, error = got.get(timeout=T)
         assert isinstance(error, InferenceServerInvalidArgumentError)
         assert error.status() == "StatusCode.INVALID_ARGUMENT"

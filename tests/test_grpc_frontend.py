@@ -435,7 +435,8 @@ def test_infer_errors(stub: Any) -> None:
         stub.ModelInfer,
         simple_request(A[:, :8], B[:, :8]),
         Code.INVALID_ARGUMENT,
-        r"unexpected shape for input 'INPUT0' for model 'simple'\. Expected \[-1,16\], got \[1,8\]",
+        # Triton visits INPUT1 first (its std::unordered_map order), so it names that one.
+        r"unexpected shape for input 'INPUT1' for model 'simple'\. Expected \[-1,16\], got \[1,8\]",
     )
     fails(
         stub.ModelInfer,
@@ -618,15 +619,27 @@ def test_stream_errors_do_not_close_it(stub: Any) -> None:
     assert codec.is_final_response(model_error.infer_response)
 
 
-def test_stream_error_mode_ends_the_stream(stub: Any) -> None:
+def test_stream_error_mode_ends_the_stream_at_a_model_error(stub: Any) -> None:
+    # As Triton 2.51: a request the server refuses is still reported in the stream; an error
+    # a model sends ends the stream with that error's status.
+    strings = np.array([[b"x"] * 16], dtype=np.object_)
+    failing = codec.build_infer_request(
+        "simple_string",
+        [tensor("INPUT0", strings, "BYTES"), tensor("INPUT1", strings, "BYTES")],
+        request_id="bad",
+    )
+    feed = StreamFeed()
+    call = stub.ModelStreamInfer(iter(feed), timeout=T, metadata=[("triton_grpc_error", "true")])
+    feed.send(codec.build_infer_request("nope", [], request_id="unknown"))
+    refused = next(call)
+    assert refused.infer_response.id == "unknown" and "unknown model" in refused.error_message
+    feed.send(failing)
     with pytest.raises(grpc.RpcError) as info:
-        stream_all(
-            stub,
-            [simple_request(A, B), codec.build_infer_request("nope", []), simple_request(A, B)],
-            metadata=[("triton_grpc_error", "true")],
-        )
+        next(call)
+    feed.send(None)
     error: Any = info.value
-    assert error.code() == Code.NOT_FOUND and "unknown model" in error.details()
+    assert error.code() == Code.INVALID_ARGUMENT
+    assert "simple_string expects decimal integers" in error.details()
 
 
 def test_stream_cancel_cancels_requests(stub: Any) -> None:
@@ -673,15 +686,24 @@ def shm_out(name: str, region: str, offset: int, size: int = 64) -> codec.Reques
 
 
 def test_system_shared_memory_end_to_end(stub: Any) -> None:
+    # One object per region: Triton 2.51 refuses a second region on a key (checked below).
     key = f"/grpc_frontend_test_{os.getpid()}"
-    region = posix.create(key, 256)
+    out_key = key + "_out"
+    region = posix.create(key, 128)
+    out_region = posix.create(out_key, 256)
     try:
         region.buffer[0:64] = A.tobytes()
         region.buffer[64:128] = B.tobytes()
         register = pb.SystemSharedMemoryRegisterRequest
         stub.SystemSharedMemoryRegister(register(name="in", key=key, byte_size=128), timeout=T)
+        fails(
+            stub.SystemSharedMemoryRegister,
+            register(name="in_again", key=key, byte_size=128),
+            Code.INTERNAL,
+            f"Invalid shared memory region: '{key}'",
+        )
         stub.SystemSharedMemoryRegister(
-            register(name="out", key=key, offset=128, byte_size=128), timeout=T
+            register(name="out", key=out_key, offset=128, byte_size=128), timeout=T
         )
         fails(
             stub.SystemSharedMemoryRegister,
@@ -692,7 +714,7 @@ def test_system_shared_memory_end_to_end(stub: Any) -> None:
         status = stub.SystemSharedMemoryStatus(pb.SystemSharedMemoryStatusRequest(), timeout=T)
         assert set(status.regions) == {"in", "out"}
         out_status = status.regions["out"]
-        assert (out_status.key, out_status.offset, out_status.byte_size) == (key, 128, 128)
+        assert (out_status.key, out_status.offset, out_status.byte_size) == (out_key, 128, 128)
         fails(
             stub.SystemSharedMemoryStatus,
             pb.SystemSharedMemoryStatusRequest(name="nope"),
@@ -709,12 +731,9 @@ def test_system_shared_memory_end_to_end(stub: Any) -> None:
         response = stub.ModelInfer(request, timeout=T)
         assert list(response.raw_output_contents) == [b"", b""]
         assert codec.output_to_numpy(response, "OUTPUT0") is None
-        assert codec.get_parameters(response.outputs[1].parameters) == {
-            "shared_memory_region": "out",
-            "shared_memory_byte_size": 64,
-            "shared_memory_offset": 64,
-        }
-        result = np.frombuffer(region.buffer[128:256], dtype=np.int32).reshape(2, 16)
+        # As Triton: nothing in the response marks the outputs, their entries are empty.
+        assert codec.get_parameters(response.outputs[1].parameters) == {}
+        result = np.frombuffer(out_region.buffer[128:256], dtype=np.int32).reshape(2, 16)
         assert np.array_equal(result[0], (A + B)[0]) and np.array_equal(result[1], (A - B)[0])
 
         # Mixed: one input in shared memory, one raw; one output in the response.
@@ -725,7 +744,7 @@ def test_system_shared_memory_end_to_end(stub: Any) -> None:
         )
         response = stub.ModelInfer(mixed, timeout=T)
         assert np.array_equal(output(response, "OUTPUT1"), A - 3 * B)
-        assert np.array_equal(np.frombuffer(region.buffer[128:192], np.int32), (A + 3 * B)[0])
+        assert np.array_equal(np.frombuffer(out_region.buffer[128:192], np.int32), (A + 3 * B)[0])
 
         # The same through the stream.
         (message,) = stream_all(stub, [request])
@@ -776,8 +795,9 @@ def test_system_shared_memory_end_to_end(stub: Any) -> None:
         assert set(status.regions) == {"out"}
     finally:
         stub.SystemSharedMemoryUnregister(pb.SystemSharedMemoryUnregisterRequest(), timeout=T)
-        region.close()
-        posix.unlink(key)
+        for each in (region, out_region):
+            each.close()
+            posix.unlink(each.key)
     status = stub.SystemSharedMemoryStatus(pb.SystemSharedMemoryStatusRequest(), timeout=T)
     assert not status.regions
     assert not [n for n in os.listdir("/dev/shm") if key[1:] in n]
@@ -795,7 +815,7 @@ def test_cuda_shared_memory_rpcs(stub: Any) -> None:
         stub.CudaSharedMemoryRegister,
         pb.CudaSharedMemoryRegisterRequest(name="c", raw_handle=b"abc", byte_size=8),
         Code.INVALID_ARGUMENT,
-        "cudaIpcMemHandle_t",
+        "^failed to register shared memory region: invalid args$",
     )
     stub.CudaSharedMemoryUnregister(pb.CudaSharedMemoryUnregisterRequest(), timeout=T)
 
@@ -825,9 +845,14 @@ def test_trace_settings(stub: Any) -> None:
     assert values(stub.TraceSetting(clear, timeout=T))["trace_rate"] == ["1000"]
     unknown = pb.TraceSettingRequest(model_name="nope")
     fails(stub.TraceSetting, unknown, Code.INVALID_ARGUMENT, "Request for unknown model : nope")
+    # As Triton: unknown levels and settings are ignored, malformed values refused.
+    ignored = pb.TraceSettingRequest()
+    ignored.settings["trace_level"].value.append("LOUD")
+    ignored.settings["bogus"].value.append("1")
+    assert values(stub.TraceSetting(ignored, timeout=T))["trace_level"] == ["OFF"]
     bad = pb.TraceSettingRequest()
-    bad.settings["trace_level"].value.append("LOUD")
-    fails(stub.TraceSetting, bad, Code.INVALID_ARGUMENT, "trace level 'LOUD'")
+    bad.settings["trace_rate"].value.extend(["1", "2"])
+    fails(stub.TraceSetting, bad, Code.INVALID_ARGUMENT, "^expect only 1 value for 'trace_rate'$")
 
 
 def test_log_settings(stub: Any) -> None:

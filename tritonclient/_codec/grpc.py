@@ -38,7 +38,6 @@ codecs of :mod:`tritonclient.utils`.
 
 from __future__ import annotations
 
-import struct
 import sys
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +47,8 @@ import numpy as np
 import numpy.typing as npt
 from google.protobuf.message import DecodeError
 
+from tritonclient._codec.numbers import stoi, stol
+from tritonclient._codec.raw import bytes_fault
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import (
     TRITON_RESERVED_REQUEST_PARAMS,
@@ -95,8 +96,10 @@ __all__ = [
     "output_to_numpy",
     "parse_infer_request",
     "parse_infer_response",
+    "parse_log_settings_request",
     "parse_model_version",
     "parse_stream_response",
+    "parse_trace_setting_request",
     "raw_to_array",
     "response_parameters",
     "serialize_infer_request",
@@ -1028,7 +1031,8 @@ def output_to_numpy(
     -------
     numpy.ndarray or None
         The tensor, or None if the response has no output ``name`` or the output was written
-        to shared memory (its ``shared_memory_region`` parameter is set).
+        to shared memory (an empty raw entry for a non-empty shape, as Triton sends it, or a
+        ``shared_memory_region`` parameter, as other servers may).
 
     Raises
     ------
@@ -1042,6 +1046,10 @@ def output_to_numpy(
         if output.parameters and "shared_memory_region" in output.parameters:
             return None
         if index < len(raw):
+            if not _buffer_nbytes(raw[index]) and _element_count(output.shape):
+                # Triton answers an output it wrote to shared memory with an empty entry and
+                # no marker: the data are in the region, not here.
+                return None
             return raw_to_array(raw[index], output.datatype, output.shape)
         shape = [int(d) for d in output.shape]
         if output.HasField("contents"):
@@ -1165,28 +1173,145 @@ def parse_model_version(version: str, model_name: str) -> int:
     Returns
     -------
     int
-        The version, or -1 for "".
+        The version (read as ``std::stol`` reads it: ``"3abc"`` is 3), or -1 for "".
 
     Raises
     ------
     GrpcCodecError
-        ``INVALID_ARG`` for a string that is not a non-negative integer, with Triton's
-        messages.
+        ``INVALID_ARG`` for a string that does not start with a number or is negative, with
+        Triton's messages.
     """
     if version == "":
         return -1
     try:
-        number = int(version)
-    except ValueError:
+        number = stol(version)
+    except (ValueError, OverflowError):
+        # Triton quotes the C++ exception's what(), which is "stol" for both failures.
         raise _invalid(
-            f"failed to get model version from specified version string '{version}' for "
-            f"model '{model_name}', version should be an integral value > 0"
+            f"failed to get model version from specified version string '{version}' "
+            "(details: stol), version should be an integral value > 0"
         ) from None
     if number < 0:
         raise _invalid(
             f"invalid model version specified '{version}' , version should be an integral value > 0"
         )
     return number
+
+
+_TRACE_NUMBERS = (
+    ("trace_rate", None, "[ 0, 4294967295 ]"),
+    ("trace_count", -1, "[ -1, 2147483647 ]"),
+    ("log_frequency", None, "[ 0, 4294967295 ]"),
+)
+
+
+def parse_trace_setting_request(request: service_pb2.TraceSettingRequest) -> dict[str, Any]:
+    """The changes of a ``TraceSetting`` request, read as Triton 2.51 reads them (server side).
+
+    Only ``trace_file``, ``trace_level``, ``trace_rate``, ``trace_count`` and
+    ``log_frequency`` are read, other keys are ignored; a setting with no values clears it
+    (None).  Levels other than ``OFF``, ``TIMESTAMPS`` and ``TENSORS`` are ignored; numbers
+    are parsed with ``std::stoi`` (a negative rate or frequency wraps to unsigned).
+
+    Returns
+    -------
+    dict
+        ``{setting: value}``: levels as a list, numbers as decimal strings.
+
+    Raises
+    ------
+    GrpcCodecError
+        ``INVALID_ARG`` with Triton's messages: several values for a single-valued setting,
+        ``OFF`` with another level, numbers that do not parse or are out of range.
+    """
+    settings = request.settings
+    changes: dict[str, Any] = {}
+
+    def single(key: str) -> str | None:
+        values = list(settings[key].value)
+        if not values:
+            return None
+        if len(values) != 1:
+            raise _invalid(f"expect only 1 value for '{key}'")
+        return values[0]
+
+    if "trace_file" in settings:
+        changes["trace_file"] = single("trace_file")
+    if "trace_level" in settings:
+        levels = list(settings["trace_level"].value)
+        if not levels:
+            changes["trace_level"] = None
+        chosen: list[str] = []
+        for level in levels:
+            if level == "OFF":
+                if len(levels) != 1:
+                    raise _invalid("Expect only one trace level 'OFF' is specified")
+                chosen = ["OFF"]
+            elif level in ("TIMESTAMPS", "TENSORS") and level not in chosen:
+                chosen.append(level)
+        if chosen:
+            order = ("OFF", "TIMESTAMPS", "TENSORS")
+            changes["trace_level"] = sorted(chosen, key=order.index)
+    for key, lowest, bounds in _TRACE_NUMBERS:
+        if key not in settings:
+            continue
+        value = single(key)
+        if value is None:
+            changes[key] = None
+            continue
+        try:
+            number = stoi(value)
+        except ValueError:
+            raise _invalid(f"Unable to parse '{key}', got: {value}") from None
+        except OverflowError:
+            raise _invalid(
+                f"Unable to parse '{key}', value is out of range {bounds}, got: {value}"
+            ) from None
+        if lowest is not None and number < lowest:
+            raise _invalid(f"Unable to parse '{key}'. Expecting value >= {lowest}, got: {value}")
+        changes[key] = str(number if lowest is not None else number & 0xFFFFFFFF)
+    return changes
+
+
+_LOG_SETTINGS = (
+    ("log_file", "string_param", "string"),
+    ("log_info", "bool_param", "boolean"),
+    ("log_warning", "bool_param", "boolean"),
+    ("log_error", "bool_param", "boolean"),
+    ("log_verbose_level", "uint32_param", "int32"),
+    ("log_format", "string_param", "string"),
+)
+
+
+def parse_log_settings_request(request: service_pb2.LogSettingsRequest) -> dict[str, Any]:
+    """The changes of a ``LogSettings`` request, read as Triton 2.51 reads them (server side).
+
+    Only the six settings are read (other keys are ignored); each must hold its own kind of
+    value.
+
+    Returns
+    -------
+    dict
+        ``{setting: value}``.
+
+    Raises
+    ------
+    GrpcCodecError
+        ``INVALID_ARG`` ``expect <type> for '<setting>'`` for a value of the wrong kind, and
+        ``invalid argument for log_format, got: <value>``.
+    """
+    changes: dict[str, Any] = {}
+    for key, field_name, kind in _LOG_SETTINGS:
+        if key not in request.settings:
+            continue
+        entry = request.settings[key]
+        if entry.WhichOneof("parameter_choice") != field_name:
+            raise _invalid(f"expect {kind} for '{key}'")
+        value = getattr(entry, field_name)
+        if key == "log_format" and value not in ("default", "ISO8601"):
+            raise _invalid(f"invalid argument for log_format, got: {value}")
+        changes[key] = value
+    return changes
 
 
 def _wrong_type(key: str, expected: str, tensor: str | None = None) -> GrpcCodecError:
@@ -1292,27 +1417,6 @@ def _request_prefix(request_id: str) -> str:
     return f"[request id: {request_id or '<id_unknown>'}] "
 
 
-def _bytes_error(buffer: Buffer, name: str, prefix: str) -> GrpcCodecError:
-    """Triton's message for a truncated BYTES buffer (found by a scan of the prefixes)."""
-    view = memoryview(buffer).cast("B")
-    offset = 0
-    while offset < len(view):
-        remaining = len(view) - offset
-        if remaining < 4:
-            return _invalid(
-                f"{prefix}incomplete string length indicator for inference input '{name}', "
-                f"expecting 4 bytes but only {remaining} bytes available"
-            )
-        (length,) = struct.unpack_from("<I", view, offset)
-        if length > remaining - 4:
-            return _invalid(
-                f"{prefix}incomplete string data for inference input '{name}', expecting "
-                f"string of length {length} but only {remaining - 4} bytes available"
-            )
-        offset += 4 + length
-    return _invalid(f"{prefix}invalid string data for inference input '{name}'")
-
-
 def _decode_raw(
     buffer: Buffer, datatype: str, shape: tuple[int, ...], name: str, model: str, prefix: str
 ) -> npt.NDArray[Any]:
@@ -1325,7 +1429,7 @@ def _decode_raw(
         try:
             array = deserialize_bytes_tensor(buffer)
         except InferenceServerException:
-            raise _bytes_error(buffer, name, prefix) from None
+            raise _invalid(bytes_fault(buffer, name, model, prefix).message) from None
     else:
         nbytes = _buffer_nbytes(buffer)
         if nbytes % info.byte_size:
@@ -1516,9 +1620,8 @@ def encode_infer_response_parts(
     response : ResponseLike
         The core response (model name and version, id, outputs, parameters).
     shm_outputs : mapping of str to SharedMemoryRef, optional
-        Outputs already written to shared memory, with the bytes written: they get an empty
-        raw entry and ``shared_memory_region``/``shared_memory_byte_size``/
-        ``shared_memory_offset`` parameters.
+        Outputs already written to shared memory: they get an empty raw entry (and, as in
+        Triton, no parameters).
     final : bool, optional
         When given, sets the ``triton_final_response`` response parameter (stream).
 
@@ -1546,10 +1649,8 @@ def encode_infer_response_parts(
     for tensor in response.outputs:
         output = message.outputs.add(name=tensor.name, datatype=tensor.datatype)
         output.shape.extend(int(d) for d in tensor.shape)
-        ref = shm.get(tensor.name)
-        if ref is not None:
-            _set_shm_parameters(output.parameters, ref)
-            raw.append(b"")
+        if tensor.name in shm:
+            raw.append(b"")  # Triton sends no data and no parameters for it
         else:
             raw.append(tensor_to_buffer(tensor.data, tensor.datatype))
     return message, raw
