@@ -41,6 +41,7 @@ IDENTITY_MODELS = {
 ALL_MODELS = (
     "add_sub_gpu",
     "bls_simple",
+    "optional_inputs",
     *IDENTITY_MODELS.values(),
     "repeat_int32",
     "simple",
@@ -108,7 +109,8 @@ def _health_and_metadata() -> list[Case]:
         Case("http/health/no-kind", [get("/v2/health")]),
         Case("http/health/trailing-slash", [get("/v2/health/live/")]),
         Case("http/health/query-string", [get("/v2/health/ready?x=1")]),
-        Case("http/server-metadata", [get("/v2")]),
+        # The version is each server's own (Triton 2.51.0; this package's).
+        Case("http/server-metadata", [get("/v2", volatile=("version",))]),
         Case("http/server-metadata/trailing-slash", [get("/v2/")]),
         Case("http/server-metadata/post", [post("/v2")]),
         Case("http/server-metadata/put", [H("PUT", "/v2")]),
@@ -531,6 +533,27 @@ def _infer_json() -> list[Case]:
                 )
             ],
         ),
+        *[
+            Case(
+                f"http/infer/optional-model-{'-'.join(names).lower()}",
+                [
+                    infer(
+                        "optional_inputs",
+                        {"inputs": [tensor(n, "FP32", [1], [1.0]) for n in names]},
+                    )
+                ],
+            )
+            for names in (
+                ("INPUT0", "INPUT1", "INPUT2", "INPUT3"),
+                ("INPUT0", "INPUT1", "INPUT2"),
+                ("INPUT0", "INPUT1", "INPUT3"),
+                ("INPUT3", "INPUT2", "INPUT1"),
+                ("INPUT0",),
+                (),
+                ("INPUT0", "INPUT1", "INPUT2", "INPUT3", "INPUT4"),
+                ("INPUT0", "INPUT1", "BOGUS"),
+            )
+        ],
         Case(
             "http/infer/optional-input-missing",
             [infer("slow", {"inputs": [tensor("INPUT0", "INT32", [2], [1, 2])]})],
@@ -1171,6 +1194,24 @@ def _statistics() -> list[Case]:
     ]
 
 
+_ECHO_MODEL = b"""import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse(
+                [pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())]
+            )
+            for r in requests
+        ]
+"""
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
 def _repository() -> list[Case]:
     config = json.dumps({"backend": "python", "max_batch_size": 8})
     return [
@@ -1264,7 +1305,89 @@ def _repository() -> list[Case]:
                 infer("identity_int8", {"inputs": [tensor("INPUT0", "INT8", [3], [1, 2, 3])]}),
                 post("/v2/repository/models/identity_int8/load"),
                 get("/v2/models/identity_int8"),
+                post("/v2/repository/models/identity_int8/unload"),
+                post("/v2/repository/models/identity_int8/load"),
+                get("/v2/models/identity_int8"),
             ],
+        ),
+        *[
+            Case(
+                f"http/repository/load-file-{what}",
+                [
+                    post(
+                        "/v2/repository/models/simple/load",
+                        {"parameters": {"config": config, "file:1/model.py": _b64(source)}},
+                    ),
+                    get("/v2/models/simple/ready"),
+                    get("/v2/models/simple/config"),
+                ],
+            )
+            for what, source in (
+                ("import-error", b"import no_such_module_here\n"),
+                ("no-class", b"x = 1\n"),
+                (
+                    "init-error",
+                    b"class TritonPythonModel:\n"
+                    b"    def initialize(self, args):\n"
+                    b"        raise ValueError('boom at init')\n",
+                ),
+            )
+        ],
+        Case(
+            "http/repository/load-new-model-from-files",
+            [
+                post(
+                    "/v2/repository/models/made_of_files/load",
+                    {
+                        "parameters": {
+                            "config": json.dumps(
+                                {
+                                    "backend": "python",
+                                    "max_batch_size": 0,
+                                    "input": [
+                                        {"name": "IN", "data_type": "TYPE_INT32", "dims": [-1]}
+                                    ],
+                                    "output": [
+                                        {"name": "OUT", "data_type": "TYPE_INT32", "dims": [-1]}
+                                    ],
+                                }
+                            ),
+                            "file:1/model.py": _b64(_ECHO_MODEL),
+                        }
+                    },
+                ),
+                get("/v2/models/made_of_files"),
+                infer("made_of_files", {"inputs": [tensor("IN", "INT32", [2], [4, 5])]}),
+                post("/v2/repository/index"),
+                post("/v2/repository/models/made_of_files/unload"),
+                get("/v2/models/made_of_files/ready"),
+            ],
+        ),
+        Case(
+            "http/repository/load-config-unknown-field",
+            [
+                post(
+                    "/v2/repository/models/simple/load",
+                    {"parameters": {"config": json.dumps({"backend": "python", "bogus": 1})}},
+                )
+            ],
+        ),
+        Case(
+            "http/repository/load-param-not-string",
+            [post("/v2/repository/models/simple/load", {"parameters": {"config": 5}})],
+        ),
+        Case(
+            "http/repository/load-body-array",
+            [post("/v2/repository/models/identity_int32/load", [1])],
+        ),
+        Case(
+            "http/repository/load-body-whitespace",
+            [post("/v2/repository/models/identity_int32/load", " ")],
+        ),
+        Case("http/repository/index-body-array", [post("/v2/repository/index", [1])]),
+        Case(
+            "http/repository/index-ready-true",
+            [post("/v2/repository/index", {"ready": True})],
         ),
         Case(
             "http/repository/unload-dependents-not-bool",

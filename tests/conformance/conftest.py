@@ -10,9 +10,27 @@ import pytest
 
 from tests.conformance.pair import Pair, run_pair
 
-#: The flags each named pair of servers starts with (both servers get the same ones).
-PAIRS: dict[str, tuple[str, ...]] = {
-    "main": ("--model-control-mode=explicit", "--load-model=*"),
+#: Each named pair of servers: the flags both start with, and the models of their repository
+#: (None: all of them, bundled and conformance models).
+PAIRS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
+    "main": (("--model-control-mode=explicit", "--load-model=*"), None),
+    "none": (("--model-control-mode=none",), ("simple", "identity_int32")),
+    "poll": (
+        ("--model-control-mode=poll", "--repository-poll-secs=3600"),
+        ("simple", "identity_int32"),
+    ),
+    "restricted": (
+        (
+            "--model-control-mode=explicit",
+            "--load-model=simple",
+            "--load-model=echo_params",
+            "--http-restricted-api=model-repository,shared-memory:admin-key=secret",
+            "--grpc-restricted-protocol=model-repository:admin-key=secret",
+            "--http-header-forward-pattern=^(x|X)-(f|F)wd.*",
+            "--grpc-header-forward-pattern=^x-fwd.*",
+        ),
+        ("simple", "echo_params", "identity_int32"),
+    ),
 }
 
 
@@ -27,7 +45,8 @@ class PairPool:
     def __getitem__(self, name: str) -> Pair:
         if name not in self._pairs:
             path: Path = self._tmp.mktemp(f"pair-{name}")
-            self._pairs[name] = self._stack.enter_context(run_pair(path, PAIRS[name]))
+            args, models = PAIRS[name]
+            self._pairs[name] = self._stack.enter_context(run_pair(path, args, models=models))
         return self._pairs[name]
 
 

@@ -1,10 +1,10 @@
 """What must differ between two correct servers, replaced before the records are compared.
 
-Only measurements are normalised: durations and timestamps (two servers never take the same
-nanoseconds; whether a value is zero or not is kept, because a server that reports 0 ns where
-Triton reports time is a difference), and the byte offsets in JSON parser messages (Triton's
-rapidjson and Python's json count differently). Everything else, error texts included, is
-compared as it comes.
+Only measurements and each server's own internals are normalised: durations and timestamps
+(two servers never take the same nanoseconds; whether a value is zero or not is kept, because
+a server that reports 0 ns where Triton reports time is a difference), the byte offsets in
+JSON parser messages, and the frames of a Python traceback quoted in an error (its first line,
+the exception, is compared). Everything else, error texts included, is compared as it comes.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from typing import Any
 TIMING_KEYS = frozenset({"ns", "last_inference"})
 
 _JSON_OFFSET = re.compile(r"(failed to parse the request JSON buffer: [^\"]*?) at \d+")
+# A Python traceback quoted in an error ("At:" and one "  file(line): function" line per
+# frame): the files and frames are each server's own (temporary folders, import machinery).
+_TRACEBACK = re.compile(r"\n\nAt:\n(?:  [^\n]*\n)+")
 
 
 def _timing(value: Any) -> Any:
@@ -37,5 +40,5 @@ def normalize_json(data: Any) -> Any:
 
 
 def normalize_text(text: str) -> str:
-    """Return an error text with JSON parser offsets removed."""
-    return _JSON_OFFSET.sub(r"\1 at <offset>", text)
+    """Return an error text with JSON parser offsets and quoted tracebacks replaced."""
+    return _TRACEBACK.sub("\n\nAt:\n<traceback>\n", _JSON_OFFSET.sub(r"\1 at <offset>", text))

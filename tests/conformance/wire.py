@@ -19,7 +19,7 @@ import gzip
 import hashlib
 import http.client
 import json
-import uuid
+import os
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +57,9 @@ class H:
     headers: tuple[tuple[str, str], ...] = ()
     binary: bytes | None = None
     port: str = "http"  # "http" or "metrics"
+    #: Top-level members of a JSON answer that legitimately differ between the servers (the
+    #: server's own version); replaced by "<differs>" before the comparison.
+    volatile: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,8 @@ class G:
     request: Message | bytes | Callable[[Context], Message]
     metadata: tuple[tuple[str, str], ...] = ()
     service: str = SERVICE
+    #: Top-level response fields that legitimately differ (see :attr:`H.volatile`).
+    volatile: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,7 @@ class Context:
     """What one run of a case against one server needs."""
 
     server: Endpoint
+    case_key: str = ""
     regions: dict[str, posix.MappedRegion] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)
     channel: grpc.Channel | None = None
@@ -186,6 +192,10 @@ def _http(ctx: Context, step: H) -> dict[str, Any]:
         record["binary"] = _binary_record(raw[split:])
     else:
         record["body"] = _decode_body(raw, content_type)
+    if isinstance(record["body"], dict):
+        for key in step.volatile:
+            if key in record["body"]:
+                record["body"][key] = "<differs>"
     return record
 
 
@@ -233,6 +243,9 @@ def _grpc(ctx: Context, step: G) -> dict[str, Any]:
     except grpc.RpcError as exc:
         return _error_record(exc)
     record: dict[str, Any] = {"code": "OK", "response": _message_record(response)}
+    for key in step.volatile:
+        if key in record["response"]:
+            record["response"][key] = "<differs>"
     trailing = [(k, v) for k, v in (state.trailing_metadata() or ())]
     if trailing:
         record["trailing_metadata"] = trailing
@@ -270,7 +283,10 @@ def _order_stream(responses: list[Any]) -> list[Any]:
 
 
 def _shm_create(ctx: Context, step: Shm) -> None:
-    key = f"/conformance_{uuid.uuid4().hex[:16]}"
+    # The same key in both runs (they never overlap), so answers that echo it compare equal;
+    # the process id keeps concurrent test sessions apart.
+    key = f"/conformance_{os.getpid()}_{ctx.case_key}_{step.name}"
+    posix.unlink(key)  # left by an interrupted run
     region = posix.create(key, step.size, create_only=True)
     ctx.regions[step.name] = region
     ctx.keys[step.name] = key
@@ -284,9 +300,9 @@ def _shm_read(ctx: Context, step: ShmRead) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def context(server: Endpoint) -> Iterator[Context]:
+def context(server: Endpoint, case_key: str = "") -> Iterator[Context]:
     """A context for one run; closes its channel and removes its regions afterwards."""
-    ctx = Context(server)
+    ctx = Context(server, case_key)
     ctx.channel = grpc.insecure_channel(
         server.grpc,
         options=[("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)],
@@ -300,10 +316,11 @@ def context(server: Endpoint) -> Iterator[Context]:
             posix.unlink(region.key)
 
 
-def run_case(server: Endpoint, steps: Sequence[Step]) -> list[Any]:
-    """Perform ``steps`` against ``server``; one record per step (None for set-up steps)."""
+def run_case(server: Endpoint, steps: Sequence[Step], case_id: str = "") -> list[Any]:
+    """Perform ``steps`` against ``server``; one record per step (set-up steps leave none)."""
     records: list[Any] = []
-    with context(server) as ctx:
+    case_key = hashlib.sha256(case_id.encode()).hexdigest()[:12]
+    with context(server, case_key) as ctx:
         for step in steps:
             if isinstance(step, H):
                 records.append(_http(ctx, step))
