@@ -351,15 +351,12 @@ def error_from_rpc(rpc_error: Any) -> InferenceServerException:
     Returns
     -------
     InferenceServerException
-        For a server that cannot be reached (nothing listening, an HTTP port) the message
-        ends with a hint that says how to fix it.
+        With NVIDIA's message, status and details; for a server that cannot be reached
+        (nothing listening, an HTTP port) its ``hint`` says how to fix it.
     """
     error = server_error_with_hint(codec.exception_from_rpc_error(rpc_error))
     if isinstance(error, InferenceServerUnavailableError):
-        message = error.message() or ""
-        hint = connection_hint(message, "grpc")
-        if hint:
-            error = type(error)(message + hint, error.status(), error.debug_details())
+        error.with_hint(connection_hint(error.message() or "", "grpc"))
     return error
 
 

@@ -194,8 +194,8 @@ def transport_error(error: BaseException, what: str, server: str = "") -> Infere
     what : str
         The request, e.g. ``"GET /v2/health/ready"``, for the message.
     server : str, optional
-        ``host:port`` of the server, named in the hint added to the message when nothing
-        listens there or it does not speak HTTP/1.1.
+        ``host:port`` of the server, named in the exception's ``hint`` when nothing listens
+        there or it does not speak HTTP/1.1.
 
     Returns
     -------
@@ -214,10 +214,12 @@ def transport_error(error: BaseException, what: str, server: str = "") -> Infere
         return InferenceServerDeadlineExceededError(f"{what}: timed out ({detail})")
     hint = connection_hint(detail, "http", server)
     if isinstance(error, OSError | EOFError):
-        return InferenceServerConnectionError(f"{what}: connection failed ({detail}){hint}")
+        return InferenceServerConnectionError(f"{what}: connection failed ({detail})").with_hint(
+            hint
+        )
     return InferenceServerProtocolError(
-        f"{what}: invalid response from the server ({detail}){hint}"
-    )
+        f"{what}: invalid response from the server ({detail})"
+    ).with_hint(hint)
 
 
 def decode_error(error: BaseException, what: str) -> InferenceServerException:
