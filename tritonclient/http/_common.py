@@ -45,6 +45,7 @@ from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
 from tritonclient.utils import InferenceServerException, raise_error
+from tritonclient.utils._codec import check_model_version
 from tritonclient.utils._errors import (
     InferenceServerConnectionError,
     InferenceServerDeadlineExceededError,
@@ -138,12 +139,6 @@ def parse_url(url: str, ssl: bool) -> tuple[str, str, int, str]:
     if not host:
         raise_error(f"invalid url '{url}': expected host:port")
     return scheme, host, port, base
-
-
-def _check_version(model_version: Any) -> str:
-    if not isinstance(model_version, str):
-        raise_error("model version must be a string")
-    return model_version
 
 
 def _reply_error(reply: HttpReply) -> InferenceServerException | None:
@@ -510,7 +505,7 @@ class ClientCore:
     def _c_model_ready(
         self, model_name: str, model_version: str, headers: Any, query_params: Any
     ) -> HttpCall[bool]:
-        path = model_path(model_name, _check_version(model_version), "ready")
+        path = model_path(model_name, check_model_version(model_version), "ready")
         return self._c_get(path, headers, query_params, _parse_ok)
 
     def _c_server_metadata(self, headers: Any, query_params: Any) -> HttpCall[Any]:
@@ -519,13 +514,13 @@ class ClientCore:
     def _c_model_metadata(
         self, model_name: str, model_version: str, headers: Any, query_params: Any
     ) -> HttpCall[Any]:
-        path = model_path(model_name, _check_version(model_version))
+        path = model_path(model_name, check_model_version(model_version))
         return self._c_get(path, headers, query_params, _parse_json)
 
     def _c_model_config(
         self, model_name: str, model_version: str, headers: Any, query_params: Any
     ) -> HttpCall[Any]:
-        path = model_path(model_name, _check_version(model_version), "config")
+        path = model_path(model_name, check_model_version(model_version), "config")
         return self._c_get(path, headers, query_params, _parse_json)
 
     def _c_repository_index(self, headers: Any, query_params: Any) -> HttpCall[Any]:
@@ -557,7 +552,7 @@ class ClientCore:
         self, model_name: str, model_version: str, headers: Any, query_params: Any
     ) -> HttpCall[Any]:
         if model_name:
-            path = model_path(model_name, _check_version(model_version), "stats")
+            path = model_path(model_name, check_model_version(model_version), "stats")
         else:
             path = "/v2/models/stats"
         return self._c_get(path, headers, query_params, _parse_json)
@@ -657,7 +652,7 @@ class ClientCore:
         ):
             if algorithm is not None and algorithm not in _COMPRESSION:
                 raise_error(f"unsupported {name} '{algorithm}'; expected 'gzip' or 'deflate'")
-        path = model_path(model_name, _check_version(model_version), "infer")
+        path = model_path(model_name, check_model_version(model_version), "infer")
         body = build_infer_body(
             inputs,
             outputs,
