@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import ssl
 import sys
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 __all__ = [
     "InferenceServerAlreadyExistsError",
@@ -29,6 +29,7 @@ __all__ = [
     "raise_error",
     "server_error_with_hint",
     "specialize_exception",
+    "with_note",
 ]
 
 
@@ -104,12 +105,8 @@ class InferenceServerException(Exception):
         if hint:
             self.hint = hint
             note = f"hint: {hint}"
-            notes = getattr(self, "__notes__", None)
-            if notes is None or note not in notes:
-                if sys.version_info >= (3, 11):
-                    self.add_note(note)
-                else:  # pragma: no cover - Python 3.10 keeps the note without showing it
-                    self.__notes__ = [*(notes or []), note]
+            if note not in getattr(self, "__notes__", ()):
+                with_note(self, note)
         return self
 
     def message(self) -> str | None:
@@ -160,6 +157,20 @@ def raise_error(msg: str, hint: str | None = None) -> NoReturn:
         Always.
     """
     raise InferenceServerException(msg=msg).with_hint(hint) from None
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def with_note(error: E, detail: str | None) -> E:
+    """``error`` with ``detail`` added as an exception note (shown in tracebacks; ``str()`` and
+    the message stay as they are, e.g. NVIDIA's text); ``error`` itself is returned."""
+    if detail:
+        if sys.version_info >= (3, 11):
+            error.add_note(detail)
+        else:  # pragma: no cover - Python 3.10 keeps the note without showing it
+            error.__notes__ = [*getattr(error, "__notes__", []), detail]  # type: ignore[attr-defined]
+    return error
 
 
 # ---------------------------------------------------------------------------------------------

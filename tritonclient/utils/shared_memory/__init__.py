@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import math
 import struct
-import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any, cast
@@ -30,6 +29,7 @@ from shm import posix
 
 from .._codec import serialize_byte_tensor
 from .._dtypes import triton_to_np_dtype
+from .._errors import with_note
 
 __all__ = [
     "SharedMemoryException",
@@ -76,10 +76,7 @@ _key_mapping: dict[str, dict[str, Any]] = {}
 
 def _error(message: str, detail: str) -> SharedMemoryException:
     """NVIDIA's exception (``message``) with what went wrong as an exception note."""
-    error = SharedMemoryException(message)
-    if sys.version_info >= (3, 11):
-        error.add_note(detail)
-    return error
+    return with_note(SharedMemoryException(message), detail)
 
 
 def create_shared_memory_region(
