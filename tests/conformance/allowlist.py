@@ -116,5 +116,22 @@ ALLOWED.update(
             )
             for what in ("truncated", "short prefix")
         },
+        **_each(
+            _HTTP,
+            "body/parse not json",
+            "NVIDIA's parse_response_body lets rapidjson's JSONDecodeError through; ours "
+            "raises InferenceServerException",
+        ),
+        **_each(
+            _HTTP,
+            "body/parse bad length",
+            "a header length past the body: NVIDIA's parse_response_body fails later with "
+            "numpy's ValueError (reshape of an empty buffer); ours raises "
+            "InferenceServerException naming the length",
+        ),
+        "client/shm_utils/cuda raw handle of None": (
+            "NVIDIA's cuda_shared_memory.get_raw_handle lets AttributeError through for "
+            "something that is not a handle; ours raises CudaSharedMemoryException"
+        ),
     }
 )

@@ -28,6 +28,7 @@ import os
 import queue
 import re
 import sys
+import time
 import traceback
 import warnings
 from collections.abc import Callable
@@ -629,6 +630,9 @@ def seq_stream(ctx: Ctx) -> None:
         rec("stop_stream", c.stop_stream)
         rec("async_stream_infer after stop", c.async_stream_infer, "simple", ctx.simple_inputs())
         rec("stop_stream again", c.stop_stream)
+        rec("start_stream again", c.start_stream, callback)
+        rec("async_stream_infer then cancel", c.async_stream_infer, "simple", ctx.simple_inputs())
+        rec("stop_stream cancel_requests", c.stop_stream, cancel_requests=True)
         ctx.close(c)
         return
     loop = rec.loop
@@ -675,6 +679,13 @@ def seq_statistics(ctx: Ctx) -> None:
     data = np.array([[1, 2]], np.int8)
     for i in range(2):
         rec(f"infer {i}", c.infer, model, [ctx.inp("INPUT0", [1, 2], "INT8", data)], show=bool)
+    # Triton counts a request after answering it: wait (bounded) until both are counted.
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        stats = norm(rec.run(c.get_inference_statistics, model, **ctx.json_kw()))
+        if int(stats["model_stats"][0].get("inference_count", 0)) >= 2:
+            break
+        time.sleep(0.05)
     rec("statistics", c.get_inference_statistics, model)
     rec("statistics json", c.get_inference_statistics, model, **ctx.json_kw())
     rec("statistics v1", c.get_inference_statistics, model, "1", **ctx.json_kw())
@@ -912,6 +923,103 @@ def seq_connection(ctx: Ctx) -> None:
     )
 
 
+def seq_plugins(ctx: Ctx) -> None:
+    """register_plugin / plugin / unregister_plugin; a plugin's headers reach the server."""
+    rec, c = ctx.rec, ctx.client()
+    seen: list[Any] = []
+
+    class Plugin(ctx.mod.InferenceServerClientPlugin):  # type: ignore[misc, name-defined]
+        def __call__(self, request: Any) -> None:
+            request.headers["x-plugin"] = "1"
+            seen.append(sorted(request.headers))
+
+    plugin = Plugin()
+    rec("plugin before", lambda: c.plugin() is None)
+    rec("register_plugin", c.register_plugin, plugin)
+    rec("plugin after", lambda: c.plugin() is plugin)
+    rec("register twice", c.register_plugin, Plugin())
+    rec("call with plugin", c.is_server_live, headers={"x-call": "2"})
+    rec.note("headers the plugin saw", seen)
+    rec("unregister_plugin", c.unregister_plugin)
+    rec("plugin removed", lambda: c.plugin() is None)
+    rec("unregister again", c.unregister_plugin)
+    ctx.close(c)
+
+
+def seq_http_body(ctx: Ctx) -> None:
+    """The HTTP clients' static generate_request_body / parse_response_body (no server)."""
+    rec, cls = ctx.rec, ctx.mod.InferenceServerClient
+    inputs = ctx.simple_inputs()
+    text = ctx.inp("T", [2], "BYTES", np.array([b"a", b"bc"], dtype=object), binary_data=False)
+    outputs = [ctx.out("OUTPUT0"), ctx.out("OUTPUT1", binary_data=False)]
+    rec("body", cls.generate_request_body, inputs)
+    rec("body json input", cls.generate_request_body, [text])
+    rec(
+        "body with everything",
+        cls.generate_request_body,
+        inputs,
+        outputs=outputs,
+        request_id="r",
+        sequence_id=3,
+        sequence_start=True,
+        priority=2,
+        timeout=100,
+        parameters={"p": 1},
+    )
+    rec("body reserved", cls.generate_request_body, inputs, parameters={"headers": 1})
+    header = json.dumps(
+        {
+            "model_name": "m",
+            "model_version": "1",
+            "outputs": [
+                {
+                    "name": "A",
+                    "datatype": "INT32",
+                    "shape": [2],
+                    "parameters": {"binary_data_size": 8},
+                },
+                {"name": "B", "datatype": "FP32", "shape": [1], "data": [1.5]},
+            ],
+        }
+    ).encode()
+    binary = np.array([1, 2], np.int32).tobytes()
+
+    def view(result: Any) -> Any:
+        return result_view(ctx, result, ["A", "B", "C"])
+
+    rec(
+        "parse binary",
+        cls.parse_response_body,
+        header + binary,
+        header_length=len(header),
+        show=view,
+    )
+    rec(
+        "parse json only",
+        cls.parse_response_body,
+        header.replace(b'"parameters": {"binary_data_size": 8}', b'"data": [1, 2]'),
+        show=view,
+    )
+    rec("parse not json", cls.parse_response_body, b"nope", show=view)
+    rec(
+        "parse bad length",
+        cls.parse_response_body,
+        header,
+        header_length=len(header) + 5,
+        show=view,
+    )
+    import gzip
+
+    rec(
+        "parse gzip",
+        cls.parse_response_body,
+        gzip.compress(header + binary),
+        header_length=len(header),
+        content_encoding="gzip",
+        show=view,
+    )
+
+
 # -- sequences without a server --------------------------------------------------------------------
 
 
@@ -1092,8 +1200,10 @@ PER_FLAVOUR: dict[str, Callable[[Ctx], None]] = {
     "settings": seq_settings,
     "connection": seq_connection,
 }
+PER_FLAVOUR["plugins"] = seq_plugins
 SYNC_ONLY = {"async_infer": seq_async_infer}
 GRPC_ONLY = {"stream": seq_stream}
+HTTP_ONLY = {"body": seq_http_body}
 
 
 def sequence_ids() -> list[str]:
@@ -1105,6 +1215,8 @@ def sequence_ids() -> list[str]:
             names += list(SYNC_ONLY)
         if flavour.startswith("grpc"):
             names += list(GRPC_ONLY)
+        else:
+            names += list(HTTP_ONLY)
         ids += [f"{flavour}/{name}" for name in names]
     return ids
 
@@ -1120,7 +1232,7 @@ def run_sequence(seq_id: str, urls: dict[str, str]) -> list[list[Any]]:
         elif seq_id == "shm_utils":
             seq_shm_utils(rec)
         else:
-            fn = {**PER_FLAVOUR, **SYNC_ONLY, **GRPC_ONLY}[name]
+            fn = {**PER_FLAVOUR, **SYNC_ONLY, **GRPC_ONLY, **HTTP_ONLY}[name]
             fn(Ctx(flavour, urls, rec))
     except Exception as error:  # a broken sequence is a record too
         frames = traceback.extract_tb(error.__traceback__)
