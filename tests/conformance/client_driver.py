@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import inspect
 import json
 import math
@@ -763,7 +764,17 @@ def seq_repository(ctx: Ctx) -> None:
         show=lambda v: v.get("config", v).get("parameters"),
     )
     rec("load bad config", c.load_model, "identity_int16", config="{not json")
-    rec("load from disk again", c.load_model, "identity_int16")
+    rec("load again", c.load_model, "identity_int16")
+    # Put the repository's config back: a model is read from disk again only once unloaded.
+    rec("unload overridden", c.unload_model, "identity_int16")
+    rec("load from disk", c.load_model, "identity_int16")
+    rec(
+        "config from disk",
+        c.get_model_config,
+        "identity_int16",
+        **ctx.json_kw(),
+        show=lambda v: v.get("config", v).get("parameters"),
+    )
     name = f"{RUN}_files"
     files_config = json.dumps(dict(ADD_CONFIG, name=name))
     rec("load files without config", c.load_model, name, files={"file:1/model.py": MODEL_PY})
@@ -847,7 +858,9 @@ def seq_shared_memory(ctx: Ctx) -> None:
         rec("cuda unregister unknown", c.unregister_cuda_shared_memory, "no_such_region")
         rec("cuda unregister all", c.unregister_cuda_shared_memory)
     finally:
-        ctx.rec.run(c.unregister_system_shared_memory)
+        # A server that died must not leave the regions behind.
+        with contextlib.suppress(Exception):
+            ctx.rec.run(c.unregister_system_shared_memory)
         shm.destroy_shared_memory_region(h_in)
         shm.destroy_shared_memory_region(h_out)
         ctx.close(c)
@@ -1167,14 +1180,11 @@ def seq_shm_utils(rec: Recorder) -> None:
     )
     if h4 is not None:
         rec("destroy new", shm.destroy_shared_memory_region, h4)
-    rec(
-        "create zero size",
-        shm.create_shared_memory_region,
-        "r6",
-        f"/{RUN}_zero",
-        0,
-        show=lambda x: None,
-    )
+    zero = f"/{RUN}_zero"
+    h5 = rec("create zero size", shm.create_shared_memory_region, "r6", zero, 0, show=type)
+    rec("zero size left an object", os.path.exists, "/dev/shm" + zero)
+    if h5 is not None:
+        rec("destroy zero size", shm.destroy_shared_memory_region, h5)
     rec(
         "SharedMemoryException base",
         lambda: [c.__name__ for c in shm.SharedMemoryException.__mro__],
