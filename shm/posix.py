@@ -142,6 +142,20 @@ def open_region(key: str, offset: int, byte_size: int, keep_fd: bool = False) ->
     return _map(fd, key, offset, byte_size, keep_fd)
 
 
+def open_existing(key: str) -> MappedRegion:
+    """Map the whole existing object ``key``, at the size it has now (never resized)."""
+    try:
+        fd = _shm_open(key, os.O_RDWR)
+    except OSError as exc:
+        raise SharedMemoryError(f"unable to open shared memory object '{key}': {exc}") from exc
+    try:
+        size = os.fstat(fd).st_size
+    except OSError as exc:
+        os.close(fd)
+        raise SharedMemoryError(f"unable to size shared memory object '{key}': {exc}") from exc
+    return _map(fd, key, 0, size)
+
+
 def unlink(key: str) -> None:
     """Remove the object ``key`` (existing mappings stay valid until unmapped)."""
     try:

@@ -225,9 +225,17 @@ def test_infer_identity_every_datatype(
     np.testing.assert_array_equal(out, data)
 
 
-def test_infer_bf16_from_float32(client: grpcclient.InferenceServerClient) -> None:
+def test_infer_bf16_refuses_float32_as_nvidia_273(
+    client: grpcclient.InferenceServerClient,
+) -> None:
+    """NVIDIA's 2.73 refuses float32 for a BF16 input (older releases truncated it)."""
     inp = grpcclient.InferInput("INPUT0", [1, 2], "BF16")
-    inp.set_data_from_numpy(np.array([[1.0, -2.5]], np.float32))
+    with pytest.raises(InferenceServerException) as info:
+        inp.set_data_from_numpy(np.array([[1.0, -2.5]], np.float32))
+    assert (info.value.message() or "").startswith(
+        "got unexpected datatype FP32 from numpy array, expected BF16. Since r26.06"
+    )
+    inp.set_data_from_numpy(np.array([[1.0, -2.5]], ml_dtypes.bfloat16))
     out = client.infer("identity_bf16", [inp]).as_numpy("OUTPUT0")
     assert out is not None and out.dtype == ml_dtypes.bfloat16
     np.testing.assert_array_equal(out.astype(np.float32), [[1.0, -2.5]])

@@ -222,9 +222,12 @@ def test_non_contiguous_and_big_endian_inputs() -> None:
     assert arrays[1].tolist() == [0, 1, 2, 3]
 
 
-def test_bf16_accepts_float32_and_returns_bfloat16() -> None:
+def test_bf16_takes_bfloat16_refuses_float32_and_returns_bfloat16() -> None:
     values = np.array([1.5, -2.0, 3.140625], dtype=np.float32)
-    _, arrays, decoded = round_trip([codec.encode_input("X", "BF16", [3], values)], True)
+    with pytest.raises(InferenceServerException, match=r"expected BF16\. Since r26\.06"):
+        codec.encode_input("X", "BF16", [3], values)
+    bf16 = values.astype(ml_dtypes.bfloat16)
+    _, arrays, decoded = round_trip([codec.encode_input("X", "BF16", [3], bf16)], True)
     assert arrays[0].dtype == ml_dtypes.bfloat16
     assert decoded.as_numpy("X").astype(np.float32).tolist() == values.tolist()
 

@@ -95,10 +95,17 @@ def test_bytes(region: shm.SharedMemoryRegion) -> None:
     assert shm.get_contents_as_numpy(region, "BYTES", [2]).tolist() == [b"p", b"qr"]
 
 
+def _notes(error: BaseException) -> str:
+    return " ".join(getattr(error, "__notes__", []))
+
+
 def test_errors(region: shm.SharedMemoryRegion) -> None:
-    with pytest.raises(shm.SharedMemoryException, match="exceed"):
+    # NVIDIA's messages; what went wrong is in the exception's note.
+    with pytest.raises(shm.SharedMemoryException) as info:
         shm.set_shared_memory_region(region, [np.zeros(65, dtype=np.int32)])
-    with pytest.raises(shm.SharedMemoryException, match="exceed"):
+    assert str(info.value) == "unable to set the shared memory region"
+    assert "260 bytes at offset 0 exceed its 256 bytes" in _notes(info.value)
+    with pytest.raises(shm.SharedMemoryException, match=r"^unable to set the shared memory"):
         shm.set_shared_memory_region(region, [np.zeros(4, dtype=np.int32)], offset=250)
     with pytest.raises(shm.SharedMemoryException, match="list/tuple"):
         shm.set_shared_memory_region(region, np.zeros(4))  # type: ignore[arg-type]
@@ -108,10 +115,58 @@ def test_errors(region: shm.SharedMemoryRegion) -> None:
         shm.get_contents_as_numpy(region, np.int64, [33])
     with pytest.raises(shm.SharedMemoryException, match="BYTES"):
         shm.get_contents_as_numpy(region, np.object_, [1], offset=254)
-    with pytest.raises(shm.SharedMemoryException, match="invalid shared memory key"):
+    with pytest.raises(shm.SharedMemoryException) as info:
         shm.create_shared_memory_region("bad", "/a/b", 16)
-    with pytest.raises(shm.SharedMemoryException, match="already exists"):
+    assert str(info.value) == "unable to create the shared memory region"
+    assert "invalid shared memory key" in _notes(info.value)
+    with pytest.raises(shm.SharedMemoryException) as info:
         shm.create_shared_memory_region("dup", region._shm_key, 16, create_only=True)
+    assert str(info.value) == "unable to create the shared memory region"
+    assert "already exists" in _notes(info.value)
+    empty_key = _key()
+    with pytest.raises(shm.SharedMemoryException, match=r"^unable to create the shared memory"):
+        shm.create_shared_memory_region("empty", empty_key, 0)
+    assert not os.path.exists("/dev/shm" + empty_key)
+    assert shm.mapped_shared_memory_regions() == [region._shm_key]
+
+
+def test_reopening_a_key_never_grows_it() -> None:
+    """As NVIDIA's 2.73 (its test_shared_memory.py): a second create on an existing key maps
+    the object at its own size, warns when that is smaller than asked, and writes past it
+    fail."""
+    key = _key()
+    first = shm.create_shared_memory_region("a", key, 8)
+    try:
+        with pytest.warns(UserWarning, match=r"region size is 8 instead of requested 16"):
+            second = shm.create_shared_memory_region("b", key, 16)
+        try:
+            assert os.stat("/dev/shm" + key).st_size == 8
+            with pytest.raises(shm.SharedMemoryException, match=r"^unable to set the shared"):
+                shm.set_shared_memory_region(second, [np.arange(4, dtype=np.int32)])
+            shm.set_shared_memory_region(second, [np.arange(2, dtype=np.int32)])
+            assert shm.get_contents_as_numpy(first, np.int32, [2]).tolist() == [0, 1]
+            smaller = shm.create_shared_memory_region("c", key, 4)  # no warning, still 8
+            shm.set_shared_memory_region(smaller, [np.array([5, 6], dtype=np.int32)])
+            assert shm.get_contents_as_numpy(first, np.int32, [2]).tolist() == [5, 6]
+            shm.destroy_shared_memory_region(smaller)
+        finally:
+            shm.destroy_shared_memory_region(second)
+        assert os.path.exists("/dev/shm" + key)  # `first` created it and still holds it
+    finally:
+        shm.destroy_shared_memory_region(first)
+    assert not os.path.exists("/dev/shm" + key)
+
+
+def test_create_only_makes_a_new_region() -> None:
+    key = _key()
+    handle = shm.create_shared_memory_region("a", key, 16, create_only=True)
+    try:
+        shm.set_shared_memory_region(handle, [np.arange(4, dtype=np.int32)])
+        with pytest.raises(shm.SharedMemoryException, match=r"^unable to create"):
+            shm.create_shared_memory_region("b", key, 16, create_only=True)
+    finally:
+        shm.destroy_shared_memory_region(handle)
+    assert not os.path.exists("/dev/shm" + key)
 
 
 def test_reuse_and_destroy() -> None:

@@ -51,7 +51,6 @@ from tritonclient._codec.numbers import stoi, stol
 from tritonclient._codec.raw import bytes_fault
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import (
-    TRITON_RESERVED_REQUEST_PARAMS,
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
     InferenceServerException,
     deserialize_bytes_tensor,
@@ -59,6 +58,7 @@ from tritonclient.utils import (
     serialize_bf16_tensor,
     serialize_byte_tensor,
 )
+from tritonclient.utils._codec import check_parameter_name
 from tritonclient.utils._dtypes import DATATYPES
 
 __all__ = [
@@ -323,7 +323,7 @@ def _invalid(message: str) -> GrpcCodecError:
 
 
 def to_infer_parameter(
-    value: Any, out: service_pb2.InferParameter | None = None
+    value: Any, out: service_pb2.InferParameter | None = None, key: str | None = None
 ) -> service_pb2.InferParameter:
     """Store a Python value in an ``InferParameter`` (the oneof member follows the type).
 
@@ -335,6 +335,9 @@ def to_infer_parameter(
         ``string_param``.  numpy scalars are converted with ``.item()`` first.
     out : InferParameter, optional
         The message to fill (e.g. ``request.parameters["key"]``); a new one by default.
+    key : str, optional
+        The request parameter's name: an unsupported type is then refused with the message
+        of NVIDIA's client.
 
     Returns
     -------
@@ -363,9 +366,13 @@ def to_infer_parameter(
     elif isinstance(value, str):
         param.string_param = value
     else:
-        raise_error(
-            f"unsupported parameter type '{type(value).__name__}'; expected bool, int, float or str"
-        )
+        expected = "expected bool, int, float or str"
+        if key is not None:
+            raise_error(
+                f'The parameter datatype "{type(value)}" for key "{key}" is not supported.',
+                hint=expected,
+            )
+        raise_error(f"unsupported parameter type '{type(value).__name__}'; {expected}")
     return param
 
 
@@ -806,11 +813,8 @@ def _build_request(
     if enable_empty_final_response:
         params[EMPTY_FINAL_RESPONSE_PARAM].bool_param = True
     for key, value in (parameters or {}).items():
-        if key in TRITON_RESERVED_REQUEST_PARAMS or key.startswith(
-            TRITON_RESERVED_REQUEST_PARAMS_PREFIX
-        ):
-            raise_error(f"Parameter '{key}' is a reserved parameter and cannot be specified.")
-        to_infer_parameter(value, params[key])
+        check_parameter_name(key)
+        to_infer_parameter(value, params[key], key)
 
     raw: list[Buffer] = []
     for tensor in inputs:

@@ -56,16 +56,18 @@ import numpy.typing as npt
 from tritonclient._codec.numbers import atoi, stoi
 from tritonclient._codec.raw import bytes_fault
 from tritonclient.utils import (
-    TRITON_RESERVED_REQUEST_PARAMS,
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
     InferenceServerException,
     deserialize_bytes_tensor,
-    np_to_triton_dtype,
     raise_error,
     serialize_bf16_tensor,
     serialize_byte_tensor,
 )
-from tritonclient.utils._codec import json_number_text
+from tritonclient.utils._codec import (
+    check_input_array,
+    check_parameter_name,
+    json_number_text,
+)
 from tritonclient.utils._dtypes import DATATYPES
 
 __all__ = [
@@ -797,10 +799,7 @@ def _request_parameters_json(
     if timeout is not None:
         out["timeout"] = timeout
     for key, value in (parameters or {}).items():
-        if key in TRITON_RESERVED_REQUEST_PARAMS or key.startswith(
-            TRITON_RESERVED_REQUEST_PARAMS_PREFIX
-        ):
-            raise_error(f'Parameter "{key}" is a reserved parameter and cannot be specified.')
+        check_parameter_name(key)
         out[key] = value
     return out
 
@@ -1072,20 +1071,6 @@ class RequestInput:
         )
 
 
-def _check_input_array(datatype: str, shape: Sequence[int], array: Any) -> npt.NDArray[Any]:
-    if not isinstance(array, np.ndarray):
-        raise_error("input_tensor must be a numpy array")
-    got = np_to_triton_dtype(array.dtype)
-    if got != datatype and not (datatype == "BF16" and array.dtype == np.float32):
-        raise_error(f"got unexpected datatype {got} from numpy array, expected {datatype}")
-    if list(array.shape) != [int(d) for d in shape]:
-        raise_error(
-            f"got unexpected numpy array shape [{str(array.shape)[1:-1]}], "
-            f"expected [{str(tuple(shape))[1:-1]}]"
-        )
-    return array
-
-
 def encode_input(
     name: str,
     datatype: str,
@@ -1120,7 +1105,8 @@ def encode_input(
         If the dtype or shape does not match, or the values cannot be sent as JSON (BF16;
         BYTES elements that are not UTF-8).
     """
-    array = _check_input_array(datatype, shape, tensor)
+    check_input_array(name, datatype, shape, tensor)
+    array = tensor
     shape_list = [int(d) for d in shape]
     if not binary_data:
         if datatype == "BF16":
@@ -1503,22 +1489,24 @@ def error_from_response(status: int, body: Buffer) -> InferenceServerException |
     """
     if status == 200:
         return None
-    raw = bytes(body)
-    if not raw.strip():
-        return InferenceServerException(
-            msg="client received an empty response from the server.", status=str(status)
-        )
+    # As NVIDIA's 2.73 clients: a body that is not UTF-8 JSON with an "error" key is quoted
+    # in the message (with the decoding error), and kept as the debug details.
+    text: str | None = None
     try:
-        parsed = loads(raw)
-        message = parsed["error"]
-    except (ValueError, KeyError, TypeError):
-        text = raw.decode("utf-8", "replace")
+        text = bytes(body).decode("utf-8")
+        if not text:
+            return InferenceServerException(
+                msg="client received an empty response from the server.", status=str(status)
+            )
+        message = json.loads(text)["error"]
+    except Exception as exc:  # what NVIDIA's client catches: any decoding failure
         return InferenceServerException(
-            msg=f"an exception occurred in the client while decoding the response: {text}",
+            msg=f"an exception occurred in the client while decoding the response: {exc}\n"
+            f"response: {text}",
             status=str(status),
             debug_details=text,
         )
-    return InferenceServerException(msg=str(message), status=str(status))
+    return InferenceServerException(msg=message, status=str(status))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from tritonclient._codec import grpc as codec
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException, raise_error
+from tritonclient.utils._codec import check_model_version
 from tritonclient.utils._errors import (
     InferenceServerCancelledError,
     InferenceServerDeadlineExceededError,
@@ -351,15 +352,12 @@ def error_from_rpc(rpc_error: Any) -> InferenceServerException:
     Returns
     -------
     InferenceServerException
-        For a server that cannot be reached (nothing listening, an HTTP port) the message
-        ends with a hint that says how to fix it.
+        With NVIDIA's message, status and details; for a server that cannot be reached
+        (nothing listening, an HTTP port) its ``hint`` says how to fix it.
     """
     error = server_error_with_hint(codec.exception_from_rpc_error(rpc_error))
     if isinstance(error, InferenceServerUnavailableError):
-        message = error.message() or ""
-        hint = connection_hint(message, "grpc")
-        if hint:
-            error = type(error)(message + hint, error.status(), error.debug_details())
+        error.with_hint(connection_hint(error.message() or "", "grpc"))
     return error
 
 
@@ -517,11 +515,6 @@ def _as_json_or_message(as_json: bool) -> Callable[[Any], Any]:
     return message_to_json if as_json else (lambda response: response)
 
 
-def _check_version(model_version: Any) -> None:
-    if not isinstance(model_version, str):
-        raise_error(f"model version must be a string, got {type(model_version).__name__}")
-
-
 def server_live() -> Call[bool]:
     return Call("ServerLive", "is_server_live", service_pb2.ServerLiveRequest(), _live)
 
@@ -539,7 +532,7 @@ def server_ready() -> Call[bool]:
 
 
 def model_ready(model_name: str, model_version: str) -> Call[bool]:
-    _check_version(model_version)
+    check_model_version(model_version)
     request = service_pb2.ModelReadyRequest(name=model_name, version=model_version)
     return Call("ModelReady", "is_model_ready", request, _ready)
 
@@ -550,13 +543,13 @@ def server_metadata(as_json: bool) -> Call[Any]:
 
 
 def model_metadata(model_name: str, model_version: str, as_json: bool) -> Call[Any]:
-    _check_version(model_version)
+    check_model_version(model_version)
     request = service_pb2.ModelMetadataRequest(name=model_name, version=model_version)
     return Call("ModelMetadata", "get_model_metadata", request, _as_json_or_message(as_json))
 
 
 def model_config(model_name: str, model_version: str, as_json: bool) -> Call[Any]:
-    _check_version(model_version)
+    check_model_version(model_version)
     request = service_pb2.ModelConfigRequest(name=model_name, version=model_version)
     return Call("ModelConfig", "get_model_config", request, _as_json_or_message(as_json))
 
@@ -596,7 +589,7 @@ def unload_model(model_name: str, unload_dependents: bool) -> Call[None]:
 
 
 def inference_statistics(model_name: str, model_version: str, as_json: bool) -> Call[Any]:
-    _check_version(model_version)
+    check_model_version(model_version)
     request = service_pb2.ModelStatisticsRequest(name=model_name, version=model_version)
     return Call(
         "ModelStatistics", "get_inference_statistics", request, _as_json_or_message(as_json)
@@ -722,7 +715,7 @@ def _checked_items(
 ) -> tuple[Sequence[InferInput], Sequence[InferRequestedOutput] | None]:
     """The inputs and outputs of an inference call as sequences, after NVIDIA's checks (the
     version first, then each input, then each output)."""
-    _check_version(model_version)
+    check_model_version(model_version)
     if isinstance(inputs, InferInput):
         inputs = [inputs]
     for item in inputs:
@@ -906,7 +899,10 @@ def infer_request_from_dict(item: Any) -> InferParts:
         If ``item`` is not such a dict.
     """
     if not isinstance(item, dict):
-        raise_error(f"inputs_iterator is not yielding a dict (got {type(item).__name__})")
+        raise_error(
+            "inputs_iterator is not yielding a dict",
+            hint=f"it yielded a {type(item).__name__}: yield the arguments of async_stream_infer",
+        )
     if "model_name" not in item or "inputs" not in item:
         raise_error("model_name and/or inputs is missing from inputs_iterator's yielded dict")
     unknown = sorted(set(item) - _STREAM_KEYS)

@@ -10,13 +10,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import numpy.typing as npt
 from google.protobuf.json_format import MessageToJson
 
 from tritonclient._codec import grpc as codec
 from tritonclient.grpc import service_pb2
-from tritonclient.utils import np_to_triton_dtype, raise_error
+from tritonclient.utils import raise_error
+from tritonclient.utils._codec import check_input_array
 
 __all__ = ["InferInput", "InferRequestedOutput", "InferResult", "message_to_json"]
 
@@ -125,8 +125,7 @@ class InferInput:
         ----------
         input_tensor : numpy array
             The tensor data in numpy array format. For BF16 inputs use
-            ``ml_dtypes.bfloat16`` (``float32`` is accepted too and truncated, as older
-            NVIDIA clients did).
+            ``ml_dtypes.bfloat16`` (as NVIDIA's 2.73, a ``float32`` array is refused).
 
         Returns
         -------
@@ -139,26 +138,7 @@ class InferInput:
             If the value is not a numpy array, or its datatype or shape does not match the
             input's.
         """
-        if not isinstance(input_tensor, np.ndarray):
-            raise_error(
-                f"input_tensor must be a numpy array, got {type(input_tensor).__name__} "
-                f"for input '{self._name}'"
-            )
-        dtype = np_to_triton_dtype(input_tensor.dtype)
-        bf16_from_fp32 = self._datatype == "BF16" and dtype == "FP32"
-        if dtype != self._datatype and not bf16_from_fp32:
-            message = (
-                f"got unexpected datatype {dtype} from numpy array, expected "
-                f"{self._datatype} for input '{self._name}'."
-            )
-            if self._datatype == "BF16":
-                message += " Use a numpy array of dtype ml_dtypes.bfloat16."
-            raise_error(message)
-        if list(input_tensor.shape) != self._shape:
-            raise_error(
-                f"got unexpected numpy array shape [{str(input_tensor.shape)[1:-1]}], expected "
-                f"[{str(tuple(self._shape))[1:-1]}] for input '{self._name}'"
-            )
+        check_input_array(self._name, self._datatype, self._shape, input_tensor)
         buffer = codec.tensor_to_buffer(input_tensor, self._datatype)
         if isinstance(buffer, memoryview) and input_tensor.flags.writeable:
             # A view of the caller's array: copy so that the input keeps these values.

@@ -45,6 +45,7 @@ from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
 from tritonclient.utils import InferenceServerException, raise_error
+from tritonclient.utils._codec import check_model_version
 from tritonclient.utils._errors import (
     InferenceServerConnectionError,
     InferenceServerDeadlineExceededError,
@@ -140,12 +141,6 @@ def parse_url(url: str, ssl: bool) -> tuple[str, str, int, str]:
     return scheme, host, port, base
 
 
-def _check_version(model_version: Any) -> str:
-    if not isinstance(model_version, str):
-        raise_error("model version must be a string")
-    return model_version
-
-
 def _reply_error(reply: HttpReply) -> InferenceServerException | None:
     if reply.status == 200:
         return None
@@ -194,8 +189,8 @@ def transport_error(error: BaseException, what: str, server: str = "") -> Infere
     what : str
         The request, e.g. ``"GET /v2/health/ready"``, for the message.
     server : str, optional
-        ``host:port`` of the server, named in the hint added to the message when nothing
-        listens there or it does not speak HTTP/1.1.
+        ``host:port`` of the server, named in the exception's ``hint`` when nothing listens
+        there or it does not speak HTTP/1.1.
 
     Returns
     -------
@@ -214,10 +209,12 @@ def transport_error(error: BaseException, what: str, server: str = "") -> Infere
         return InferenceServerDeadlineExceededError(f"{what}: timed out ({detail})")
     hint = connection_hint(detail, "http", server)
     if isinstance(error, OSError | EOFError):
-        return InferenceServerConnectionError(f"{what}: connection failed ({detail}){hint}")
+        return InferenceServerConnectionError(f"{what}: connection failed ({detail})").with_hint(
+            hint
+        )
     return InferenceServerProtocolError(
-        f"{what}: invalid response from the server ({detail}){hint}"
-    )
+        f"{what}: invalid response from the server ({detail})"
+    ).with_hint(hint)
 
 
 def decode_error(error: BaseException, what: str) -> InferenceServerException:
@@ -508,7 +505,7 @@ class ClientCore:
     def _c_model_ready(
         self, model_name: str, model_version: str, headers: Any, query_params: Any
     ) -> HttpCall[bool]:
-        path = model_path(model_name, _check_version(model_version), "ready")
+        path = model_path(model_name, check_model_version(model_version), "ready")
         return self._c_get(path, headers, query_params, _parse_ok)
 
     def _c_server_metadata(self, headers: Any, query_params: Any) -> HttpCall[Any]:
@@ -517,13 +514,13 @@ class ClientCore:
     def _c_model_metadata(
         self, model_name: str, model_version: str, headers: Any, query_params: Any
     ) -> HttpCall[Any]:
-        path = model_path(model_name, _check_version(model_version))
+        path = model_path(model_name, check_model_version(model_version))
         return self._c_get(path, headers, query_params, _parse_json)
 
     def _c_model_config(
         self, model_name: str, model_version: str, headers: Any, query_params: Any
     ) -> HttpCall[Any]:
-        path = model_path(model_name, _check_version(model_version), "config")
+        path = model_path(model_name, check_model_version(model_version), "config")
         return self._c_get(path, headers, query_params, _parse_json)
 
     def _c_repository_index(self, headers: Any, query_params: Any) -> HttpCall[Any]:
@@ -555,7 +552,7 @@ class ClientCore:
         self, model_name: str, model_version: str, headers: Any, query_params: Any
     ) -> HttpCall[Any]:
         if model_name:
-            path = model_path(model_name, _check_version(model_version), "stats")
+            path = model_path(model_name, check_model_version(model_version), "stats")
         else:
             path = "/v2/models/stats"
         return self._c_get(path, headers, query_params, _parse_json)
@@ -655,7 +652,7 @@ class ClientCore:
         ):
             if algorithm is not None and algorithm not in _COMPRESSION:
                 raise_error(f"unsupported {name} '{algorithm}'; expected 'gzip' or 'deflate'")
-        path = model_path(model_name, _check_version(model_version), "infer")
+        path = model_path(model_name, check_model_version(model_version), "infer")
         body = build_infer_body(
             inputs,
             outputs,

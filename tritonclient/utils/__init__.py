@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from ._codec import (
     HAVE_SPEEDUPS,
+    TRITON_RESERVED_REQUEST_PARAMS,
+    TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
     deserialize_bf16_tensor,
     deserialize_bytes_tensor,
     serialize_bf16_tensor,
@@ -73,17 +75,3 @@ __all__ = [
     "triton_to_config_dtype",
     "triton_to_np_dtype",
 ]
-
-#: Request parameter names that Triton reserves for its own use; clients reject them in
-#: user-supplied ``parameters``.
-TRITON_RESERVED_REQUEST_PARAMS: list[str] = [
-    "sequence_id",
-    "sequence_start",
-    "sequence_end",
-    "priority",
-    "timeout",
-    "headers",
-    "binary_data_output",
-]
-#: Prefix of further reserved request parameter names.
-TRITON_RESERVED_REQUEST_PARAMS_PREFIX: str = "triton_"

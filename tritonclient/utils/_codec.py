@@ -25,10 +25,16 @@ import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
+from ._dtypes import np_to_triton_dtype
 from ._errors import raise_error
 
 __all__ = [
     "HAVE_SPEEDUPS",
+    "TRITON_RESERVED_REQUEST_PARAMS",
+    "TRITON_RESERVED_REQUEST_PARAMS_PREFIX",
+    "check_input_array",
+    "check_model_version",
+    "check_parameter_name",
     "deserialize_bf16_tensor",
     "deserialize_bytes_tensor",
     "json_number_text",
@@ -38,6 +44,101 @@ __all__ = [
 ]
 
 _MAX_ELEMENT_BYTES = 0xFFFFFFFF
+
+#: Request parameter names that Triton reserves for its own use; clients reject them in
+#: user-supplied ``parameters``.
+TRITON_RESERVED_REQUEST_PARAMS: list[str] = [
+    "sequence_id",
+    "sequence_start",
+    "sequence_end",
+    "priority",
+    "timeout",
+    "headers",
+    "binary_data_output",
+]
+#: Prefix of further reserved request parameter names.
+TRITON_RESERVED_REQUEST_PARAMS_PREFIX: str = "triton_"
+
+_BF16_ADVICE = (
+    " Since r26.06, BF16 inputs must use ml_dtypes.bfloat16 instead of np.float32 "
+    "truncation; create a numpy array with `np.array(data, dtype=ml_dtypes.bfloat16)`."
+)
+
+
+def check_model_version(model_version: Any) -> str:
+    """``model_version`` checked to be a string, as every client call requires.
+
+    Raises
+    ------
+    InferenceServerException
+        With NVIDIA's message, for anything but a ``str`` (``"1"``, not ``1``).
+    """
+    if not isinstance(model_version, str):
+        raise_error(
+            "model version must be a string",
+            hint=f"got {type(model_version).__name__}: pass the version as text, e.g. '1'",
+        )
+    return model_version
+
+
+def check_parameter_name(key: str) -> None:
+    """Refuse a custom request parameter that Triton reserves (both protocols).
+
+    Raises
+    ------
+    InferenceServerException
+        With NVIDIA's 2.73 message, for a name in ``TRITON_RESERVED_REQUEST_PARAMS`` or one
+        starting with ``TRITON_RESERVED_REQUEST_PARAMS_PREFIX`` (``triton_``).
+    """
+    if key in TRITON_RESERVED_REQUEST_PARAMS or key.startswith(
+        TRITON_RESERVED_REQUEST_PARAMS_PREFIX
+    ):
+        raise_error(
+            f'Parameter "{key}" is a reserved parameter and cannot be specified.',
+            hint="sequence, priority and timeout settings are the call's own arguments; "
+            "'headers' and names starting with 'triton_' are Triton's",
+        )
+
+
+def check_input_array(name: str, datatype: str, shape: Sequence[int], array: Any) -> None:
+    """Check an array given to ``InferInput.set_data_from_numpy`` (both protocols).
+
+    Refuses what NVIDIA's 2.73 clients refuse, with their messages; the input's name goes
+    to the exception's ``hint``.
+
+    Parameters
+    ----------
+    name : str
+        The input's name.
+    datatype : str
+        The input's datatype (``"INT32"``...).
+    shape : sequence of int
+        The input's shape.
+    array : Any
+        The value given.
+
+    Raises
+    ------
+    InferenceServerException
+        If ``array`` is not a numpy array, or its datatype or shape is not the input's.
+        A ``float32`` array for a BF16 input is refused too, as in NVIDIA's 2.73 (older
+        releases truncated it): use ``ml_dtypes.bfloat16``.
+    """
+    where = f"the array was given to input '{name}'"
+    if not isinstance(array, np.ndarray):
+        raise_error("input_tensor must be a numpy array", hint=f"{where}: pass a numpy array")
+    got = np_to_triton_dtype(array.dtype)
+    if got != datatype:
+        message = f"got unexpected datatype {got} from numpy array, expected {datatype}."
+        if datatype == "BF16":
+            message += _BF16_ADVICE
+        raise_error(message, hint=where)
+    if list(array.shape) != [int(d) for d in shape]:
+        raise_error(
+            f"got unexpected numpy array shape [{str(array.shape)[1:-1]}], "
+            f"expected [{str([int(d) for d in shape])[1:-1]}]",
+            hint=f"{where}: set_shape() changes the input's shape",
+        )
 
 
 def _utf8_encodable(text: str) -> bool:
@@ -278,17 +379,25 @@ def json_number_text(array: npt.NDArray[Any], *, float32_as_double: bool = False
 
 
 def _bytes_elements(input_tensor: npt.NDArray[Any], what: str) -> list[Any]:
-    """Flatten a BYTES-typed array to a list of bytes/str in row-major order."""
+    """Flatten a BYTES-typed array to a list of bytes/str in row-major order.
+
+    Elements of an object array that are neither bytes nor str become ``str(element)``, as
+    in NVIDIA's ``serialize_byte_tensor``.
+    """
     if not isinstance(input_tensor, np.ndarray):
         raise_error(f"{what}: expected a numpy.ndarray, got {type(input_tensor).__name__}")
     if input_tensor.dtype.kind not in "OSU":
         raise_error(
-            f"{what}: invalid datatype {input_tensor.dtype}; expected an array of dtype "
-            "object (with bytes or str elements), bytes_ or str_"
+            f"{what}: invalid datatype",
+            hint=f"the array's dtype is {input_tensor.dtype}; BYTES tensors are arrays of "
+            "dtype object (with bytes or str elements), bytes_ or str_",
         )
     # ravel() copies only when the array is not C-contiguous; for 'S'/'U' arrays tolist()
     # drops trailing NUL padding exactly as ndarray.item() does.
-    return input_tensor.ravel(order="C").tolist()  # type: ignore[no-any-return]
+    items: list[Any] = input_tensor.ravel(order="C").tolist()
+    if input_tensor.dtype.kind == "O" and not all(isinstance(x, (bytes, str)) for x in items):
+        items = [x if isinstance(x, (bytes, str)) else str(x) for x in items]
+    return items
 
 
 def serialize_byte_tensor(input_tensor: npt.NDArray[Any]) -> npt.NDArray[np.object_]:
@@ -298,7 +407,8 @@ def serialize_byte_tensor(input_tensor: npt.NDArray[Any]) -> npt.NDArray[np.obje
     ----------
     input_tensor : numpy.ndarray
         The tensor to serialize: dtype ``object`` whose elements are ``bytes`` or ``str``
-        (str is encoded as UTF-8), ``numpy.bytes_`` or ``numpy.str_``; any shape and memory
+        (str is encoded as UTF-8; any other element is written as ``str(element)``, as
+        NVIDIA's client does), ``numpy.bytes_`` or ``numpy.str_``; any shape and memory
         order.  Elements are taken in row-major order.  Note that numpy drops trailing NUL
         bytes of ``bytes_`` elements; use dtype ``object`` to keep them.
 
@@ -312,10 +422,11 @@ def serialize_byte_tensor(input_tensor: npt.NDArray[Any]) -> npt.NDArray[np.obje
     Raises
     ------
     InferenceServerException
-        If the array's dtype cannot hold BYTES elements, an element is neither ``bytes``
-        nor ``str``, a ``str`` element cannot be encoded as UTF-8 (lone surrogates), or an
-        element is longer than 4 GiB - 1.
+        If the array's dtype cannot hold BYTES elements, a ``str`` element cannot be
+        encoded as UTF-8 (lone surrogates), or an element is longer than 4 GiB - 1.
     """
+    if isinstance(input_tensor, np.ndarray) and input_tensor.size == 0:
+        return np.empty([0], dtype=np.object_)
     items = _bytes_elements(input_tensor, "cannot serialize bytes tensor")
     if not items:
         return np.empty([0], dtype=np.object_)

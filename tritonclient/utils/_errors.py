@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import ssl
-from typing import NoReturn
+import sys
+from typing import Any, NoReturn, TypeVar
 
 __all__ = [
     "InferenceServerAlreadyExistsError",
@@ -28,11 +29,17 @@ __all__ = [
     "raise_error",
     "server_error_with_hint",
     "specialize_exception",
+    "with_note",
 ]
 
 
 class InferenceServerException(Exception):
     """Exception indicating a non-success status.
+
+    ``message()``, ``status()``, ``debug_details()`` and ``str()`` are exactly what NVIDIA's
+    package gives for the same failure. Where this package knows how to fix the failure, it
+    says so in :attr:`hint`, which a traceback also shows (as an exception note), without
+    changing any of those.
 
     Parameters
     ----------
@@ -43,7 +50,15 @@ class InferenceServerException(Exception):
         for HTTP, the HTTP status code as a string).
     debug_details : str, optional
         Additional details on the error.
+
+    Attributes
+    ----------
+    hint : str or None
+        How to fix the failure, or None when there is nothing to add (beyond NVIDIA's
+        package).
     """
+
+    hint: str | None = None
 
     def __init__(
         self, msg: str | None, status: str | None = None, debug_details: str | None = None
@@ -59,9 +74,40 @@ class InferenceServerException(Exception):
             msg = "[" + str(self._status) + "] " + msg
         return msg
 
-    def __reduce__(self) -> tuple[type[InferenceServerException], tuple[object, ...]]:
-        # Keep status and details across pickling (multiprocessing, concurrent.futures).
-        return (type(self), (self._msg, self._status, self._debug_details))
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keep status, details and hint across pickling (multiprocessing, concurrent.futures).
+        return (
+            type(self),
+            (self._msg, self._status, self._debug_details),
+            {"hint": self.hint} if self.hint else None,
+        )
+
+    def __setstate__(self, state: dict[str, Any] | None) -> None:
+        if state and state.get("hint"):
+            self.with_hint(state["hint"])
+
+    def with_hint(self, hint: str | None) -> InferenceServerException:
+        """Attach ``hint`` (how to fix the failure) and return the exception itself.
+
+        The hint goes to :attr:`hint` and, as an exception note, to tracebacks; the message,
+        status, details and ``str()`` stay as they are.
+
+        Parameters
+        ----------
+        hint : str or None
+            The hint; None or ``""`` leaves the exception as it is.
+
+        Returns
+        -------
+        InferenceServerException
+            ``self``.
+        """
+        if hint:
+            self.hint = hint
+            note = f"hint: {hint}"
+            if note not in getattr(self, "__notes__", ()):
+                with_note(self, note)
+        return self
 
     def message(self) -> str | None:
         """Get the exception message.
@@ -94,20 +140,37 @@ class InferenceServerException(Exception):
         return self._debug_details
 
 
-def raise_error(msg: str) -> NoReturn:
+def raise_error(msg: str, hint: str | None = None) -> NoReturn:
     """Raise an :class:`InferenceServerException` with the provided message.
 
     Parameters
     ----------
     msg : str
-        The error message.
+        The error message (NVIDIA's text, where NVIDIA's package raises the same error).
+    hint : str, optional
+        How to fix it, kept in the exception's ``hint`` (see
+        :meth:`InferenceServerException.with_hint`), not in the message.
 
     Raises
     ------
     InferenceServerException
         Always.
     """
-    raise InferenceServerException(msg=msg) from None
+    raise InferenceServerException(msg=msg).with_hint(hint) from None
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def with_note(error: E, detail: str | None) -> E:
+    """``error`` with ``detail`` added as an exception note (shown in tracebacks; ``str()`` and
+    the message stay as they are, e.g. NVIDIA's text); ``error`` itself is returned."""
+    if detail:
+        if sys.version_info >= (3, 11):
+            error.add_note(detail)
+        else:  # pragma: no cover - Python 3.10 keeps the note without showing it
+            error.__notes__ = [*getattr(error, "__notes__", []), detail]  # type: ignore[attr-defined]
+    return error
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,7 +306,7 @@ def specialize_exception(error: InferenceServerException) -> InferenceServerExce
     cls = exception_for_status(error.status())
     if cls is InferenceServerException or isinstance(error, cls):
         return error
-    return cls(error.message(), error.status(), error.debug_details())
+    return cls(error.message(), error.status(), error.debug_details()).with_hint(error.hint)
 
 
 class RetryPolicy:
@@ -316,7 +379,7 @@ def connection_hint(detail: str, protocol: str, server: str = "") -> str:
     Returns
     -------
     str
-        Starts with ``"; "`` so that it can be appended to the message.
+        The hint (see :meth:`InferenceServerException.with_hint`), or ``""``.
     """
     where = f" at {server}" if server else " at that address"
     other = "http" if protocol == "grpc" else "grpc"
@@ -325,7 +388,7 @@ def connection_hint(detail: str, protocol: str, server: str = "") -> str:
     refused = ("connection refused", "connect call failed", "cannot connect to host")
     if any(text in lowered for text in refused):
         return (
-            f"; no server is listening{where}: start one (for a local test server, "
+            f"no server is listening{where}: start one (for a local test server, "
             "'python -m mock_server' serves HTTP on port 8000 and gRPC on port 8001) or "
             f"check the URL (Triton's {name} port is {_DEFAULT_PORTS[protocol]} by default)"
         )
@@ -336,7 +399,7 @@ def connection_hint(detail: str, protocol: str, server: str = "") -> str:
     )
     if wrong_port:
         return (
-            f"; the server{where} does not speak {name}: is this its {other_name} port? "
+            f"the server{where} does not speak {name}: is this its {other_name} port? "
             f"Point tritonclient.{protocol} at the {name} port ({_DEFAULT_PORTS[protocol]} by "
             f"default) or use tritonclient.{other} for this one"
         )
@@ -349,29 +412,25 @@ _DATATYPE_MISMATCH = re.compile(r"data-type is '([^']*)', but model '([^']*)' ex
 def _server_hint(message: str) -> str:
     if "unknown model" in message:
         return (
-            "; the server has no such model ready: get_model_repository_index() lists the "
+            "the server has no such model ready: get_model_repository_index() lists the "
             "models it knows and their state, and load_model() loads one (on a server "
             "started with --model-control-mode=explicit)"
         )
     found = _DATATYPE_MISMATCH.search(message)
     if found:
         return (
-            f"; create the InferInput with datatype '{found.group(3)}' and pass a numpy "
+            f"create the InferInput with datatype '{found.group(3)}' and pass a numpy "
             f"array of that type (get_model_metadata('{found.group(2)}') lists each input's "
             "datatype and shape)"
         )
     if "unexpected shape for input" in message or "batch-size must be" in message:
-        return "; get_model_metadata() gives each input's shape (-1: any size)"
+        return "get_model_metadata() gives each input's shape (-1: any size)"
     return ""
 
 
 def server_error_with_hint(error: InferenceServerException) -> InferenceServerException:
     """An error the server reported, as its status subclass and, when the message is one a
     newcomer meets (unknown model, datatype or shape against the model's metadata), with a
-    hint that says how to fix it appended to the message."""
-    error = specialize_exception(error)
-    message = error.message() or ""
-    hint = _server_hint(message)
-    if not hint:
-        return error
-    return type(error)(message + hint, error.status(), error.debug_details())
+    hint that says how to fix it (:meth:`InferenceServerException.with_hint`: the message
+    stays the server's)."""
+    return specialize_exception(error).with_hint(_server_hint(error.message() or ""))

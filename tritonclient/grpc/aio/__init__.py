@@ -19,11 +19,13 @@ from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._ready import wait_async
 from tritonclient.grpc import (
+    MAX_GRPC_MESSAGE_SIZE,
     InferInput,
     InferRequestedOutput,
     InferResult,
     KeepAliveOptions,
     model_config_pb2,
+    raise_error_grpc,
     service_pb2,
     service_pb2_grpc,
 )
@@ -33,14 +35,20 @@ from tritonclient.utils import (
     InferenceServerException,
     RetryPolicy,
     np_to_triton_dtype,
+    raise_error,
     triton_to_np_dtype,
 )
 
+#: The base class of the clients (NVIDIA's name for it, re-exported here as NVIDIA's module does).
+InferenceServerClientBase = common.ClientBase
+
 __all__ = [
+    "MAX_GRPC_MESSAGE_SIZE",
     "InferInput",
     "InferRequestedOutput",
     "InferResult",
     "InferenceServerClient",
+    "InferenceServerClientBase",
     "InferenceServerClientPlugin",
     "InferenceServerException",
     "KeepAliveOptions",
@@ -48,6 +56,8 @@ __all__ = [
     "auth",
     "model_config_pb2",
     "np_to_triton_dtype",
+    "raise_error",
+    "raise_error_grpc",
     "service_pb2",
     "service_pb2_grpc",
     "triton_to_np_dtype",

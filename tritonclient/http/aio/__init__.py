@@ -26,6 +26,7 @@ from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._ready import wait_async
 from tritonclient.http import _client as _sync
+from tritonclient.http._client import InferAsyncRequest
 from tritonclient.http._common import (
     ClientCore,
     HttpCall,
@@ -45,10 +46,12 @@ from tritonclient.utils import InferenceServerException, RetryPolicy, raise_erro
 from tritonclient.utils._errors import InferenceServerDeadlineExceededError
 
 __all__ = [
+    "InferAsyncRequest",
     "InferInput",
     "InferRequestedOutput",
     "InferResult",
     "InferenceServerClient",
+    "InferenceServerClientBase",
     "InferenceServerClientPlugin",
     "InferenceServerException",
     "Request",
@@ -60,6 +63,9 @@ Query = Mapping[str, Any] | None
 
 
 _Sync = _sync.InferenceServerClient
+
+#: The base class of the clients (NVIDIA's name for it, re-exported here as NVIDIA's module does).
+InferenceServerClientBase = ClientCore
 
 
 class InferenceServerClient(ClientCore):

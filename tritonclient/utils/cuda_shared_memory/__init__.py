@@ -20,6 +20,7 @@ from shm import cuda as _cuda
 
 from .._codec import serialize_byte_tensor
 from .._dtypes import triton_to_np_dtype
+from .._errors import with_note
 
 __all__ = [
     "CudaSharedMemoryException",
@@ -59,8 +60,9 @@ class CudaSharedMemoryRegion:
 allocated_shm_regions: list[CudaSharedMemoryRegion] = []
 
 
-def _fail(message: str, ex: BaseException) -> CudaSharedMemoryException:
-    return CudaSharedMemoryException(f"{message}: {ex}")
+def _fail(message: str, ex: BaseException | str) -> CudaSharedMemoryException:
+    """NVIDIA's exception (``message``) with what went wrong as an exception note."""
+    return with_note(CudaSharedMemoryException(message), str(ex))
 
 
 def _check_handle(handle: Any) -> CudaSharedMemoryRegion:
@@ -129,9 +131,8 @@ def set_shared_memory_region(
         If the arguments are invalid, the values do not fit, or the copy fails.
     """
     if not isinstance(input_values, (list, tuple)):
-        raise CudaSharedMemoryException(
-            "input_values must be specified as a list/tuple of numpy arrays"
-        )
+        # NVIDIA's text (its two messages are the other way round from what each checks)
+        raise CudaSharedMemoryException("input_values must be specified as a numpy array")
     for value in input_values:
         if not isinstance(value, np.ndarray):
             raise CudaSharedMemoryException(
@@ -141,9 +142,9 @@ def set_shared_memory_region(
     arrays = [_host_bytes(v) for v in input_values]
     total = sum(a.nbytes for a in arrays)
     if offset < 0 or offset + total > handle._byte_size:
-        raise CudaSharedMemoryException(
-            f"unable to set values in cuda shared memory: {total} bytes at offset {offset} "
-            f"exceed the region's {handle._byte_size} bytes"
+        raise _fail(
+            "unable to set values in cuda shared memory",
+            f"{total} bytes at offset {offset} exceed the region's {handle._byte_size} bytes",
         )
     try:
         for array in arrays:

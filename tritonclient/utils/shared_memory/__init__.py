@@ -15,8 +15,10 @@ length-prefixed serialization, and read back deserialized.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import struct
+import warnings
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -27,6 +29,7 @@ from shm import posix
 
 from .._codec import serialize_byte_tensor
 from .._dtypes import triton_to_np_dtype
+from .._errors import with_note
 
 __all__ = [
     "SharedMemoryException",
@@ -71,6 +74,11 @@ class SharedMemoryRegion:
 _key_mapping: dict[str, dict[str, Any]] = {}
 
 
+def _error(message: str, detail: str) -> SharedMemoryException:
+    """NVIDIA's exception (``message``) with what went wrong as an exception note."""
+    return with_note(SharedMemoryException(message), detail)
+
+
 def create_shared_memory_region(
     triton_shm_name: str, shm_key: str, byte_size: int, create_only: bool = False
 ) -> SharedMemoryRegion:
@@ -85,8 +93,9 @@ def create_shared_memory_region(
     byte_size : int
         The size in bytes of the shared memory region to be created.
     create_only : bool
-        Whether a new shared memory object must be created.  If False and an object with the
-        same key exists, it is reused (grown to ``byte_size`` when it is smaller).
+        Whether a new shared memory object must be created. If False and an object with the
+        same key exists, a handle to it is returned: its size is the existing object's, which
+        can differ from ``byte_size`` (never resized; a warning says so when it is smaller).
 
     Returns
     -------
@@ -96,35 +105,37 @@ def create_shared_memory_region(
     Raises
     ------
     SharedMemoryException
-        If unable to create the shared memory region: an invalid key or size, or (with
-        ``create_only``) a key that already exists.
+        If unable to create the shared memory region: an invalid key, a size that is not
+        positive, or (with ``create_only``) a key that already exists.
     """
-    if not isinstance(byte_size, (int, np.integer)) or byte_size < 0:
-        raise SharedMemoryException(
-            f"unable to create the shared memory region: invalid byte_size {byte_size!r}"
-        )
-    byte_size = int(byte_size)
-    created = True
-    try:
-        region = posix.create(shm_key, byte_size, create_only=True)
-    except posix.SharedMemoryError as ex:
-        if create_only or not isinstance(ex.__cause__, FileExistsError):
-            raise SharedMemoryException(
-                f"unable to create the shared memory region '{triton_shm_name}' "
-                f"with key '{shm_key}': {ex}"
-            ) from ex
-        created = False
+    region: posix.MappedRegion | None = None
+    if not create_only:
+        with contextlib.suppress(posix.SharedMemoryError):
+            region = posix.open_existing(shm_key)
+    created = region is None
+    if region is None:
+        if not isinstance(byte_size, (int, np.integer)) or byte_size <= 0:
+            raise _error(
+                "unable to create the shared memory region",
+                f"byte_size must be a positive integer, got {byte_size!r}",
+            )
         try:
-            region = posix.create(shm_key, byte_size)
-        except posix.SharedMemoryError as ex2:
-            raise SharedMemoryException(
-                f"unable to create the shared memory region '{triton_shm_name}' "
-                f"with key '{shm_key}': {ex2}"
-            ) from ex2
+            region = posix.create(shm_key, int(byte_size), create_only=True)
+        except posix.SharedMemoryError as ex:
+            raise _error(
+                "unable to create the shared memory region",
+                f"region '{triton_shm_name}' with key '{shm_key}': {ex}",
+            ) from ex
     entry = _key_mapping.setdefault(shm_key, {"needs_unlink": False, "active_handle_count": 0})
     if created:
         entry["needs_unlink"] = True
     entry["active_handle_count"] += 1
+    if byte_size > region.byte_size:
+        warnings.warn(
+            f"reusing shared memory region with key '{shm_key}', region size is "
+            f"{region.byte_size} instead of requested {byte_size}",
+            stacklevel=2,
+        )
     return SharedMemoryRegion(triton_shm_name, shm_key, region)
 
 
@@ -198,9 +209,10 @@ def set_shared_memory_region(
         payloads.append(payload)
         total += len(payload) if isinstance(payload, bytes) else payload.nbytes
     if offset + total > handle._byte_size:
-        raise SharedMemoryException(
-            f"unable to set the shared memory region '{handle._triton_shm_name}': "
-            f"{total} bytes at offset {offset} exceed the region's {handle._byte_size} bytes"
+        raise _error(
+            "unable to set the shared memory region",
+            f"region '{handle._triton_shm_name}': {total} bytes at offset {offset} exceed "
+            f"its {handle._byte_size} bytes",
         )
     position = offset
     for payload in payloads:
