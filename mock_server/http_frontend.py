@@ -517,7 +517,10 @@ class HttpFrontend:
         key, value = rule
         if request.headers.get(key) == value:
             return None
-        return _error_response(403, f"This API is restricted, expecting header '{key}'")
+        # Refused before a handler sets a Content-Type, so Triton labels it text/plain.
+        return _error_response(
+            403, f"This API is restricted, expecting header '{key}'", content_type=_PLAIN
+        )
 
     # -- dispatch ------------------------------------------------------------------------
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:

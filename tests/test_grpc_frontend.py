@@ -266,13 +266,13 @@ def test_repository_index_and_control_mode(stub: Any) -> None:
         stub.RepositoryModelLoad,
         pb.RepositoryModelLoadRequest(model_name="simple"),
         Code.UNAVAILABLE,
-        "not allowed if model control mode is not EXPLICIT",
+        "^explicit model load / unload is not allowed if polling is enabled$",
     )
     fails(
         stub.RepositoryModelUnload,
         pb.RepositoryModelUnloadRequest(model_name="simple"),
         Code.UNAVAILABLE,
-        "not allowed if model control mode is not EXPLICIT",
+        "^explicit model load / unload is not allowed if polling is enabled$",
     )
 
 

@@ -355,8 +355,9 @@ class CoreServer:
     # -- load / unload -------------------------------------------------------------------
     def _check_explicit(self, what: str) -> None:
         if self.options.model_control_mode is not ModelControlMode.EXPLICIT:
+            # Triton's words, in every mode other than EXPLICIT (NONE included).
             raise ServerError.unavailable(
-                f"explicit model {what} is not allowed if model control mode is not EXPLICIT"
+                "explicit model load / unload is not allowed if polling is enabled"
             )
 
     def load_model(

@@ -14,15 +14,11 @@ the reason; an allow-listed call whose outcomes no longer differ fails too.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +26,9 @@ import pytest
 
 from tests.conformance import client_driver
 from tests.conformance.allowlist import ALLOWED
-from tests.conformance.conftest import PAIRS, PairPool
+from tests.conformance.conftest import PairPool
 from tests.conformance.normalize import normalize_json
-from tests.conformance.pair import BUNDLED, Endpoint, run_mock_server
+from tests.conformance.pair import Endpoint
 
 DRIVER = Path(client_driver.__file__).resolve()
 SEQUENCES = client_driver.sequence_ids()
@@ -61,17 +57,21 @@ def run_driver(python: Path | str, endpoint: Endpoint) -> Records:
 
 
 class DriverRuns:
-    """Both packages' records per server kind, each computed once per session."""
+    """Both packages' records per server kind, each computed once per session.
 
-    def __init__(self, pairs: PairPool, mock: Iterator[Endpoint], nvidia: Path) -> None:
+    The servers are the session's "main" pair: the same Triton and mock_server the raw
+    differential cases use.
+    """
+
+    def __init__(self, pairs: PairPool, nvidia: Path) -> None:
         self._pairs = pairs
-        self._mock = mock
         self._nvidia = nvidia
         self._runs: dict[str, tuple[Records, Records]] = {}
 
     def __getitem__(self, kind: str) -> tuple[Records, Records]:
         if kind not in self._runs:
-            endpoint = self._pairs["main"].triton if kind == "triton" else next(self._mock)
+            pair = self._pairs["main"]
+            endpoint = pair.triton if kind == "triton" else pair.mock
             theirs = run_driver(self._nvidia, endpoint)
             ours = run_driver(sys.executable, endpoint)
             self._runs[kind] = (theirs, ours)
@@ -79,17 +79,8 @@ class DriverRuns:
 
 
 @pytest.fixture(scope="session")
-def driver_runs(pairs: PairPool, nvidia_python: Path) -> Iterator[DriverRuns]:
-    with contextlib.ExitStack() as stack:
-
-        def mock_endpoint() -> Iterator[Endpoint]:
-            repo = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clientdiff-")))
-            shutil.copytree(BUNDLED, repo / "models")
-            endpoint = stack.enter_context(run_mock_server(repo / "models", PAIRS["main"]))
-            while True:
-                yield endpoint
-
-        yield DriverRuns(pairs, mock_endpoint(), nvidia_python)
+def driver_runs(pairs: PairPool, nvidia_python: Path) -> DriverRuns:
+    return DriverRuns(pairs, nvidia_python)
 
 
 def by_label(records: list[list[Any]]) -> dict[str, Any]:

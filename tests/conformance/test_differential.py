@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conformance import cases_http
+from tests.conformance import cases_grpc, cases_http, cases_modes
 from tests.conformance.allowlist import ALLOWED
 from tests.conformance.cases import Case
 from tests.conformance.conftest import PairPool
@@ -18,7 +18,7 @@ from tests.conformance.wire import run_case
 
 pytestmark = pytest.mark.triton_peer
 
-CASES: list[Case] = [*cases_http.cases()]
+CASES: list[Case] = [*cases_http.cases(), *cases_grpc.cases(), *cases_modes.cases()]
 
 
 def test_case_ids_are_unique_and_allowlist_names_real_cases() -> None:
