@@ -259,6 +259,15 @@ class SharedMemoryRegistry:
             ]
 
     # -- data path -----------------------------------------------------------------------
+    def _region(self, name: str) -> MappedRegion | _CudaRegion:
+        """The system or CUDA region ``name`` (call with the lock held)."""
+        region: MappedRegion | _CudaRegion | None = self._system.get(name)
+        if region is None:
+            region = self._cuda.get(name)
+        if region is None:
+            raise ServerError.not_found(f"Unable to find shared memory region: '{name}'")
+        return region
+
     def locate(self, name: str, offset: int, byte_size: int) -> None:
         """Triton's lookup of a tensor placed in region ``name`` (``GetMemoryInfo``).
 
@@ -273,12 +282,7 @@ class SharedMemoryRegistry:
         """
         self._check_allowed()
         with self._lock:
-            region: MappedRegion | _CudaRegion | None = self._system.get(name)
-            if region is None:
-                region = self._cuda.get(name)
-            if region is None:
-                raise ServerError.not_found(f"Unable to find shared memory region: '{name}'")
-            last = max(region.byte_size - 1, 0)
+            last = max(self._region(name).byte_size - 1, 0)
         if offset > last:
             raise ServerError.invalid_arg(f"Invalid offset for shared memory region: '{name}'")
         if offset + byte_size - 1 > last or offset + byte_size == 0:
@@ -291,11 +295,7 @@ class SharedMemoryRegistry:
         for a system region, the object's *current* size."""
         self._check_allowed()
         with self._lock:
-            region: MappedRegion | _CudaRegion | None = self._system.get(name)
-            if region is None:
-                region = self._cuda.get(name)
-            if region is None:
-                raise ServerError.invalid_arg(f"Unable to find shared memory region: '{name}'")
+            region = self._region(name)
             if offset < 0 or byte_size < 0 or offset + byte_size > region.byte_size:
                 raise ServerError.invalid_arg(
                     f"shared memory region '{name}': {byte_size} bytes at offset {offset} "

@@ -974,6 +974,28 @@ def _trace_and_logging() -> list[Case]:
         ),
         Case("grpc/trace/rate-not-number", [G("TraceSetting", _trace_request(trace_rate=["x"]))]),
         Case(
+            "grpc/trace/rate-with-tail-and-back",
+            [
+                G("TraceSetting", _trace_request(trace_rate=[" 12abc"])),
+                G("TraceSetting", _trace_request(trace_rate=["1000"])),
+            ],
+        ),
+        Case(
+            "grpc/trace/rate-out-of-range",
+            [G("TraceSetting", _trace_request(trace_rate=["9999999999"]))],
+        ),
+        Case(
+            "grpc/trace/count-too-low",
+            [G("TraceSetting", _trace_request(trace_count=["-2"]))],
+        ),
+        Case(
+            "grpc/trace/frequency-negative-and-back",
+            [
+                G("TraceSetting", _trace_request(log_frequency=["-1"])),
+                G("TraceSetting", _trace_request(log_frequency=["0"])),
+            ],
+        ),
+        Case(
             "grpc/trace/two-rates",
             [G("TraceSetting", _trace_request(trace_rate=["1", "2"]))],
         ),

@@ -1774,6 +1774,27 @@ def _trace_and_logging() -> list[Case]:
         ),
         Case("http/trace/rate-not-string", [post("/v2/trace/setting", {"trace_rate": 5})]),
         Case("http/trace/rate-not-number", [post("/v2/trace/setting", {"trace_rate": "x"})]),
+        Case(
+            "http/trace/rate-with-tail-and-back",
+            [
+                post("/v2/trace/setting", {"trace_rate": " 12abc"}),
+                post("/v2/trace/setting", {"trace_rate": "1000"}),
+            ],
+        ),
+        Case(
+            "http/trace/rate-out-of-range",
+            [post("/v2/trace/setting", {"trace_rate": "9999999999"})],
+        ),
+        Case("http/trace/count-too-low", [post("/v2/trace/setting", {"trace_count": "-2"})]),
+        Case(
+            "http/trace/frequency-negative-and-back",
+            [
+                post("/v2/trace/setting", {"log_frequency": "-1"}),
+                post("/v2/trace/setting", {"log_frequency": "0"}),
+            ],
+        ),
+        Case("http/trace/empty-body", [post("/v2/trace/setting", b"")]),
+        Case("http/trace/level-not-list", [post("/v2/trace/setting", {"trace_level": "OFF"})]),
         Case("http/trace/set-file", [post("/v2/trace/setting", {"trace_file": "/tmp/x"})]),
         Case("http/trace/bad-json", [post("/v2/trace/setting", "{")]),
         Case("http/trace/put", [H("PUT", "/v2/trace/setting")]),

@@ -47,8 +47,9 @@ import numpy as np
 import numpy.typing as npt
 from google.protobuf.message import DecodeError
 
-from tritonclient._codec.numbers import stoi, stol
+from tritonclient._codec.numbers import stol
 from tritonclient._codec.raw import bytes_fault
+from tritonclient._codec.settings import TRACE_NUMBERS, trace_levels, trace_number
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import (
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
@@ -1202,13 +1203,6 @@ def parse_model_version(version: str, model_name: str) -> int:
     return number
 
 
-_TRACE_NUMBERS = (
-    ("trace_rate", None, "[ 0, 4294967295 ]"),
-    ("trace_count", -1, "[ -1, 2147483647 ]"),
-    ("log_frequency", None, "[ 0, 4294967295 ]"),
-)
-
-
 def parse_trace_setting_request(request: service_pb2.TraceSettingRequest) -> dict[str, Any]:
     """The changes of a ``TraceSetting`` request, read as Triton 2.51 reads them (server side).
 
@@ -1245,18 +1239,14 @@ def parse_trace_setting_request(request: service_pb2.TraceSettingRequest) -> dic
         levels = list(settings["trace_level"].value)
         if not levels:
             changes["trace_level"] = None
-        chosen: list[str] = []
-        for level in levels:
-            if level == "OFF":
-                if len(levels) != 1:
-                    raise _invalid("Expect only one trace level 'OFF' is specified")
-                chosen = ["OFF"]
-            elif level in ("TIMESTAMPS", "TENSORS") and level not in chosen:
-                chosen.append(level)
-        if chosen:
-            order = ("OFF", "TIMESTAMPS", "TENSORS")
-            changes["trace_level"] = sorted(chosen, key=order.index)
-    for key, lowest, bounds in _TRACE_NUMBERS:
+        else:
+            try:
+                chosen = trace_levels(levels)
+            except ValueError as exc:
+                raise _invalid(str(exc)) from None
+            if chosen is not None:
+                changes["trace_level"] = chosen
+    for key, lowest, bounds in TRACE_NUMBERS:
         if key not in settings:
             continue
         value = single(key)
@@ -1264,16 +1254,9 @@ def parse_trace_setting_request(request: service_pb2.TraceSettingRequest) -> dic
             changes[key] = None
             continue
         try:
-            number = stoi(value)
-        except ValueError:
-            raise _invalid(f"Unable to parse '{key}', got: {value}") from None
-        except OverflowError:
-            raise _invalid(
-                f"Unable to parse '{key}', value is out of range {bounds}, got: {value}"
-            ) from None
-        if lowest is not None and number < lowest:
-            raise _invalid(f"Unable to parse '{key}'. Expecting value >= {lowest}, got: {value}")
-        changes[key] = str(number if lowest is not None else number & 0xFFFFFFFF)
+            changes[key] = trace_number(key, value, lowest, bounds, got="got: ")
+        except ValueError as exc:
+            raise _invalid(str(exc)) from None
     return changes
 
 

@@ -53,8 +53,9 @@ import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
-from tritonclient._codec.numbers import atoi, stoi
+from tritonclient._codec.numbers import atoi
 from tritonclient._codec.raw import bytes_fault
+from tritonclient._codec.settings import TRACE_NUMBERS, trace_levels, trace_number
 from tritonclient.utils import (
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
     InferenceServerException,
@@ -2568,9 +2569,6 @@ def parse_unload_request(body: Buffer) -> bool:
     return value if isinstance(value, bool) else False
 
 
-_UINT32_RANGE = "[ 0, 4294967295 ]"
-
-
 def parse_trace_setting_request(body: Buffer) -> dict[str, Any]:
     """The changes of a ``POST .../trace/setting`` request, read as Triton 2.51 reads them.
 
@@ -2606,24 +2604,15 @@ def parse_trace_setting_request(body: Buffer) -> dict[str, Any]:
         else:
             if not isinstance(levels, list):
                 raise _internal(_json_type("array"))
-            chosen: list[str] = []
-            for level in levels:
-                if not isinstance(level, str):
-                    raise _internal(_json_type("string"))
-                if level == "OFF":
-                    if len(levels) != 1:
-                        raise _bad("Expect only one trace level 'OFF' is specified")
-                    chosen = ["OFF"]
-                elif level in ("TIMESTAMPS", "TENSORS") and level not in chosen:
-                    chosen.append(level)
-            if chosen:
-                order = ("OFF", "TIMESTAMPS", "TENSORS")
-                changes["trace_level"] = sorted(chosen, key=order.index)
-    for key, lowest, high in (
-        ("trace_rate", None, _UINT32_RANGE),
-        ("trace_count", -1, "[ -1, 2147483647 ]"),
-        ("log_frequency", None, _UINT32_RANGE),
-    ):
+            if not all(isinstance(level, str) for level in levels):
+                raise _internal(_json_type("string"))
+            try:
+                chosen = trace_levels(levels)
+            except ValueError as exc:
+                raise _bad(str(exc)) from None
+            if chosen is not None:
+                changes["trace_level"] = chosen
+    for key, lowest, bounds in TRACE_NUMBERS:
         if key not in request:
             continue
         value = request[key]
@@ -2633,16 +2622,9 @@ def parse_trace_setting_request(body: Buffer) -> dict[str, Any]:
         if not isinstance(value, str):
             raise _internal(_json_type("string"))
         try:
-            number = stoi(value)
-        except ValueError:
-            raise _bad(f"Unable to parse '{key}', got: {value}") from None
-        except OverflowError:
-            raise _bad(
-                f"Unable to parse '{key}', value is out of range {high}, got: {value}"
-            ) from None
-        if lowest is not None and number < lowest:
-            raise _bad(f"Unable to parse '{key}'. Expecting value >= {lowest}, got:{value}")
-        changes[key] = str(number if lowest is not None else number & 0xFFFFFFFF)
+            changes[key] = trace_number(key, value, lowest, bounds, got="got:")
+        except ValueError as exc:
+            raise _bad(str(exc)) from None
     return changes
 
 
