@@ -45,6 +45,7 @@ __all__ = [
     "PeerServerError",
     "RunningTritonServer",
     "TritonInstall",
+    "check_still_running",
     "copy_repository_for_triton",
     "find_tritonserver",
     "free_ports",
@@ -53,7 +54,9 @@ __all__ = [
     "peer_missing",
     "read_log",
     "run_tritonserver",
+    "spawn_server",
     "stop_process_group",
+    "wait_until_ready",
 ]
 
 PEER_SKIP_PREFIX = "peer missing:"
@@ -188,6 +191,49 @@ def is_ready(http_url: str) -> bool:
             return bool(r.status == 200)
     except (urllib.error.URLError, OSError):
         return False
+
+
+def spawn_server(
+    cmd: Sequence[str], env: dict[str, str], cwd: Path, log_path: Path
+) -> subprocess.Popen[bytes]:
+    """Start a server process in its own session, its output going to ``log_path``."""
+    with open(log_path, "wb") as log_file:
+        return subprocess.Popen(
+            list(cmd),
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+
+
+def wait_until_ready(
+    what: str, proc: subprocess.Popen[bytes], http_url: str, log_path: Path, timeout: float
+) -> None:
+    """Wait for ``GET /v2/health/ready`` to answer 200; PeerServerError (with the log) if the
+    process exits first or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while not is_ready(http_url):
+        if proc.poll() is not None:
+            raise PeerServerError(
+                f"{what} exited with status {proc.returncode} during start-up; "
+                f"log:\n{read_log(log_path)}"
+            )
+        if time.monotonic() > deadline:
+            raise PeerServerError(
+                f"{what} not ready after {timeout:.0f} s; log:\n{read_log(log_path)}"
+            )
+        time.sleep(0.05)
+
+
+def check_still_running(what: str, proc: subprocess.Popen[bytes], log_path: Path) -> None:
+    """PeerServerError (with the log) if the server exited while a test used it."""
+    if proc.poll() is not None:
+        raise PeerServerError(
+            f"{what} exited with status {proc.returncode} while in use; log:\n{read_log(log_path)}"
+        )
 
 
 def _kill_group(pgid: int, sig: int) -> None:
@@ -343,16 +389,7 @@ def run_tritonserver(
         env["LD_LIBRARY_PATH"] = str(install.library_dir)
         env["PATH"] = f"{install.stub_venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
         env["VIRTUAL_ENV"] = str(install.stub_venv)
-        with open(log_path, "wb") as log_file:
-            proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=workdir,
-                start_new_session=True,
-            )
+        proc = spawn_server(cmd, env, workdir, log_path)
         server = RunningTritonServer(
             http_url=f"127.0.0.1:{http_port}",
             grpc_url=f"127.0.0.1:{grpc_port}",
@@ -360,25 +397,9 @@ def run_tritonserver(
             pid=proc.pid,
             log_path=log_path,
         )
-        deadline = time.monotonic() + startup_timeout
-        while not is_ready(server.http_url):
-            if proc.poll() is not None:
-                raise PeerServerError(
-                    f"tritonserver exited with status {proc.returncode} during start-up; "
-                    f"log:\n{read_log(log_path)}"
-                )
-            if time.monotonic() > deadline:
-                raise PeerServerError(
-                    f"tritonserver not ready after {startup_timeout:.0f} s; "
-                    f"log:\n{read_log(log_path)}"
-                )
-            time.sleep(0.1)
+        wait_until_ready("tritonserver", proc, server.http_url, log_path, startup_timeout)
         yield server
-        if proc.poll() is not None:
-            raise PeerServerError(
-                f"tritonserver exited with status {proc.returncode} while in use; "
-                f"log:\n{read_log(log_path)}"
-            )
+        check_still_running("tritonserver", proc, log_path)
     finally:
         if proc is not None:
             stop_process_group(proc, stop_timeout)

@@ -51,7 +51,7 @@ def test_trace_levels(values: list[str], levels: list[str] | None) -> None:
 
 
 def test_trace_level_off_must_be_alone() -> None:
-    with pytest.raises(ValueError, match="^Expect only one trace level 'OFF' is specified$"):
+    with pytest.raises(ValueError, match=r"^Expect only one trace level .OFF. is specified$"):
         trace_levels(["OFF", "TENSORS"])
 
 

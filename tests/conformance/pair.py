@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,16 +70,7 @@ def run_mock_server(
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc: subprocess.Popen[bytes] | None = None
     try:
-        with open(log_path, "wb") as log_file:
-            proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=workdir,
-                start_new_session=True,
-            )
+        proc = peers.spawn_server(cmd, env, workdir, log_path)
         endpoint = Endpoint(
             "mock",
             f"127.0.0.1:{http_port}",
@@ -88,20 +78,9 @@ def run_mock_server(
             f"127.0.0.1:{metrics_port}",
             proc.pid,
         )
-        deadline = time.monotonic() + startup_timeout
-        while not peers.is_ready(endpoint.http):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise peers.PeerServerError(
-                    f"mock_server did not start (status {proc.poll()}); log:\n"
-                    f"{peers.read_log(log_path)}"
-                )
-            time.sleep(0.05)
+        peers.wait_until_ready("mock_server", proc, endpoint.http, log_path, startup_timeout)
         yield endpoint
-        if proc.poll() is not None:
-            raise peers.PeerServerError(
-                f"mock_server exited with status {proc.returncode} while in use; log:\n"
-                f"{peers.read_log(log_path)}"
-            )
+        peers.check_still_running("mock_server", proc, log_path)
     finally:
         if proc is not None:
             peers.stop_process_group(proc, 15.0)
