@@ -325,6 +325,7 @@ def run_tritonserver(
     *,
     startup_timeout: float = 60.0,
     stop_timeout: float = 15.0,
+    may_exit: bool = False,
 ) -> Iterator[RunningTritonServer]:
     """Run ``tritonserver`` on ``repo`` for the duration of a ``with`` block.
 
@@ -341,6 +342,9 @@ def run_tritonserver(
         Seconds to wait for ``/v2/health/ready`` to answer 200.
     stop_timeout : float
         Seconds to wait after SIGTERM before SIGKILL.
+    may_exit : bool
+        The server is expected to die in the block (a test of a request that crashes it):
+        its exit is not an error then.
 
     Yields
     ------
@@ -399,7 +403,8 @@ def run_tritonserver(
         )
         wait_until_ready("tritonserver", proc, server.http_url, log_path, startup_timeout)
         yield server
-        check_still_running("tritonserver", proc, log_path)
+        if not may_exit:
+            check_still_running("tritonserver", proc, log_path)
     finally:
         if proc is not None:
             stop_process_group(proc, stop_timeout)

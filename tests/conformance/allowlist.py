@@ -10,7 +10,13 @@ Keys are case ids (``tests/conformance/cases_*.py``); values say why we differ o
 
 from __future__ import annotations
 
-ALLOWED: dict[str, str] = {}
+ALLOWED: dict[str, str] = {
+    "crash-classification/http/classification-of-bytes": (
+        "Triton 2.51 dies (SIGFPE) when asked to classify a BYTES output: the client's "
+        "connection drops and the server is gone. mock_server answers with the classes of the "
+        "elements' bytes and keeps serving."
+    ),
+}
 
 _GRPC = ("grpc", "grpc.aio")
 _HTTP = ("http", "http.aio")

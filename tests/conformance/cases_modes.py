@@ -113,9 +113,25 @@ def _echo_cases() -> list[Case]:
     ]
 
 
+def _crash() -> list[Case]:
+    pair = "crash-classification"
+    body = {
+        "inputs": [json_tensor("INPUT0", "BYTES", [1, 2], ["a", "b"])],
+        "outputs": [{"name": "OUTPUT0", "parameters": {"classification": 2}}],
+    }
+    return [
+        Case(
+            f"{pair}/http/classification-of-bytes",
+            [infer("identity_bytes", body), get("/v2/health/ready")],
+            pair,
+        )
+    ]
+
+
 def cases() -> list[Case]:
     """The cases of every pair but "main" (and the echo cases, which run on it)."""
     return [
+        *_crash(),
         *_control_mode("none"),
         *_control_mode("poll"),
         *_restricted(),

@@ -13,6 +13,8 @@ from tests.conformance.pair import Pair, run_pair
 #: Each named pair of servers: the flags both start with, and the models of their repository
 #: (None: all of them, bundled and conformance models).
 PAIRS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
+    # Triton 2.51 dies on this pair's one case (see the allow-list); it gets a server of its own.
+    "crash-classification": (("--model-control-mode=none",), ("identity_bytes",)),
     "main": (("--model-control-mode=explicit", "--load-model=*"), None),
     "none": (("--model-control-mode=none",), ("simple", "identity_int32")),
     "poll": (
@@ -46,7 +48,8 @@ class PairPool:
         if name not in self._pairs:
             path: Path = self._tmp.mktemp(f"pair-{name}")
             args, models = PAIRS[name]
-            self._pairs[name] = self._stack.enter_context(run_pair(path, args, models=models))
+            pair = run_pair(path, args, models=models, triton_may_exit=name.startswith("crash-"))
+            self._pairs[name] = self._stack.enter_context(pair)
         return self._pairs[name]
 
 

@@ -94,6 +94,7 @@ def run_pair(
     *,
     models: Sequence[str] | None = None,
     sources: Sequence[Path] = (BUNDLED, CONFORMANCE_MODELS),
+    triton_may_exit: bool = False,
 ) -> Iterator[Pair]:
     """Start Triton and mock_server with ``args`` on a fresh copy of the models.
 
@@ -107,6 +108,8 @@ def run_pair(
         Only these models (by folder name) from ``sources``; all of them by default.
     sources : sequence of Path
         Repositories whose models are merged into the copy (later ones win on a name clash).
+    triton_may_exit : bool
+        Triton is expected to crash on a case of this pair (its exit is then no error).
     """
     install = peers.find_tritonserver()
     if install is None:
@@ -126,7 +129,9 @@ def run_pair(
     repo = peers.copy_repository_for_triton(staged, tmp / "models")
     shutil.rmtree(staged)
     with (
-        peers.run_tritonserver(install, repo, list(args), startup_timeout=120) as triton,
+        peers.run_tritonserver(
+            install, repo, list(args), startup_timeout=120, may_exit=triton_may_exit
+        ) as triton,
         run_mock_server(repo, list(args)) as mock,
     ):
         yield Pair(

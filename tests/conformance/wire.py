@@ -172,8 +172,12 @@ def _http(ctx: Context, step: H) -> dict[str, Any]:
         body = (body or b"") + step.binary
     conn = http.client.HTTPConnection(host, timeout=TIMEOUT)
     try:
-        conn.request(step.method, ctx.expand(step.path), body=body, headers=headers)
-        response = conn.getresponse()
+        try:
+            conn.request(step.method, ctx.expand(step.path), body=body, headers=headers)
+            response = conn.getresponse()
+        except (ConnectionError, http.client.RemoteDisconnected) as exc:
+            # A server that died (Triton's crash cases): what the client saw is the record.
+            return {"connection": type(exc).__name__}
         raw = response.read()
         status = response.status
         content_type = (response.getheader("Content-Type") or "").replace(" ", "").lower()
