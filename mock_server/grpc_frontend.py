@@ -53,7 +53,7 @@ import grpc
 from grpc_health.v1 import health_pb2  # type: ignore[import-untyped]  # ships no py.typed
 
 from tritonclient._codec import grpc as codec
-from tritonclient.grpc import service_pb2 as pb
+from tritonclient._proto import service_pb2 as pb
 from tritonclient.utils import InferenceServerException
 
 from .core.errors import ErrorKind, ServerError

@@ -5,11 +5,12 @@ Usage
 ``python proto/generate.py``          rewrite the generated modules
 ``python proto/generate.py --check``  exit 1 if any committed module is stale
 
-Outputs, under the names NVIDIA's package uses:
+Outputs, under the names NVIDIA's package uses, in a neutral home that imports no client
+(``tritonclient.grpc.service_pb2`` and the others are aliases of these modules):
 
-* ``tritonclient/grpc/service_pb2.py`` (+ ``.pyi``) and ``service_pb2_grpc.py`` from
+* ``tritonclient/_proto/service_pb2.py`` (+ ``.pyi``) and ``service_pb2_grpc.py`` from
   ``grpc_service.proto``;
-* ``tritonclient/grpc/model_config_pb2.py`` (+ ``.pyi``) from ``model_config.proto``.
+* ``tritonclient/_proto/model_config_pb2.py`` (+ ``.pyi``) from ``model_config.proto``.
 
 The descriptor file names stay ``grpc_service.proto`` and ``model_config.proto``, as in
 NVIDIA's modules.  ``health.proto`` documents the ``grpc.health.v1`` service; at run time
@@ -38,10 +39,10 @@ sys.path.insert(0, str(ROOT))
 from tools.venvs import ensure_venv  # noqa: E402
 
 PROTO_DIR = ROOT / "proto"
-OUT_DIR = ROOT / "tritonclient" / "grpc"
+OUT_DIR = ROOT / "tritonclient" / "_proto"
 TOOL_VENV = ROOT / ".cache" / "protoc-venv"
 GRPCIO_TOOLS = "grpcio-tools==1.62.3"
-PACKAGE = "tritonclient.grpc"
+PACKAGE = "tritonclient._proto"
 
 # protoc output name -> committed name
 RENAMES = {

@@ -149,3 +149,26 @@ def test_generated_modules_need_no_runtime_version_check() -> None:
     for module in (service_pb2, model_config_pb2):
         assert module.__file__ is not None
         assert "runtime_version" not in Path(module.__file__).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", ["service_pb2", "service_pb2_grpc", "model_config_pb2"])
+def test_nvidia_import_paths_are_the_generated_modules(name: str) -> None:
+    # ``tritonclient.grpc.<name>`` is where NVIDIA's users import from; it must be the very module
+    # the codecs and the server use, or isinstance checks across the two would fail.
+    import importlib
+
+    public = importlib.import_module(f"tritonclient.grpc.{name}")
+    generated = importlib.import_module(f"tritonclient._proto.{name}")
+    assert public is generated
+    if name != "service_pb2_grpc":
+        assert public.DESCRIPTOR.pool.FindFileByName(generated.DESCRIPTOR.name) is generated.DESCRIPTOR
+
+
+def test_server_core_does_not_load_the_grpc_client() -> None:
+    code = (
+        "import sys, mock_server.core, tritonclient._codec.grpc;"
+        "bad = sorted(m for m in sys.modules if m == 'grpc' or m.startswith(('grpc.', 'tritonclient.grpc')));"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr

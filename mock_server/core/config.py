@@ -27,7 +27,7 @@ from google.protobuf import json_format, text_format
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from tritonclient.grpc import model_config_pb2 as mc
+from tritonclient._proto import model_config_pb2 as mc
 from tritonclient.utils import config_to_triton_dtype
 
 from .errors import ServerError

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tritonclient.grpc import model_config_pb2 as mc
+from tritonclient._proto import model_config_pb2 as mc
 
 from .errors import ErrorKind, ServerError
 from .scheduler import Pending, Scheduler, make_scheduler

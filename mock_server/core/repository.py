@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from tritonclient.grpc import model_config_pb2 as mc
+from tritonclient._proto import model_config_pb2 as mc
 
 from .config import complete_config, config_from_json, parse_config_text, validate_config_on_poll
 from .errors import ServerError

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tritonclient.grpc import model_config_pb2 as mc
+from tritonclient._proto import model_config_pb2 as mc
 
 from .errors import ErrorKind, ServerError
 from .types import InferRequest, Tensor

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonclient.grpc import model_config_pb2 as mc
+from tritonclient._proto import model_config_pb2 as mc
 
 from .. import __version__
 from . import config as cfg

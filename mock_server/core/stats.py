@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from tritonclient.grpc import service_pb2
+from tritonclient._proto import service_pb2
 
 from .errors import ServerError
 
@@ -443,7 +443,7 @@ class ModelStats:
 
         Parameters
         ----------
-        msg : tritonclient.grpc.service_pb2.ModelStatistics
+        msg : tritonclient._proto.service_pb2.ModelStatistics
             The message to fill, e.g. ``response.model_stats.add()``.
         """
         msg.Clear()

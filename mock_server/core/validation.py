@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from tritonclient.grpc.model_config_pb2 import DataType, ModelConfig, ModelSequenceBatching
+from tritonclient._proto.model_config_pb2 import DataType, ModelConfig, ModelSequenceBatching
 from tritonclient.utils import (
     TRITON_RESERVED_REQUEST_PARAMS,
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,

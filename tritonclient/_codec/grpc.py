@@ -50,7 +50,7 @@ from google.protobuf.message import DecodeError
 from tritonclient._codec.numbers import stol
 from tritonclient._codec.raw import bytes_fault
 from tritonclient._codec.settings import TRACE_NUMBERS, trace_levels, trace_number
-from tritonclient.grpc import service_pb2
+from tritonclient._proto import service_pb2
 from tritonclient.utils import (
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
     InferenceServerException,

@@ -21,7 +21,7 @@ except ImportError as _error:
     ) from _error
 
 from tritonclient._plugin import InferenceServerClientPlugin, Request
-from tritonclient.grpc import model_config_pb2, service_pb2, service_pb2_grpc
+from tritonclient._proto import model_config_pb2, service_pb2, service_pb2_grpc
 from tritonclient.utils import (
     TRITON_RESERVED_REQUEST_PARAMS,
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 import grpc
 
+from tritonclient._proto import service_pb2_grpc
 from tritonclient._ready import wait_sync
-from tritonclient.grpc import service_pb2_grpc
 from tritonclient.utils import (
     InferenceServerException,
     InferenceServerUnavailableError,

@@ -20,7 +20,7 @@ import grpc
 
 from tritonclient._codec import grpc as codec
 from tritonclient._plugin import InferenceServerClientPlugin, Request
-from tritonclient.grpc import service_pb2
+from tritonclient._proto import service_pb2
 from tritonclient.utils import InferenceServerException, raise_error
 from tritonclient.utils._codec import check_model_version
 from tritonclient.utils._errors import (

@@ -14,7 +14,7 @@ import numpy.typing as npt
 from google.protobuf.json_format import MessageToJson
 
 from tritonclient._codec import grpc as codec
-from tritonclient.grpc import service_pb2
+from tritonclient._proto import service_pb2
 from tritonclient.utils import raise_error
 from tritonclient.utils._codec import check_input_array
 

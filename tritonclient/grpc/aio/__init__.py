@@ -17,6 +17,7 @@ import grpc
 from tritonclient import _auth as auth
 from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
+from tritonclient._proto import model_config_pb2, service_pb2, service_pb2_grpc
 from tritonclient._ready import wait_async
 from tritonclient.grpc import (
     MAX_GRPC_MESSAGE_SIZE,
@@ -24,10 +25,7 @@ from tritonclient.grpc import (
     InferRequestedOutput,
     InferResult,
     KeepAliveOptions,
-    model_config_pb2,
     raise_error_grpc,
-    service_pb2,
-    service_pb2_grpc,
 )
 from tritonclient.grpc import _client as _sync
 from tritonclient.grpc import _common as common
