@@ -554,11 +554,11 @@ class GrpcFrontend:
     ) -> Any:
         response = pb.SystemSharedMemoryStatusResponse()
         for region in self._core.shm.system_status(request.name or None):
-            entry = response.regions[region["name"]]
-            entry.name = region["name"]
-            entry.key = region["key"]
-            entry.offset = region["offset"]
-            entry.byte_size = region["byte_size"]
+            entry = response.regions[region.name]
+            entry.name = region.name
+            entry.key = region.key
+            entry.offset = region.offset
+            entry.byte_size = region.byte_size
         return response
 
     async def _system_shm_register(
@@ -578,10 +578,10 @@ class GrpcFrontend:
     ) -> Any:
         response = pb.CudaSharedMemoryStatusResponse()
         for region in self._core.shm.cuda_status(request.name or None):
-            entry = response.regions[region["name"]]
-            entry.name = region["name"]
-            entry.device_id = region["device_id"]
-            entry.byte_size = region["byte_size"]
+            entry = response.regions[region.name]
+            entry.name = region.name
+            entry.device_id = region.device_id
+            entry.byte_size = region.byte_size
         return response
 
     async def _cuda_shm_register(
@@ -631,10 +631,7 @@ class GrpcFrontend:
 
     # -- inference helpers ---------------------------------------------------------------
     def _shm_input(self, name: str, ref: codec.SharedMemoryRef) -> memoryview:
-        self._core.shm.locate(ref.region, ref.offset, ref.byte_size)
-        # A size-checked view or copy of a system region (an object its owner shrank gives an
-        # error, not SIGBUS), a host copy of a CUDA region.
-        return self._core.shm.read(ref.region, ref.offset, ref.byte_size)
+        return self._core.shm.read_input(ref.region, ref.offset, ref.byte_size)
 
     async def _prepare(
         self, request: pb.ModelInferRequest, raw: list[memoryview], *, unary: bool
@@ -666,9 +663,7 @@ class GrpcFrontend:
         for output in decoded.outputs:
             if output.shared_memory is not None:
                 ref = output.shared_memory
-                self._core.shm.locate(ref.region, ref.offset, ref.byte_size)
-                # The object's current size (its owner may have shrunk it).
-                self._core.shm.check(ref.region, ref.offset, ref.byte_size)
+                self._core.shm.check_output(ref.region, ref.offset, ref.byte_size)
         return decoded, decoupled
 
     @staticmethod
@@ -706,15 +701,10 @@ class GrpcFrontend:
             ref = wanted.get(tensor.name)
             if ref is None:
                 continue
-            buffer = codec.tensor_to_buffer(tensor.data, tensor.datatype)
-            size = buffer.nbytes if isinstance(buffer, memoryview) else len(buffer)
-            if size > ref.byte_size:
-                raise ServerError.internal(
-                    f"shared memory size specified with the request for output '{tensor.name}' "
-                    f"({ref.byte_size} bytes) should be at least {size} bytes to hold the "
-                    "results"
-                )
-            self._core.shm.write(ref.region, ref.offset, buffer)
+            raw = codec.tensor_to_buffer(tensor.data, tensor.datatype)
+            size = self._core.shm.write_output(
+                tensor.name, ref.region, ref.offset, ref.byte_size, raw
+            )
             written[tensor.name] = codec.SharedMemoryRef(ref.region, size, ref.offset)
         return written
 

@@ -51,7 +51,7 @@ import ssl
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -656,13 +656,6 @@ class HttpFrontend:
             encoded = await self._maybe_blocking(encoded.nbytes, encoded.compressed, encoding)
         return await self._send(request, encoded)
 
-    def _shm_input(self, placement: codec.SharedMemoryRef) -> memoryview:
-        """An input's bytes in a registered region (system: a size-checked view or copy; CUDA:
-        a host copy), after Triton's lookup and bounds checks."""
-        shm = self._core.shm
-        shm.locate(placement.region, placement.offset, placement.byte_size)
-        return shm.read(placement.region, placement.offset, placement.byte_size)
-
     def _core_request(
         self,
         request: web.BaseRequest,
@@ -673,7 +666,10 @@ class HttpFrontend:
         """Turn a parsed request into a core request; resolve shared-memory placements."""
         inputs = []
         for each in parsed.inputs:
-            buffer = self._shm_input(each.shared_memory) if each.shared_memory else None
+            ref = each.shared_memory
+            buffer = (
+                self._core.shm.read_input(ref.region, ref.offset, ref.byte_size) if ref else None
+            )
             data = codec.decode_input(each, buffer, model_name=name, request_id=parsed.id)
             inputs.append(Tensor(each.name, each.datatype, tuple(each.shape), data))
         outputs = []
@@ -685,9 +681,7 @@ class HttpFrontend:
             outputs.append(RequestedOutput(wanted.name, parameters))
             if wanted.shared_memory is not None:
                 ref = wanted.shared_memory
-                self._core.shm.locate(ref.region, ref.offset, ref.byte_size)
-                # The object's current size (its owner may have shrunk it).
-                self._core.shm.check(ref.region, ref.offset, ref.byte_size)
+                self._core.shm.check_output(ref.region, ref.offset, ref.byte_size)
                 views[wanted.name] = ref
         interpreted = parsed.parameters
         custom = dict(interpreted.custom)
@@ -749,14 +743,8 @@ class HttpFrontend:
         for tensor in final.outputs:
             ref = views.get(tensor.name)
             if ref is not None:
-                raw = memoryview(codec.tensor_to_buffer(tensor.datatype, tensor.data)).cast("B")
-                if raw.nbytes > ref.byte_size:
-                    raise ServerError.internal(
-                        f"shared memory size specified with the request for output "
-                        f"'{tensor.name}' ({ref.byte_size} bytes) should be at least "
-                        f"{raw.nbytes} bytes to hold the results"
-                    )
-                self._core.shm.write(ref.region, ref.offset, raw)
+                raw = codec.tensor_to_buffer(tensor.datatype, tensor.data)
+                self._core.shm.write_output(tensor.name, ref.region, ref.offset, ref.byte_size, raw)
                 outputs.append(
                     codec.ResponseOutput(tensor.name, tensor.datatype, tensor.shape, None)
                 )
@@ -925,8 +913,9 @@ class HttpFrontend:
         name = region
         if action == "status":
             self._check_method(request, "GET")
-            status = shm.system_status(name) if kind == "system" else shm.cuda_status(name)
-            return _json_response(status)
+            if kind == "system":
+                return _json_response([asdict(r) for r in shm.system_status(name)])
+            return _json_response([asdict(r) for r in shm.cuda_status(name)])
         self._check_method(request, "POST")
         if action == "unregister":
             await self._read_body(request)

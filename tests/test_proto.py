@@ -161,14 +161,6 @@ def test_nvidia_import_paths_are_the_generated_modules(name: str) -> None:
     generated = importlib.import_module(f"tritonclient._proto.{name}")
     assert public is generated
     if name != "service_pb2_grpc":
-        assert public.DESCRIPTOR.pool.FindFileByName(generated.DESCRIPTOR.name) is generated.DESCRIPTOR
-
-
-def test_server_core_does_not_load_the_grpc_client() -> None:
-    code = (
-        "import sys, mock_server.core, tritonclient._codec.grpc;"
-        "bad = sorted(m for m in sys.modules if m == 'grpc' or m.startswith(('grpc.', 'tritonclient.grpc')));"
-        "print(bad); sys.exit(1 if bad else 0)"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stdout + result.stderr
+        assert (
+            public.DESCRIPTOR.pool.FindFileByName(generated.DESCRIPTOR.name) is generated.DESCRIPTOR
+        )

@@ -12,7 +12,12 @@ import pytest
 
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.settings import LogSettings, TraceSettings
-from mock_server.core.shm import COPY_BELOW, SharedMemoryRegistry
+from mock_server.core.shm import (
+    COPY_BELOW,
+    CudaRegionStatus,
+    SharedMemoryRegistry,
+    SystemRegionStatus,
+)
 from shm import cuda as shm_cuda
 from shm import posix
 from tests.fake_cuda import FakeCudaRuntime, cudaMemcpyKind, fake_cudart
@@ -56,7 +61,7 @@ def test_registry_system_regions(key: str) -> None:
     region = posix.create(key, 32)
     registry = SharedMemoryRegistry()
     registry.register_system("r", key, 8, 16)
-    assert registry.system_status() == [{"name": "r", "key": key, "offset": 8, "byte_size": 16}]
+    assert registry.system_status() == [SystemRegionStatus("r", key, 8, 16)]
     with pytest.raises(ServerError) as info:
         registry.register_system("r", key, 0, 4)
     assert info.value.kind is ErrorKind.ALREADY_EXISTS
@@ -148,7 +153,7 @@ def test_registry_cuda_regions(fake_cudart: FakeCudaRuntime, key: str) -> None:
     registry = SharedMemoryRegistry(has_gpu=True)
     registry.register_cuda("c", device.ipc_handle(), 0, 48)
     assert fake_cudart.opened == [(device.ptr, 1)]
-    assert registry.cuda_status() == [{"name": "c", "device_id": 0, "byte_size": 48}]
+    assert registry.cuda_status() == [CudaRegionStatus("c", 0, 48)]
     with pytest.raises(ServerError, match="registered as CUDA shared memory"):
         registry.system_status("c")
     fake_cudart.copies.clear()

@@ -42,7 +42,13 @@ from shm.posix import MappedRegion, SharedMemoryError, open_region
 
 from .errors import ErrorKind, ServerError
 
-__all__ = ["COPY_BELOW", "CUDA_IPC_HANDLE_SIZE", "SharedMemoryRegistry"]
+__all__ = [
+    "COPY_BELOW",
+    "CUDA_IPC_HANDLE_SIZE",
+    "CudaRegionStatus",
+    "SharedMemoryRegistry",
+    "SystemRegionStatus",
+]
 
 #: Inputs smaller than this many bytes are copied out of the mapping, larger ones are views.
 COPY_BELOW = 64 * 1024
@@ -52,6 +58,25 @@ CUDA_IPC_HANDLE_SIZE = 64
 
 #: Keys with this prefix belong to Triton's Python backend and cannot be registered.
 _RESERVED_KEY_PREFIX = "triton_python_backend_shm_region_"
+
+
+@dataclass(frozen=True)
+class SystemRegionStatus:
+    """A registered system region as the status endpoints report it."""
+
+    name: str
+    key: str
+    offset: int
+    byte_size: int
+
+
+@dataclass(frozen=True)
+class CudaRegionStatus:
+    """A registered CUDA region as the status endpoints report it."""
+
+    name: str
+    device_id: int
+    byte_size: int
 
 
 @dataclass
@@ -148,8 +173,8 @@ class SharedMemoryRegistry:
                 if region is not None:
                     region.close()
 
-    def system_status(self, name: str | None = None) -> list[dict[str, Any]]:
-        """``[{"name", "key", "offset", "byte_size"}]`` for one or every system region."""
+    def system_status(self, name: str | None = None) -> list[SystemRegionStatus]:
+        """One system region, or every one in name order (each frontend renders its form)."""
         self._check_allowed()
         with self._lock:
             if name:
@@ -165,10 +190,7 @@ class SharedMemoryRegistry:
                 regions = [(name, self._system[name])]
             else:
                 regions = sorted(self._system.items())
-            return [
-                {"name": n, "key": r.key, "offset": r.offset, "byte_size": r.byte_size}
-                for n, r in regions
-            ]
+            return [SystemRegionStatus(n, r.key, r.offset, r.byte_size) for n, r in regions]
 
     # -- CUDA ----------------------------------------------------------------------------
     def register_cuda(self, name: str, raw_handle: bytes, device_id: int, byte_size: int) -> None:
@@ -236,8 +258,8 @@ class SharedMemoryRegistry:
         if failure is not None:
             raise failure
 
-    def cuda_status(self, name: str | None = None) -> list[dict[str, Any]]:
-        """``[{"name", "device_id", "byte_size"}]`` for one or every CUDA region."""
+    def cuda_status(self, name: str | None = None) -> list[CudaRegionStatus]:
+        """One CUDA region, or every one in name order (each frontend renders its form)."""
         self._check_allowed()
         with self._lock:
             if name:
@@ -253,10 +275,7 @@ class SharedMemoryRegistry:
                 regions = [self._cuda[name]]
             else:
                 regions = [self._cuda[n] for n in sorted(self._cuda)]
-            return [
-                {"name": r.name, "device_id": r.device_id, "byte_size": r.byte_size}
-                for r in regions
-            ]
+            return [CudaRegionStatus(r.name, r.device_id, r.byte_size) for r in regions]
 
     # -- data path -----------------------------------------------------------------------
     def _region(self, name: str) -> MappedRegion | _CudaRegion:
@@ -388,6 +407,41 @@ class SharedMemoryRegistry:
             return
         target = np.frombuffer(region.view(offset, source.nbytes), dtype=np.uint8)
         target[:] = source
+
+    # -- a request's tensors (both frontends) ---------------------------------------------
+    def read_input(self, region: str, offset: int, byte_size: int) -> memoryview:
+        """An input's bytes placed in ``region``: Triton's lookup (:meth:`locate`), then
+        :meth:`read` (a size-checked view or copy of a system region, a host copy of a CUDA
+        one)."""
+        self.locate(region, offset, byte_size)
+        return self.read(region, offset, byte_size)
+
+    def check_output(self, region: str, offset: int, byte_size: int) -> None:
+        """Check, before the model runs, that an output can be written where the request
+        placed it: Triton's lookup (:meth:`locate`), then the object's current size (its owner
+        may have shrunk it since)."""
+        self.locate(region, offset, byte_size)
+        self.check(region, offset, byte_size)
+
+    def write_output(
+        self, output_name: str, region: str, offset: int, byte_size: int, raw: Any
+    ) -> int:
+        """Write an output's raw bytes where the request placed it; return how many.
+
+        Raises
+        ------
+        ServerError
+            INTERNAL, in Triton's words, when the output needs more than the ``byte_size`` the
+            request gave it; the errors of :meth:`write`.
+        """
+        data = memoryview(raw).cast("B")
+        if data.nbytes > byte_size:
+            raise ServerError.internal(
+                f"shared memory size specified with the request for output '{output_name}' "
+                f"({byte_size} bytes) should be at least {data.nbytes} bytes to hold the results"
+            )
+        self.write(region, offset, data)
+        return data.nbytes
 
     def close(self) -> None:
         """Unmap every system region and close every CUDA IPC handle (server shutdown; a
