@@ -26,7 +26,7 @@ from .instances import ModelInstance, ModelVersion, instance_specs
 from .repository import ModelSource, Repository, materialize_override, select_versions
 from .settings import LogSettings, TraceSettings
 from .shm import SharedMemoryRegistry
-from .stats import StatsRegistry
+from .stats import ModelStats, StatsRegistry
 from .types import InferRequest, InferResponse
 from .validation import validate_request
 
@@ -443,7 +443,8 @@ class CoreServer:
     ) -> None:
         from ..python_backend.backend import PythonBackendModel
 
-        if sources is None and override_config is None and not files:
+        plain = sources is None and override_config is None and not files
+        if plain:
             with self._lock:
                 current = self._entries.get(name)
                 if current is not None and current.override is not None and current.versions:
@@ -451,6 +452,17 @@ class CoreServer:
                     # request follows: its repository files did not change since.
                     return
         source = self._resolve_source(name, sources, override_config, files)
+        if plain:
+            with self._lock:
+                current = self._entries.get(name)
+                if (
+                    current is not None
+                    and current.versions
+                    and current.fingerprint == source.fingerprint
+                ):
+                    # Nor does Triton reload a loaded model whose files did not change: it
+                    # keeps serving, statistics included.
+                    return
         with self._lock:
             entry = self._entries.setdefault(name, _Entry(name))
             old_versions = dict(entry.versions)
@@ -477,10 +489,12 @@ class CoreServer:
                 if version not in old_versions:
                     entry.states[version] = (ModelState.LOADING, "")
         new_versions: dict[int, ModelVersion] = {}
+        new_stats: list[ModelStats] = []
         try:
             for version in versions:
+                new_stats.append(self.stats.new(name, version))
                 new_versions[version] = self._start_version(
-                    name, version, config, source, PythonBackendModel
+                    name, version, config, source, PythonBackendModel, new_stats[-1]
                 )
         except ServerError as exc:
             for started in new_versions.values():
@@ -497,6 +511,8 @@ class CoreServer:
             entry.fingerprint = source.fingerprint
             entry.versions = new_versions
             entry.states = {v: (ModelState.READY, "") for v in new_versions}
+            for stats in new_stats:
+                self.stats.publish(stats)
         # Versions that were replaced or dropped by the new policy go after the swap, so the
         # model keeps serving throughout a reload.
         for version, old in old_versions.items():
@@ -542,7 +558,13 @@ class CoreServer:
         return config
 
     def _start_version(
-        self, name: str, version: int, config: mc.ModelConfig, source: ModelSource, backend: Any
+        self,
+        name: str,
+        version: int,
+        config: mc.ModelConfig,
+        source: ModelSource,
+        backend: Any,
+        stats: ModelStats,
     ) -> ModelVersion:
         filename = config.default_model_filename or "model.py"
         model = backend(
@@ -565,8 +587,16 @@ class CoreServer:
             for instance in instances:
                 instance.finalize()
             raise ServerError.internal(f"failed to load model '{name}': {exc}") from exc
-        stats = self.stats.get(name, version)
-        return ModelVersion(name, version, config, instances, stats, source.path, self._trace)
+        return ModelVersion(
+            name,
+            version,
+            config,
+            instances,
+            stats,
+            source.path,
+            self._trace,
+            failures=self.stats.failures(name, version),
+        )
 
     def _record_failure(
         self,
@@ -591,7 +621,7 @@ class CoreServer:
             with self._lock:
                 self._entries[name].states[version] = (ModelState.UNLOADING, "")
         model.stop(self.options.exit_timeout_secs)
-        self.stats.remove(name, version)
+        self.stats.remove(name, version, only=model.stats)
         if record:
             with self._lock:
                 self._entries[name].states[version] = (ModelState.UNAVAILABLE, "unloaded")

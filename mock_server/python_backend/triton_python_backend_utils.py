@@ -483,6 +483,7 @@ class InferenceResponse:
                 error=self._error._to_server_error(),
                 parameters=dict(self._parameters),
                 final=final,
+                model_error=True,
             )
         return CoreResponse(
             model_name,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from tests.conformance.cases import Case
-from tests.conformance.wire import H, Shm, ShmRead
+from tests.conformance.wire import H, Pause, Shm, ShmRead
 
 JSON = (("Content-Type", "application/json"),)
 SIMPLE_IN = list(range(16))
@@ -1188,7 +1188,56 @@ def _statistics() -> list[Case]:
                     "/v2/models/square_int32/generate_stream",
                     {"IN": 2},
                 ),
+                # The model's error response: a successful request in Triton's statistics.
+                post("/v2/models/square_int32/generate", {"IN": -1}),
+                # Triton counts a decoupled request once execute returns, which may be after
+                # the client has its last response.
+                Pause(0.5),
                 get("/v2/models/square_int32/stats"),
+            ],
+        ),
+        # fail_modes (a conformance model) is used by no other case: MODE 0 answers, 1 answers
+        # with an error (a success for Triton), 2 makes execute raise (a failure).
+        Case(
+            "http/stats/model-errors",
+            [
+                *(
+                    infer("fail_modes", {"inputs": [tensor("MODE", "INT32", [1], [mode])]})
+                    for mode in (0, 1, 2, 1)
+                ),
+                get("/v2/models/fail_modes/stats"),
+            ],
+        ),
+        Case(
+            "http/stats/reload-changed",
+            [
+                # A load with new files is a new model: its statistics start again from zero.
+                infer("fail_modes", {"inputs": [tensor("MODE", "INT32", [1], [0])]}),
+                post(
+                    "/v2/repository/models/fail_modes/load",
+                    {
+                        "parameters": {
+                            "config": json.dumps(
+                                {
+                                    "backend": "python",
+                                    "input": [
+                                        {"name": "MODE", "data_type": "TYPE_INT32", "dims": [1]}
+                                    ],
+                                    "output": [
+                                        {"name": "OUT", "data_type": "TYPE_INT32", "dims": [1]}
+                                    ],
+                                }
+                            )
+                        }
+                    },
+                ),
+                get("/v2/models/fail_modes/stats"),
+                infer("fail_modes", {"inputs": [tensor("MODE", "INT32", [1], [0])]}),
+                get("/v2/models/fail_modes/stats"),
+                # Back to the repository's files: unload, then load.
+                post("/v2/repository/models/fail_modes/unload"),
+                post("/v2/repository/models/fail_modes/load"),
+                get("/v2/models/fail_modes/stats"),
             ],
         ),
     ]
