@@ -23,10 +23,11 @@ import triton_python_backend_utils as pb_utils
 
 class TritonPythonModel:
     def initialize(self, args):
-        family = pb_utils.MetricFamily(
+        # Kept: as on Triton, a metric is unusable once its family object is deleted.
+        self.family = pb_utils.MetricFamily(
             name="requests_seen", description="requests seen by the model",
             kind=pb_utils.MetricFamily.COUNTER)
-        self.counter = family.Metric(labels={"who": "test"})
+        self.counter = self.family.Metric(labels={"who": "test"})
 
     def execute(self, requests):
         out = []

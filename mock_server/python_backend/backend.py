@@ -164,7 +164,7 @@ class PythonBackendModel:
             config = copy.deepcopy(config_json)
             config.setdefault("name", name)
             wrapped = pb_utils.ModelConfig(config)
-            context = _context.ModelContext(name, version)
+            context = _context.ModelContext(name, version, model_dir=str(path.parent))
             try:
                 with _context.entered(context, "auto_complete"):
                     result = hook(wrapped)
@@ -233,7 +233,13 @@ class PythonBackendModel:
             ``initialize`` raises.
         """
         loaded = _import(self.model_name, self.version, self.path)
-        context = _context.ModelContext(self.model_name, self.version, instance_name, self.runtime)
+        context = _context.ModelContext(
+            self.model_name,
+            self.version,
+            instance_name,
+            self.runtime,
+            model_dir=str(self.path.parent),
+        )
         instance = PythonModelInstance(self, instance_name, loaded, context)
         try:
             cls = _model_class(loaded, self.model_name, self.path)
@@ -591,5 +597,7 @@ class PythonModelInstance:
                 exc_info=exc,
             )
         finally:
+            # Before the model object goes: the metric families it still holds stay (Triton).
+            metrics.release_owner(self._context.owner)
             self._model = None
             self._release()

@@ -1243,6 +1243,27 @@ def _statistics() -> list[Case]:
     ]
 
 
+def _python_backend() -> list[Case]:
+    """Models using pb_utils as Triton's Python backend allows (``test_pb_utils_differential``
+    compares pb_utils call by call)."""
+
+    def by_name(model: str) -> H:
+        body = {
+            "inputs": [
+                tensor("MODEL", "BYTES", [1], [model]),
+                tensor("INPUT0", "INT32", [1, 2], [1, 2]),
+            ]
+        }
+        return infer("bls_by_name", body)
+
+    return [
+        # The model passes the name, a BYTES element (bytes), to InferenceRequest(model_name=).
+        Case("http/python-backend/bls-model-name-bytes", [by_name("identity_int32")]),
+        Case("http/python-backend/bls-unknown-model", [by_name("nope")]),
+        Case("http/python-backend/bls-invalid-request", [by_name("simple")]),
+    ]
+
+
 _ECHO_MODEL = b"""import triton_python_backend_utils as pb_utils
 
 
@@ -1944,6 +1965,7 @@ def cases() -> list[Case]:
         *_sequences(),
         *_compression(),
         *_statistics(),
+        *_python_backend(),
         *_repository(),
         *_shared_memory(),
         *_trace_and_logging(),

@@ -33,6 +33,11 @@ PAIRS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
         ),
         ("simple", "echo_params", "identity_int32"),
     ),
+    # Used only by test_pb_utils_differential.py.
+    "pb_utils": (
+        ("--model-control-mode=explicit", "--load-model=*"),
+        ("pb_utils_probe", "identity_int32"),
+    ),
 }
 
 
