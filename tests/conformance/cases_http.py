@@ -1264,6 +1264,21 @@ def _python_backend() -> list[Case]:
     ]
 
 
+def _metrics_port() -> list[Case]:
+    """The metrics port's answers to other paths and methods (the metrics themselves are
+    compared family by family by ``test_metrics_differential.py``)."""
+    cases = [
+        Case(f"http/metrics-port/get{path.replace('/', '-')}", [get(path, port="metrics")])
+        for path in ("/", "/foo", "/metricsx", "/metrics/x", "//metrics", "/v2/health/ready")
+    ]
+    cases += [
+        Case(f"http/metrics-port/{method.lower()}", [H(method, "/metrics", port="metrics")])
+        for method in ("POST", "PUT", "DELETE", "OPTIONS")
+    ]
+    cases.append(Case("http/metrics-port/post-other", [post("/foo", "x", port="metrics")]))
+    return cases
+
+
 _ECHO_MODEL = b"""import triton_python_backend_utils as pb_utils
 
 
@@ -1965,6 +1980,7 @@ def cases() -> list[Case]:
         *_sequences(),
         *_compression(),
         *_statistics(),
+        *_metrics_port(),
         *_python_backend(),
         *_repository(),
         *_shared_memory(),
