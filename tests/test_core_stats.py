@@ -504,8 +504,9 @@ def test_decoupled_request_counts_once_when_its_execute_returns(core: CoreServer
 
 
 def test_statistics_across_loads(core: CoreServer, tmp_path: Path) -> None:
-    """A plain load of an unchanged model changes nothing; a load that changes the model
-    starts its statistics again (they stay available throughout); an unload removes them."""
+    """A plain load of an unchanged model, or one whose override config changes nothing, keeps
+    it; a load that changes the model starts its statistics again (they stay available
+    throughout); an unload removes them."""
     data = np.array([[1, 2]], np.int32)
     for _ in range(2):
         _infer(core, "identity_int32", "INPUT0", data)
@@ -519,14 +520,20 @@ def test_statistics_across_loads(core: CoreServer, tmp_path: Path) -> None:
     assert (stats["inference_count"], stats["last_inference"]) == (0, 0)
     _infer(core, "identity_int32", "INPUT0", data)
     assert _stats(core, "identity_int32")["inference_count"] == 1
-    override = json.dumps(
-        {
-            "backend": "python",
-            "input": [{"name": "INPUT0", "data_type": "TYPE_INT32", "dims": [-1, -1]}],
-            "output": [{"name": "OUTPUT0", "data_type": "TYPE_INT32", "dims": [-1, -1]}],
-        }
-    )
-    core.load_model("identity_int32", config=override)
+    same: dict[str, Any] = {
+        "backend": "python",
+        "input": [{"name": "INPUT0", "data_type": "TYPE_INT32", "dims": [-1, -1]}],
+        "output": [{"name": "OUTPUT0", "data_type": "TYPE_INT32", "dims": [-1, -1]}],
+    }
+    core.load_model("identity_int32", config=json.dumps(same))  # the same model: kept
+    assert _stats(core, "identity_int32")["inference_count"] == 1
+    # Other instance groups or version policy: updated in place, statistics carry on.
+    regrouped = {**same, "instance_group": [{"count": 2, "kind": "KIND_CPU"}]}
+    core.load_model("identity_int32", config=json.dumps(regrouped))
+    assert [g.count for g in core.model_config("identity_int32").instance_group] == [2]
+    assert _stats(core, "identity_int32")["inference_count"] == 1
+    changed = {**same, "parameters": {"k": {"string_value": "v"}}}
+    core.load_model("identity_int32", config=json.dumps(changed))
     assert _stats(core, "identity_int32")["inference_count"] == 0
     core.unload_model("identity_int32")
     with pytest.raises(ServerError) as info:

@@ -155,6 +155,23 @@ def detect_gpu() -> bool:
     return int(err) == 0 and int(count) > 0
 
 
+def _same_model(old: mc.ModelConfig, new: mc.ModelConfig) -> bool:
+    """Whether two configurations differ at most in what Triton changes without a reload
+    (its ``ConfigChangeRequiresReload``: instance groups and the version policy)."""
+    a, b = mc.ModelConfig(), mc.ModelConfig()
+    a.CopyFrom(old)
+    b.CopyFrom(new)
+    for config in (a, b):
+        config.ClearField("instance_group")
+        config.ClearField("version_policy")
+    return a == b
+
+
+def _files_fingerprint(fingerprint: Any) -> str:
+    """The part of a source's fingerprint that covers its files (the rest is its config's)."""
+    return str(fingerprint).partition(":")[0]
+
+
 @dataclass
 class _Entry:
     """Everything the server knows about one model name."""
@@ -484,6 +501,22 @@ class CoreServer:
         except ServerError as exc:
             self._record_failure(entry, source, exc, old_versions)
             raise
+        same_model = False
+        if override_config is not None and not files:
+            with self._lock:
+                if (
+                    entry.versions
+                    and entry.config is not None
+                    and _files_fingerprint(entry.fingerprint)
+                    == _files_fingerprint(source.fingerprint)
+                ):
+                    if entry.config == config:
+                        # Nor when an override config changes nothing (the same completed
+                        # configuration, the same files): the model keeps serving as it is.
+                        return
+                    # Triton updates a model in place when only its instance groups or its
+                    # version policy change: its statistics carry on.
+                    same_model = _same_model(entry.config, config)
         with self._lock:
             for version in versions:
                 if version not in old_versions:
@@ -492,7 +525,12 @@ class CoreServer:
         new_stats: list[ModelStats] = []
         try:
             for version in versions:
-                new_stats.append(self.stats.new(name, version))
+                kept = old_versions[version].stats if version in old_versions else None
+                new_stats.append(
+                    kept
+                    if same_model and isinstance(kept, ModelStats)
+                    else self.stats.new(name, version)
+                )
                 new_versions[version] = self._start_version(
                     name, version, config, source, PythonBackendModel, new_stats[-1]
                 )
@@ -516,7 +554,7 @@ class CoreServer:
         # Versions that were replaced or dropped by the new policy go after the swap, so the
         # model keeps serving throughout a reload.
         for version, old in old_versions.items():
-            self._stop_version(name, version, old, record=False)
+            self._stop_version(name, version, old, record=False, keep_stats=old.stats in new_stats)
 
     def _complete(self, name: str, source: ModelSource, backend: Any) -> mc.ModelConfig:
         raw = source.config if source.config is not None else mc.ModelConfig(name=name)
@@ -616,12 +654,15 @@ class CoreServer:
             if source.override_dir is not None:
                 source.cleanup()
 
-    def _stop_version(self, name: str, version: int, model: ModelVersion, record: bool) -> None:
+    def _stop_version(
+        self, name: str, version: int, model: ModelVersion, record: bool, keep_stats: bool = False
+    ) -> None:
         if record:
             with self._lock:
                 self._entries[name].states[version] = (ModelState.UNLOADING, "")
         model.stop(self.options.exit_timeout_secs)
-        self.stats.remove(name, version, only=model.stats)
+        if not keep_stats:
+            self.stats.remove(name, version, only=model.stats)
         if record:
             with self._lock:
                 self._entries[name].states[version] = (ModelState.UNAVAILABLE, "unloaded")

@@ -1160,6 +1160,19 @@ def _compression() -> list[Case]:
     ]
 
 
+_FAIL_MODES_CONFIG = {
+    "backend": "python",
+    "input": [{"name": "MODE", "data_type": "TYPE_INT32", "dims": [1]}],
+    "output": [{"name": "OUT", "data_type": "TYPE_INT32", "dims": [1]}],
+}
+
+
+def _load_config(model: str, config: dict[str, Any]) -> H:
+    return post(
+        f"/v2/repository/models/{model}/load", {"parameters": {"config": json.dumps(config)}}
+    )
+
+
 def _statistics() -> list[Case]:
     # identity_uint16 is used by no other case, so its counts are this case's own.
     body = {"inputs": [tensor("INPUT0", "UINT16", [1, 2], [1, 2])]}
@@ -1211,25 +1224,14 @@ def _statistics() -> list[Case]:
         Case(
             "http/stats/reload-changed",
             [
-                # A load with new files is a new model: its statistics start again from zero.
                 infer("fail_modes", {"inputs": [tensor("MODE", "INT32", [1], [0])]}),
-                post(
-                    "/v2/repository/models/fail_modes/load",
-                    {
-                        "parameters": {
-                            "config": json.dumps(
-                                {
-                                    "backend": "python",
-                                    "input": [
-                                        {"name": "MODE", "data_type": "TYPE_INT32", "dims": [1]}
-                                    ],
-                                    "output": [
-                                        {"name": "OUT", "data_type": "TYPE_INT32", "dims": [1]}
-                                    ],
-                                }
-                            )
-                        }
-                    },
+                # An override config that changes nothing: the model keeps serving as it is.
+                _load_config("fail_modes", _FAIL_MODES_CONFIG),
+                get("/v2/models/fail_modes/stats"),
+                # One that changes the model makes a new one: its statistics start from zero.
+                _load_config(
+                    "fail_modes",
+                    {**_FAIL_MODES_CONFIG, "parameters": {"case": {"string_value": "reload"}}},
                 ),
                 get("/v2/models/fail_modes/stats"),
                 infer("fail_modes", {"inputs": [tensor("MODE", "INT32", [1], [0])]}),
