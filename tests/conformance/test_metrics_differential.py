@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import http.client
+import re
 import time
 from collections.abc import Iterator
 
@@ -32,9 +33,17 @@ from tests.conformance.wire import TIMEOUT, run_case
 pytestmark = pytest.mark.triton_peer
 
 
+def _settled(text: str, unloaded: tuple[str, ...]) -> bool:
+    """Whether an exposition is ready to compare: Triton has collected its periodic metrics
+    (memory and pinned-pool sizes read 0 before its first collection, ~2 s after start) and
+    finished unloading the ``unloaded`` models."""
+    collected = re.search(r"^nv_cpu_memory_total_bytes [1-9]", text, re.M) is not None
+    return collected and not any(f'nv_inference_count{{model="{m}",' in text for m in unloaded)
+
+
 def scrape(server: Endpoint, unloaded: tuple[str, ...] = ()) -> tuple[str, list[Family]]:
-    """The Content-Type and the (normalised) families of ``GET /metrics``, read once the
-    ``unloaded`` models are gone from ``nv_inference_count`` (within :data:`TIMEOUT`)."""
+    """The Content-Type and the (normalised) families of ``GET /metrics``, read once it is
+    :func:`_settled` (within :data:`TIMEOUT`)."""
     deadline = time.monotonic() + TIMEOUT
     while True:
         conn = http.client.HTTPConnection(server.metrics, timeout=TIMEOUT)
@@ -47,9 +56,9 @@ def scrape(server: Endpoint, unloaded: tuple[str, ...] = ()) -> tuple[str, list[
         finally:
             conn.close()
         assert status == 200, f"{server.name}: GET /metrics answered {status}"
-        if not any(f'nv_inference_count{{model="{m}",' in text for m in unloaded):
+        if _settled(text, unloaded):
             return content_type, [normalize(family) for family in parse(text)]
-        assert time.monotonic() < deadline, f"{server.name} did not unload {unloaded}"
+        assert time.monotonic() < deadline, f"{server.name}: metrics not settled\n{text}"
         time.sleep(0.1)
 
 
