@@ -1,95 +1,117 @@
-"""Prometheus metrics: Triton's metric families, computed from the core at scrape time.
+"""Prometheus metrics as Triton 2.51 exposes them, computed from the core at scrape time.
 
-:class:`TritonCollector` is a ``prometheus_client`` collector; :class:`MetricsFrontend` serves
-it on its own port at ``GET /metrics`` (other paths answer 200 with an empty body and other
-methods 405, as Triton's metrics port does).  Custom metrics created by models through
-``pb_utils.MetricFamily`` are exported alongside.
+:class:`TritonCollector` is a ``prometheus_client`` collector of the families a CPU-only Triton
+2.51 reports with default flags; :func:`exposition` writes collected families in the text
+format exactly as Triton's prometheus-cpp does; :class:`MetricsFrontend` serves it on its own
+port.  What comes out (checked against the real server by
+``tests/conformance/test_metrics_differential.py``):
 
-Sample lines match Triton's (``nv_inference_count{model="m",version="1"} 7``).  For counters,
-``prometheus_client`` names the ``# HELP``/``# TYPE`` lines with a ``_total`` suffix; Prometheus
-accepts both spellings.
+* families in Triton's registration order: its per-model counters, then the custom counters
+  models create (``pb_utils.MetricFamily``), then its gauges (per-model pending requests,
+  pinned memory pool, CPU), then the custom gauges, then the custom histograms;
+* ``# HELP <name> <text>`` and ``# TYPE <name> <type>`` with the family's own name (no
+  ``_total``), the text as given; a family without samples is left out;
+* per-model samples for every loaded model version (labels ``model``, ``version``);
+  ``nv_inference_request_failure`` (label ``reason`` too) for every version ever loaded, as
+  Triton 2.51 never removes those counters;
+* labels sorted by name (``le`` of a histogram bucket last), values escaped (``\\``, ``"``,
+  newline); numbers as C's ``%.16g`` (``0``, ``1e+20``, ``Nan``, ``+Inf``), histogram counts
+  as integers; histogram samples in the order ``_count``, ``_sum``, then the ``_bucket`` s;
+* ``Content-Type: text/plain; charset=utf-8``; on the metrics port, ``GET /metrics`` (or
+  ``/metrics/``) answers the metrics, any other ``GET`` an empty 200, any other method
+  ``405 Not Allowed`` with ``{"error":"Method Not Allowed"}``.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Iterator
-from typing import Any
+import re
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from .core.server import CoreServer
-from .python_backend import collect_metrics
+from .python_backend import MetricFamilySnapshot, collect_metrics
 
-__all__ = ["MetricsFrontend", "TritonCollector", "render_metrics"]
+if TYPE_CHECKING:
+    from aiohttp import web
 
-# (family, Prometheus type, help)
-_MODEL_FAMILIES: list[tuple[str, str, str]] = [
+__all__ = [
+    "CONTENT_TYPE",
+    "MetricsFrontend",
+    "TritonCollector",
+    "exposition",
+    "render_metrics",
+]
+
+#: The Content-Type of Triton's metrics answer.
+CONTENT_TYPE = "text/plain; charset=utf-8"
+
+#: ``--pinned-memory-pool-byte-size``'s default, reported as the pinned memory pool's size.
+PINNED_MEMORY_POOL_BYTES = 268435456
+
+# Per-model counters, in Triton's registration order: (family, help, statistics key).
+_MODEL_COUNTERS: tuple[tuple[str, str, str], ...] = (
     (
         "nv_inference_request_success",
-        "counter",
         "Number of successful inference requests, all batch sizes",
+        "success",
     ),
     (
         "nv_inference_request_failure",
-        "counter",
         "Number of failed inference requests, all batch sizes",
+        "",
     ),
     (
         "nv_inference_count",
-        "counter",
         "Number of inferences performed (does not include cached requests)",
+        "inference_count",
     ),
     (
         "nv_inference_exec_count",
-        "counter",
         "Number of model executions performed (does not include cached requests)",
-    ),
-    (
-        "nv_inference_pending_request_count",
-        "gauge",
-        "Instantaneous number of pending requests awaiting execution per-model.",
+        "execution_count",
     ),
     (
         "nv_inference_request_duration_us",
-        "counter",
         "Cumulative inference request duration in microseconds (includes cached requests)",
+        "success",
     ),
     (
         "nv_inference_queue_duration_us",
-        "counter",
         "Cumulative inference queuing duration in microseconds (includes cached requests)",
+        "queue",
     ),
     (
         "nv_inference_compute_input_duration_us",
-        "counter",
         "Cumulative compute input duration in microseconds (does not include cached requests)",
+        "compute_input",
     ),
     (
         "nv_inference_compute_infer_duration_us",
-        "counter",
         "Cumulative compute inference duration in microseconds (does not include cached requests)",
+        "compute_infer",
     ),
     (
         "nv_inference_compute_output_duration_us",
-        "counter",
-        "Cumulative inference compute "
-        "output duration in microseconds (does not include cached requests)",
+        "Cumulative inference compute output duration in microseconds (does not include cached "
+        "requests)",
+        "compute_output",
     ),
-]
+)
 
-_DURATIONS = {
-    "nv_inference_request_duration_us": "success",
-    "nv_inference_queue_duration_us": "queue",
-    "nv_inference_compute_input_duration_us": "compute_input",
-    "nv_inference_compute_infer_duration_us": "compute_infer",
-    "nv_inference_compute_output_duration_us": "compute_output",
-}
+_PENDING = (
+    "nv_inference_pending_request_count",
+    "Instantaneous number of pending requests awaiting execution per-model.",
+)
 
-_FAILURE_REASONS = ("REJECTED", "CANCELED", "BACKEND", "OTHER")
+#: Failure reasons of ``nv_inference_request_failure``, each reported from the first load on.
+FAILURE_REASONS = ("REJECTED", "CANCELED", "BACKEND", "OTHER")
+
+_KIND_ORDER = {"counter": 0, "gauge": 1, "histogram": 2, "summary": 3}
 
 
 def _memory() -> tuple[int, int]:
@@ -129,8 +151,31 @@ class _CpuUsage:
         return max(0.0, min(1.0, busy / (now[0] - last[0])))
 
 
+def _gauge(name: str, documentation: str, value: float) -> Metric:
+    metric = Metric(name, documentation, "gauge")
+    metric.add_sample(name, {}, value)
+    return metric
+
+
+def _custom(snapshot: MetricFamilySnapshot) -> Metric:
+    """A custom family as a ``prometheus_client`` family (histogram bounds in ``le``)."""
+    metric = Metric(snapshot.name, snapshot.description, snapshot.kind)
+    name = snapshot.name
+    for sample in snapshot.metrics:
+        labels = dict(sample.labels)
+        if snapshot.kind == "histogram":
+            metric.add_sample(f"{name}_count", labels, float(sample.count or 0))
+            metric.add_sample(f"{name}_sum", labels, float(sample.sum or 0.0))
+            for bound, count in sample.buckets or ():
+                metric.add_sample(f"{name}_bucket", {**labels, "le": _number(bound)}, count)
+        else:
+            metric.add_sample(name, labels, float(sample.value or 0.0))
+    return metric
+
+
 class TritonCollector(Collector):
-    """Collects Triton's per-model families, CPU families and models' custom metrics.
+    """Collects Triton's per-model families, memory and CPU families and the custom metrics
+    of models, in the order Triton registers them.
 
     Parameters
     ----------
@@ -142,71 +187,144 @@ class TritonCollector(Collector):
         self._core = core
         self._cpu = _CpuUsage()
 
-    def collect(self) -> Iterator[Metric]:
-        families = {name: Metric(name, doc, kind) for name, kind, doc in _MODEL_FAMILIES}
+    def _model_families(self) -> list[Metric]:
+        counters = {name: Metric(name, doc, "counter") for name, doc, _ in _MODEL_COUNTERS}
+        pending = Metric(*_PENDING, "gauge")
         stats = {(s["name"], s["version"]): s for s in self._core.statistics()}
-        for model in self._core.loaded_versions():
+        loaded = self._core.loaded_versions()
+        failures = self._core.stats.failure_counts()
+        for model in loaded:
             labels = {"model": model.name, "version": str(model.version)}
             entry = stats.get((model.name, str(model.version)), {})
             infer = entry.get("inference_stats", {})
-
-            def add(
-                family: str,
-                value: float,
-                extra: dict[str, str] | None = None,
-                labels: dict[str, str] = labels,
-            ) -> None:
-                families[family].add_sample(family, {**labels, **(extra or {})}, value)
-
-            add("nv_inference_request_success", infer.get("success", {}).get("count", 0))
-            for reason in _FAILURE_REASONS:
-                add(
-                    "nv_inference_request_failure",
-                    model.failures.get(reason, 0),
-                    {"reason": reason},
-                )
-            add("nv_inference_count", entry.get("inference_count", 0))
-            add("nv_inference_exec_count", entry.get("execution_count", 0))
-            add("nv_inference_pending_request_count", model.scheduler.queued())
-            for family, key in _DURATIONS.items():
-                add(family, infer.get(key, {}).get("ns", 0) // 1000)
-        yield from families.values()
-
-        total, used = _memory()
-        for name, doc, value in (
-            ("nv_cpu_utilization", "CPU utilization rate [0.0 - 1.0]", self._cpu.utilization()),
-            ("nv_cpu_memory_total_bytes", "CPU total memory (RAM), in bytes", float(total)),
-            ("nv_cpu_memory_used_bytes", "CPU used memory (RAM), in bytes", float(used)),
-        ):
-            metric = Metric(name, doc, "gauge")
-            metric.add_sample(name, {}, value)
-            yield metric
-
-        for custom in collect_metrics():
-            metric = Metric(custom.name, custom.description, custom.kind)
-            name = custom.name
-            for sample in custom.metrics:
-                labels = dict(sample.labels)
-                if custom.kind == "histogram":
-                    for bound, count in sample.buckets or ():
-                        le = "+Inf" if bound == float("inf") else repr(float(bound))
-                        metric.add_sample(f"{name}_bucket", {**labels, "le": le}, count)
-                    metric.add_sample(f"{name}_count", labels, float(sample.count or 0))
-                    metric.add_sample(f"{name}_sum", labels, float(sample.sum or 0.0))
+            for name, _, key in _MODEL_COUNTERS:
+                if name == "nv_inference_request_failure":
+                    continue
+                if key in ("inference_count", "execution_count"):
+                    value = entry.get(key, 0)
+                elif name == "nv_inference_request_success":
+                    value = infer.get(key, {}).get("count", 0)
                 else:
-                    metric.add_sample(name, labels, float(sample.value or 0.0))
-            yield metric
+                    value = infer.get(key, {}).get("ns", 0) // 1000
+                counters[name].add_sample(name, labels, float(value))
+            pending.add_sample(pending.name, labels, float(model.scheduler.queued()))
+        failure = counters["nv_inference_request_failure"]
+        for (model_name, version), counts in sorted(failures.items()):
+            for reason in FAILURE_REASONS:
+                failure.add_sample(
+                    failure.name,
+                    {"model": model_name, "reason": reason, "version": str(version)},
+                    float(counts.get(reason, 0)),
+                )
+        return [*counters.values(), pending]
+
+    def collect(self) -> Iterator[Metric]:
+        builtin = self._model_families()
+        total, used = _memory()
+        builtin += [
+            _gauge(
+                "nv_pinned_memory_pool_total_bytes",
+                "Pinned memory pool total memory size, in bytes",
+                float(PINNED_MEMORY_POOL_BYTES),
+            ),
+            _gauge(
+                "nv_pinned_memory_pool_used_bytes",
+                "Pinned memory pool used memory size, in bytes",
+                0.0,
+            ),
+            _gauge(
+                "nv_cpu_utilization", "CPU utilization rate [0.0 - 1.0]", self._cpu.utilization()
+            ),
+            _gauge("nv_cpu_memory_total_bytes", "CPU total memory (RAM), in bytes", float(total)),
+            _gauge("nv_cpu_memory_used_bytes", "CPU used memory (RAM), in bytes", float(used)),
+        ]
+        custom = [_custom(snapshot) for snapshot in collect_metrics()]
+        # prometheus-cpp keeps one list of families per type, each in registration order, and
+        # Triton registers its own families before any model loads.
+        families = sorted(
+            [*builtin, *custom], key=lambda metric: _KIND_ORDER.get(metric.type, len(_KIND_ORDER))
+        )
+        yield from families
+
+
+# -- text format ---------------------------------------------------------------------------------
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n"}
+_ESCAPED = re.compile(r'[\\"\n]')
+
+
+def _number(value: float) -> str:
+    """A double as prometheus-cpp writes it (C's ``%.16g``; ``Nan``, ``+Inf``, ``-Inf``)."""
+    if math.isnan(value):
+        return "Nan"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return format(value, ".16g")
+
+
+def _label_value(value: str) -> str:
+    return _ESCAPED.sub(lambda m: _ESCAPES[m.group(0)], value)
+
+
+def _integer_sample(family: Metric, sample_name: str) -> bool:
+    """Histogram counts are unsigned integers in prometheus-cpp; everything else a double."""
+    return family.type == "histogram" and sample_name in (
+        f"{family.name}_count",
+        f"{family.name}_bucket",
+    )
+
+
+def exposition(families: Iterable[Metric]) -> bytes:
+    """Write ``families`` in the Prometheus text format as Triton 2.51 (prometheus-cpp) does.
+
+    Parameters
+    ----------
+    families : iterable of prometheus_client Metric
+        Collected families, in the order to write them.  For a histogram, the ``le`` label of
+        its ``_bucket`` samples must already be text.
+
+    Returns
+    -------
+    bytes
+        UTF-8 text; families without samples are left out.
+    """
+    lines: list[str] = []
+    for family in families:
+        if not family.samples:
+            continue
+        lines.append(f"# HELP {family.name} {family.documentation}")
+        lines.append(f"# TYPE {family.name} {family.type}")
+        for sample in family.samples:
+            pairs = sorted((k, v) for k, v in sample.labels.items() if k != "le")
+            if "le" in sample.labels:
+                pairs.append(("le", sample.labels["le"]))
+            labels = ",".join(f'{k}="{_label_value(str(v))}"' for k, v in pairs)
+            value = (
+                str(int(sample.value))
+                if _integer_sample(family, sample.name)
+                else _number(float(sample.value))
+            )
+            lines.append(
+                f"{sample.name}{{{labels}}} {value}" if labels else f"{sample.name} {value}"
+            )
+    return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
 
 
 def render_metrics(core: CoreServer) -> bytes:
-    """The Prometheus text exposition of ``core``'s metrics."""
+    """The Prometheus text exposition of ``core``'s metrics, as Triton writes it."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(TritonCollector(core))
-    return generate_latest(registry)
+    return exposition(registry.collect())
+
+
+# -- the metrics port ----------------------------------------------------------------------------
+_METRICS_PATH = re.compile(r"/metrics/?")
 
 
 class MetricsFrontend:
-    """Serves :func:`render_metrics` at ``GET /metrics`` on its own port.
+    """Serves the metrics on their own port, as Triton's metrics service does.
+
+    ``GET /metrics`` (``/metrics/`` too, any query) answers :func:`render_metrics`; any other
+    ``GET`` path answers 200 with an empty body; any other method 405.
 
     Parameters
     ----------
@@ -227,15 +345,24 @@ class MetricsFrontend:
         self._runner: web.AppRunner | None = None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        from aiohttp import web
+
         if request.method != "GET":
-            return web.json_response({"error": "Method Not Allowed"}, status=405)
-        if request.path != "/metrics":
-            return web.Response(status=200, body=b"")
-        body = generate_latest(self._registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+            return web.Response(
+                status=405,
+                reason="Not Allowed",
+                body=b'{"error":"Method Not Allowed"}',
+                headers={"Content-Type": "text/plain"},
+            )
+        body = b""
+        if _METRICS_PATH.fullmatch(request.rel_url.raw_path):
+            body = exposition(self._registry.collect())
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
     async def start(self) -> int:
         """Start listening; returns the bound port."""
+        from aiohttp import web
+
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None)

@@ -54,9 +54,6 @@ class FakeStats:
     def record_execution(self, *args: Any) -> None:
         self.calls.append(("execution", args))
 
-    def record_response(self, *args: Any) -> None:
-        self.calls.append(("response", args))
-
 
 class EchoInstance:
     """Answers every request with OUT = IN (+ optional delay); records the batches it saw."""
@@ -430,8 +427,9 @@ def test_decoupled_responses_and_stats() -> None:
         version.stop(5)
     assert [r.final for r in responses] == [False, False, False, True]
     assert [r.outputs[0].data.tolist() for r in responses[:3]] == [[0], [1], [2]]
-    assert [c for c in stats.calls if c[0] == "response"][3][1][4] is True  # empty final
-    assert any(c[0] == "success" for c in stats.calls)
+    # As Triton 2.51's Python backend: the request counts once, as a success, when its
+    # execution ends; no per-response statistics.
+    assert [c[0] for c in stats.calls if c[0] != "execution"] == ["success"]
 
 
 def test_classification_output() -> None:

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from mock_server.core.errors import ErrorKind, ServerError
+from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
 from mock_server.core.stats import ModelStats, StatsRegistry, epoch_ms
+from mock_server.core.types import InferRequest, InferResponse, Tensor
 from tritonclient.grpc import service_pb2
 
 # The statistics JSON observed from Triton 2.51 (docs/protocol.md section 3.11).
@@ -413,3 +421,137 @@ def test_registry_concurrent_get_creates_one_recorder() -> None:
         w.join()
     assert len({id(s) for s in seen}) == 1
     assert registry.get("m", 1).execution_count == 32
+
+
+# -- the core's recording, end to end on a server ----------------------------------------------
+MODELS = Path(__file__).resolve().parent.parent / "mock_server" / "models"
+CONFORMANCE_MODELS = Path(__file__).resolve().parent / "conformance" / "models"
+
+
+@pytest.fixture
+def core(tmp_path: Path) -> Iterator[CoreServer]:
+    repo = tmp_path / "repo"
+    for source in (
+        MODELS / "identity_int32",
+        MODELS / "square_int32",
+        CONFORMANCE_MODELS / "fail_modes",
+    ):
+        shutil.copytree(source, repo / source.name)
+    server = CoreServer(
+        ServerOptions(
+            model_repository=[repo],
+            model_control_mode=ModelControlMode.EXPLICIT,
+            startup_models=["*"],
+        )
+    )
+    server.start()
+    yield server
+    server.stop()
+
+
+def _infer(core: CoreServer, model: str, name: str, data: np.ndarray) -> list[InferResponse]:
+    tensor = Tensor(name, "INT32", tuple(data.shape), data)
+    return list(core.infer_iter(InferRequest(model_name=model, inputs=[tensor]), 20))
+
+
+def _stats(core: CoreServer, model: str) -> dict[str, Any]:
+    (stats,) = core.statistics(model)
+    return stats
+
+
+def _wait(predicate: Any, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_model_error_responses_count_as_successes(core: CoreServer) -> None:
+    """Triton 2.51's Python backend fails a request only when execute fails: a response the
+    model sends with an error is a success."""
+    for mode in (0, 1, 2, 1):
+        _infer(core, "fail_modes", "MODE", np.array([mode], np.int32))
+    stats = _stats(core, "fail_modes")
+    infer = stats["inference_stats"]
+    assert (infer["success"]["count"], infer["fail"]["count"]) == (3, 1)
+    assert (stats["inference_count"], stats["execution_count"]) == (3, 4)
+    # Every phase timed (Triton reports time in each), for the successes only.
+    for phase in ("queue", "compute_input", "compute_infer", "compute_output"):
+        assert infer[phase]["count"] == 3 and infer[phase]["ns"] > 0, phase
+    assert infer["fail"]["ns"] > 0
+    (batch,) = stats["batch_stats"]
+    assert batch["batch_size"] == 1 and batch["compute_input"]["count"] == 4
+    assert stats["response_stats"] == {}
+    failures = core.stats.failure_counts()[("fail_modes", 1)]
+    assert failures == {"BACKEND": 1}
+
+
+def test_decoupled_request_counts_once_when_its_execute_returns(core: CoreServer) -> None:
+    responses = _infer(core, "square_int32", "IN", np.array([3], np.int32))
+    assert len(responses) == 4 and responses[-1].final
+    assert _wait(lambda: _stats(core, "square_int32")["execution_count"] == 1)
+    stats = _stats(core, "square_int32")
+    assert stats["inference_stats"]["success"]["count"] == 1
+    assert stats["inference_count"] == 1
+    assert stats["response_stats"] == {}
+    # An error response sent by the decoupled model: a success too.
+    error = _infer(core, "square_int32", "IN", np.array([-1], np.int32))[-1].error
+    assert error is not None and error.kind is ErrorKind.INVALID_ARG
+    assert _wait(lambda: _stats(core, "square_int32")["inference_stats"]["success"]["count"] == 2)
+    assert _stats(core, "square_int32")["inference_stats"]["fail"]["count"] == 0
+
+
+def test_statistics_across_loads(core: CoreServer, tmp_path: Path) -> None:
+    """A plain load of an unchanged model, or one whose override config changes nothing, keeps
+    it; a load that changes the model starts its statistics again (they stay available
+    throughout); an unload removes them."""
+    data = np.array([[1, 2]], np.int32)
+    for _ in range(2):
+        _infer(core, "identity_int32", "INPUT0", data)
+    core.load_model("identity_int32")
+    assert _stats(core, "identity_int32")["inference_count"] == 2
+    model_file = tmp_path / "repo" / "identity_int32" / "1" / "model.py"
+    later = model_file.stat().st_mtime + 10
+    os.utime(model_file, (later, later))
+    core.load_model("identity_int32")
+    stats = _stats(core, "identity_int32")
+    assert (stats["inference_count"], stats["last_inference"]) == (0, 0)
+    _infer(core, "identity_int32", "INPUT0", data)
+    assert _stats(core, "identity_int32")["inference_count"] == 1
+    same: dict[str, Any] = {
+        "backend": "python",
+        "input": [{"name": "INPUT0", "data_type": "TYPE_INT32", "dims": [-1, -1]}],
+        "output": [{"name": "OUTPUT0", "data_type": "TYPE_INT32", "dims": [-1, -1]}],
+    }
+    core.load_model("identity_int32", config=json.dumps(same))  # the same model: kept
+    assert _stats(core, "identity_int32")["inference_count"] == 1
+    # Other instance groups or version policy: updated in place, statistics carry on.
+    regrouped = {**same, "instance_group": [{"count": 2, "kind": "KIND_CPU"}]}
+    core.load_model("identity_int32", config=json.dumps(regrouped))
+    assert [g.count for g in core.model_config("identity_int32").instance_group] == [2]
+    assert _stats(core, "identity_int32")["inference_count"] == 1
+    changed = {**same, "parameters": {"k": {"string_value": "v"}}}
+    core.load_model("identity_int32", config=json.dumps(changed))
+    assert _stats(core, "identity_int32")["inference_count"] == 0
+    core.unload_model("identity_int32")
+    with pytest.raises(ServerError) as info:
+        core.statistics("identity_int32")
+    assert info.value.message == "requested model 'identity_int32' is not available"
+    # The failure counters stay, as Triton 2.51 keeps them.
+    assert ("identity_int32", 1) in core.stats.failure_counts()
+
+
+def test_registry_publish_replaces_and_remove_only_its_own() -> None:
+    registry = StatsRegistry()
+    old = registry.new("m", 1)
+    registry.publish(old)
+    new = registry.new("m", 1)
+    assert registry.collect("m") == [old]  # not reported before it is published
+    registry.publish(new)
+    registry.remove("m", 1, only=old)  # the replaced version stops: its successor stays
+    assert registry.collect("m") == [new]
+    registry.remove("m", 1, only=new)
+    assert registry.collect() == []
+    assert registry.failures("m", 1) is registry.failures("m", 1)

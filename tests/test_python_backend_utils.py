@@ -55,8 +55,12 @@ def test_triton_error() -> None:
     assert [int(c) for c in codes] == list(range(8))
     found = pb_utils.TritonError("The file is not found", pb_utils.TritonError.NOT_FOUND)
     assert found.code() == pb_utils.TritonError.NOT_FOUND
-    with pytest.raises(ValueError, match="invalid TritonError code"):
-        pb_utils.TritonError("x", 99)
+    # As Triton's binding: bytes are a str, the code must be the enum.
+    assert pb_utils.TritonError(b"from bytes").message() == "from bytes"
+    arguments: tuple[Any, ...]
+    for arguments in (("x", 99), ("x", 3), (3,), (None,)):
+        with pytest.raises(TypeError, match="incompatible constructor arguments"):
+            pb_utils.TritonError(*arguments)
 
 
 def test_triton_model_exception() -> None:
@@ -112,8 +116,11 @@ def test_tensor_rejects_unsupported_dtypes() -> None:
         pb_utils.Tensor(3, np.zeros(2))  # type: ignore[arg-type]
 
 
-def test_tensor_accepts_lists_and_makes_arrays_contiguous() -> None:
-    assert pb_utils.Tensor("L", [1, 2, 3]).as_numpy().tolist() == [1, 2, 3]
+def test_tensor_takes_bytes_names_refuses_non_arrays_and_makes_arrays_contiguous() -> None:
+    assert pb_utils.Tensor(b"B", np.zeros(1)).name() == "B"
+    assert type(pb_utils.Tensor(np.str_("S"), np.zeros(1)).name()) is str
+    with pytest.raises(TypeError, match="incompatible constructor arguments"):
+        pb_utils.Tensor("L", [1, 2, 3])
     strided = np.arange(10, dtype=np.int32)[::2]
     tensor = pb_utils.Tensor("S", strided)
     assert tensor.as_numpy().flags.c_contiguous
@@ -256,19 +263,26 @@ def test_inference_response() -> None:
     assert response.output_tensors() == [out]
     assert not response.has_error() and response.error() is None
     assert json.loads(response.parameters()) == {"a": 1, "b": "x"}
-    assert json.loads(pb_utils.InferenceResponse([], parameters='{"k": true}').parameters()) == {
-        "k": True
-    }
+    assert pb_utils.InferenceResponse((out,)).output_tensors() == [out]
     failed = pb_utils.InferenceResponse(error=pb_utils.TritonError("bad"))
     assert failed.has_error() and failed.error().message() == "bad"  # type: ignore[union-attr]
-    with pytest.raises(pb_utils.TritonModelException, match="must be a list"):
-        pb_utils.InferenceResponse(out)  # type: ignore[arg-type]
-    with pytest.raises(pb_utils.TritonModelException, match="Tensor"):
-        pb_utils.InferenceResponse([np.array([1])])  # type: ignore[list-item]
-    with pytest.raises(pb_utils.TritonModelException, match="keys to have type str"):
-        pb_utils.InferenceResponse([], parameters={1: "x"})  # type: ignore[dict-item]
-    with pytest.raises(pb_utils.TritonModelException, match="values to have type"):
-        pb_utils.InferenceResponse([], parameters={"x": [1]})
+    for bad in (out, [np.array([1])]):
+        with pytest.raises(TypeError, match="incompatible constructor arguments"):
+            pb_utils.InferenceResponse(bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="incompatible constructor arguments"):
+        pb_utils.InferenceResponse(error="bad")  # type: ignore[arg-type]
+    # The Python backend's checks and words (PyParametersToJSON).
+    for parameters, message in (
+        ('{"k": true}', "Expect N8pybind114dictE, got <class 'str'>"),
+        ({1: "x"}, "Expect parameters keys to have type str, found type <class 'int'>"),
+        (
+            {"x": 0.5},
+            "Expect parameters values to have type bool/int/str, found type <class 'float'>",
+        ),
+    ):
+        with pytest.raises(pb_utils.TritonModelException) as info:
+            pb_utils.InferenceResponse([], parameters=parameters)  # type: ignore[arg-type]
+        assert str(info.value) == message
 
 
 def test_bls_request_construction() -> None:
@@ -283,10 +297,10 @@ def test_bls_request_construction() -> None:
         flags=pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START,
         timeout=5,
         preferred_memory=pb_utils.PreferredMemory(pb_utils.TRITONSERVER_MEMORY_GPU, 0),
-        parameters='{"key": "value"}',
+        parameters={"key": "value"},
     )
     assert request.model_name() == "target" and request.model_version() == 2
-    assert request.inputs() == [tensor] and request.requested_output_names() == ["OUT"]
+    assert request.inputs() == [tensor] and request.requested_output_names() == {"OUT"}
     assert (request.request_id(), request.correlation_id(), request.flags()) == ("1", 4, 1)
     assert request.timeout() == 5 and json.loads(request.parameters()) == {"key": "value"}
     assert not request.is_cancelled()
@@ -297,15 +311,15 @@ def test_bls_request_construction() -> None:
         request.get_response_sender()
     with pytest.raises(pb_utils.TritonModelException):
         request.set_release_flags(pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
-    with pytest.raises(TypeError, match="model_name"):
+    with pytest.raises(TypeError, match="incompatible constructor arguments"):
         pb_utils.InferenceRequest(inputs=[], requested_output_names=[])
-    with pytest.raises(TypeError, match="inputs"):
+    with pytest.raises(TypeError, match="incompatible constructor arguments"):
         pb_utils.InferenceRequest(model_name="x", requested_output_names=[])
     with pytest.raises(pb_utils.TritonModelException, match="values to have type"):
         pb_utils.InferenceRequest(
             model_name="x", inputs=[], requested_output_names=[], parameters={"k": None}
         )
-    with pytest.raises(pb_utils.TritonModelException, match="unsigned"):
+    with pytest.raises(RuntimeError, match="Unable to cast Python instance"):
         pb_utils.InferenceRequest(
             model_name="x", inputs=[], requested_output_names=[], correlation_id=-1
         )
@@ -313,6 +327,45 @@ def test_bls_request_construction() -> None:
         model_name="x", inputs=[], requested_output_names=[], correlation_id="ex-4"
     )
     assert string_id.correlation_id() == "ex-4"
+
+
+def test_bls_request_takes_bytes_where_triton_takes_str() -> None:
+    """Triton's binding takes bytes for its str arguments (a name read from a BYTES input is
+    passed as is) and hands back str."""
+    request = pb_utils.InferenceRequest(
+        model_name=b"target",
+        request_id=bytearray(b"rid"),
+        requested_output_names=(b"OUT", "OTHER"),
+        inputs=[],
+        correlation_id=True,
+    )
+    assert (request.model_name(), request.request_id()) == ("target", "rid")
+    assert request.requested_output_names() == {"OUT", "OTHER"}
+    assert request.correlation_id() == 1 and type(request.correlation_id()) is int
+    assert request._core_request().model_name == "target"
+    for bad in (
+        {"model_name": 5},
+        {"request_id": 3},
+        {"requested_output_names": "OUT"},
+        {"requested_output_names": [3]},
+        {"model_version": "1"},
+        {"flags": "1"},
+        {"timeout": -1},
+    ):
+        arguments: dict[str, Any] = {
+            "model_name": "x",
+            "inputs": [],
+            "requested_output_names": [],
+            **bad,
+        }
+        with pytest.raises(TypeError, match="incompatible constructor arguments"):
+            pb_utils.InferenceRequest(**arguments)
+    for correlation_id in (b"cid", 1.5):
+        with pytest.raises(pb_utils.TritonModelException) as info:
+            pb_utils.InferenceRequest(
+                model_name="x", inputs=[], requested_output_names=[], correlation_id=correlation_id
+            )
+        assert str(info.value) == "Correlation ID must be integer or string"
 
 
 def test_bls_without_a_server_raises() -> None:
@@ -384,8 +437,14 @@ def test_logger_levels(caplog: pytest.LogCaptureFixture) -> None:
     # The records point at the caller, not at the Logger.
     assert all(r.filename == "test_python_backend_utils.py" for r in caplog.records)
     assert logger.LogLevel is pb_utils.LogLevel
-    with pytest.raises(pb_utils.TritonModelException):
-        logger.log("x", 42)  # type: ignore[arg-type]
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="mock_server.model"):
+        logger.log_warn(b"bytes Msg!")  # type: ignore[arg-type]
+    assert [r.getMessage() for r in caplog.records] == ["bytes Msg!"]
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        logger.log("x", 1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        logger.log_info(5)  # type: ignore[arg-type]
 
 
 # -- metrics -------------------------------------------------------------------------------------
@@ -404,13 +463,19 @@ def test_counter_and_gauge() -> None:
     counter.increment(5)
     counter.increment(2.5)
     assert counter.value() == 7.5
-    with pytest.raises(pb_utils.TritonModelException, match="non-negative"):
+    with pytest.raises(pb_utils.TritonModelException) as info:
         counter.increment(-1)
-    with pytest.raises(pb_utils.TritonModelException, match="does not support set"):
+    assert str(info.value) == (
+        "Failed to increment metric value: Failed to process the request for model '', "
+        "message: TRITONSERVER_METRIC_KIND_COUNTER can only be incremented monotonically by "
+        "non-negative values."
+    )
+    with pytest.raises(pb_utils.TritonModelException, match="COUNTER does not support Set"):
         counter.set(3)
-    with pytest.raises(pb_utils.TritonModelException, match="does not support observe"):
+    with pytest.raises(pb_utils.TritonModelException, match="COUNTER does not support Observe"):
         counter.observe(3)
-    gauge = pb_utils.MetricFamily("pbu_gauge", "a gauge", pb_utils.MetricFamily.GAUGE).Metric()
+    gauge_family = pb_utils.MetricFamily("pbu_gauge", "a gauge", pb_utils.MetricFamily.GAUGE)
+    gauge = gauge_family.Metric()
     gauge.set(10)
     gauge.increment(-4)
     assert gauge.value() == 6
@@ -422,63 +487,92 @@ def test_counter_and_gauge() -> None:
 
 def test_histogram() -> None:
     family = pb_utils.MetricFamily("pbu_hist", "latency", pb_utils.MetricFamily.HISTOGRAM)
-    with pytest.raises(pb_utils.TritonModelException, match="needs buckets"):
+    with pytest.raises(pb_utils.TritonModelException) as info:
         family.Metric(labels={"a": "b"})
-    with pytest.raises(pb_utils.TritonModelException, match="strictly increasing"):
+    assert str(info.value) == "Failed to create metric. Missing required buckets."
+    with pytest.raises(pb_utils.TritonModelException, match="must be strictly sorted"):
         family.Metric(labels={"a": "b"}, buckets=[2.0, 1.0])
+    with pytest.raises(pb_utils.TritonModelException, match="Buckets must be a list"):
+        family.Metric(labels={"a": "b"}, buckets=(1.0,))  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="Unable to cast"):
+        family.Metric(labels={"a": "b"}, buckets=["1"])  # type: ignore[list-item]
     metric = family.Metric(labels={"a": "b"}, buckets=[1.0, 5.0, 10.0])
     for value in (0.5, 1.0, 3, 7, 100):
         metric.observe(value)
-    with pytest.raises(pb_utils.TritonModelException, match="does not support value"):
+    with pytest.raises(pb_utils.TritonModelException, match="HISTOGRAM does not support Value"):
         metric.value()
-    with pytest.raises(pb_utils.TritonModelException, match="does not support increment"):
+    with pytest.raises(pb_utils.TritonModelException, match="does not support Increment"):
         metric.increment(1)
     (sample,) = _family("pbu_hist").metrics
     assert sample.value is None
     assert sample.buckets == ((1.0, 2), (5.0, 3), (10.0, 4), (math.inf, 5))
     assert (sample.sum, sample.count) == (111.5, 5)
-    with pytest.raises(pb_utils.TritonModelException, match="already exists with buckets"):
-        family.Metric(labels={"a": "b"}, buckets=[1.0])
+    # The same labels name the same metric, whatever buckets are asked for again.
+    family.Metric(labels={"a": "b"}, buckets=[1.0]).observe(2)
+    (sample,) = _family("pbu_hist").metrics
+    assert sample.count == 6 and len(sample.buckets or ()) == 4
 
 
 def test_shared_families_and_metrics_and_their_lifetime() -> None:
     first = pb_utils.MetricFamily("pbu_shared", "shared", pb_utils.MetricFamily.COUNTER)
-    second = pb_utils.MetricFamily("pbu_shared", "shared", pb_utils.MetricFamily.COUNTER)
-    with pytest.raises(pb_utils.TritonModelException, match="already exists"):
+    # Same name and kind: the same family, its first description kept.
+    second = pb_utils.MetricFamily("pbu_shared", "other text", pb_utils.MetricFamily.COUNTER)
+    assert second.description() == "shared"
+    with pytest.raises(pb_utils.TritonModelException) as info:
         pb_utils.MetricFamily("pbu_shared", "shared", pb_utils.MetricFamily.GAUGE)
-    with pytest.raises(pb_utils.TritonModelException, match="already exists"):
-        pb_utils.MetricFamily("pbu_shared", "other text", pb_utils.MetricFamily.COUNTER)
+    assert str(info.value) == (
+        "Error when creating MetricFamily: Failed to process the request for model '', "
+        "message: Family name already exists with different type"
+    )
     one = first.Metric(labels={"k": "v"})
     two = second.Metric(labels={"k": "v"})
     one.increment(1)
     two.increment(1)
     assert one.value() == two.value() == 2
-    other = first.Metric(labels={"k": "w"})
-    assert len(_family("pbu_shared").metrics) == 2
-    del other
+    # A metric lives as long as its family, not as long as its Metric object.
+    first.Metric(labels={"k": "w"}).increment(3)
     gc.collect()
-    assert len(_family("pbu_shared").metrics) == 1
+    assert first.Metric(labels={"k": "w"}).value() == 3
+    assert len(_family("pbu_shared").metrics) == 2
     del one, first
     gc.collect()
     assert two.value() == 2
-    del two, second
+    del second
     gc.collect()
     assert _family("pbu_shared") is None
+    with pytest.raises(pb_utils.TritonModelException) as info:
+        two.increment(1)
+    assert str(info.value) == (
+        "Failed to increment metric value: Invalid metric operation as the corresponding "
+        "'MetricFamily' has been deleted. The 'MetricFamily' object should be deleted AFTER its "
+        "corresponding 'Metric' objects have been deleted."
+    )
 
 
 def test_metric_argument_validation() -> None:
-    with pytest.raises(pb_utils.TritonModelException, match="invalid metric family name"):
-        pb_utils.MetricFamily("bad name", "x", pb_utils.MetricFamily.COUNTER)
-    with pytest.raises(pb_utils.TritonModelException, match="unknown kind"):
-        pb_utils.MetricFamily("pbu_kind", "x", 7)
+    for name in ("bad name", "__reserved", "1st", ""):
+        with pytest.raises(pb_utils.TritonModelException, match="message: Invalid metric name"):
+            pb_utils.MetricFamily(name, "x", pb_utils.MetricFamily.COUNTER)
+    with pytest.raises(TypeError, match="incompatible constructor arguments"):
+        pb_utils.MetricFamily("pbu_kind", "x", 0)  # type: ignore[arg-type]
+    bytes_family = pb_utils.MetricFamily(b"pbu_bytes", b"from bytes", pb_utils.MetricFamily.GAUGE)  # type: ignore[arg-type]
+    assert (bytes_family.name(), bytes_family.description()) == ("pbu_bytes", "from bytes")
     family = pb_utils.MetricFamily("pbu_labels", "x", pb_utils.MetricFamily.GAUGE)
-    with pytest.raises(pb_utils.TritonModelException, match="invalid label name"):
-        family.Metric(labels={"bad-label": "x"})
-    with pytest.raises(pb_utils.TritonModelException, match="str value"):
+    for labels in ({"bad-label": "x"}, {"__name__": "x"}, {1: "x"}):
+        with pytest.raises(pb_utils.TritonModelException, match="message: Invalid label name"):
+            family.Metric(labels=labels)  # type: ignore[arg-type]
+    with pytest.raises(pb_utils.TritonModelException, match="JSON non-string as string"):
         family.Metric(labels={"good": 1})  # type: ignore[dict-item]
-    with pytest.raises(pb_utils.TritonModelException, match="does not take buckets"):
+    # The labels travel as JSON: bytes fail as json.dumps fails.
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        family.Metric(labels={"good": b"x"})  # type: ignore[dict-item]
+    with pytest.raises(pb_utils.TritonModelException, match="Labels must be a dictionary"):
+        family.Metric(labels=[("a", "b")])  # type: ignore[arg-type]
+    with pytest.raises(pb_utils.TritonModelException, match="Unexpected buckets found"):
         family.Metric(labels={}, buckets=[1.0])
     metric = pb_utils.Metric(family, labels={"x": "y"})
-    with pytest.raises(pb_utils.TritonModelException, match="needs a number"):
+    with pytest.raises(TypeError, match="incompatible function arguments"):
         metric.set("high")  # type: ignore[arg-type]
+    metric.set(np.float32(1.5))  # type: ignore[arg-type]
+    assert metric.value() == 1.5
     assert family.name() == "pbu_labels" and family.kind() == pb_utils.MetricFamily.GAUGE

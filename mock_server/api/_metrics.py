@@ -2,7 +2,9 @@
 
 Kept in its own function so that the in-process API and the metrics frontend report the same
 thing: it renders :class:`mock_server.metrics.TritonCollector` (Triton's per-model families,
-CPU families and the custom metrics models create through ``pb_utils.MetricFamily``).
+memory and CPU families and the custom metrics models create through
+``pb_utils.MetricFamily``) as Triton 2.51 writes them.  ``mock_server.metrics`` imports no
+web framework (the metrics port's server is imported only when it starts).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ def prometheus_text(core: CoreServer) -> str:
     -------
     str
         Prometheus text format (``# HELP``/``# TYPE`` lines and samples such as
-        ``nv_inference_count{model="simple",version="1"} 2.0``).
+        ``nv_inference_count{model="simple",version="1"} 2``).
 
     Raises
     ------
@@ -36,6 +38,6 @@ def prometheus_text(core: CoreServer) -> str:
         from ..metrics import render_metrics
     except ImportError as exc:
         raise UnsupportedError(
-            f"metrics need the 'server' extra (prometheus_client, aiohttp): {exc}"
+            f"metrics need the 'server' extra (prometheus_client): {exc}"
         ) from None
     return render_metrics(core).decode("utf-8")

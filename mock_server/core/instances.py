@@ -4,8 +4,17 @@ Each instance of the model's ``instance_group`` gets a worker thread that takes 
 time from the scheduler and runs it on the instance, so model code never runs on a frontend's
 event loop and instances run concurrently.  Every response passes through
 :meth:`ModelVersion._route`, which stamps model name, version and request id, keeps only the
-requested outputs (applying the classification extension), records statistics, and hands the
-response to the request's own callback.
+requested outputs (applying the classification extension), and hands the response to the
+request's own callback.
+
+Statistics are recorded as Triton's Python backend reports them (``python_be.cc``): once per
+executed request when the execution ends, as a success unless the backend failed the request
+(``execute`` raised, returned something unusable...).  An error response that the model itself
+sent (``InferenceResponse(error=...)``, :attr:`InferResponse.model_error`) is a success there,
+and no per-response statistics are reported.  The response of a non-decoupled request
+produced during the execution is handed over after the statistics are recorded, so a client
+that has its answer reads statistics that count it.  Requests that fail before reaching the
+model (queue rejection, cancellation, unload) count as failures when they fail.
 """
 
 from __future__ import annotations
@@ -36,11 +45,29 @@ log = logging.getLogger("mock_server.core")
 
 
 class ModelInstance(Protocol):
-    """What the core needs of a backend's model instance."""
+    """What the core needs of a backend's model instance.
+
+    An instance may also offer ``compute_window() -> tuple[int, int] | None``: the
+    :func:`time.monotonic_ns` readings just before and just after the model's own computation
+    in the last ``execute``, which split the execution into Triton's compute input, infer and
+    output phases (without it the whole execution counts as compute infer).
+    """
 
     def execute(self, requests: list[InferRequest]) -> list[InferRequest]: ...
 
     def finalize(self) -> None: ...
+
+
+def _compute_window(instance: ModelInstance, start: int, end: int) -> tuple[int, int]:
+    """The instance's (compute start, compute end) of its last execution, within [start, end]."""
+    window_of: Callable[[], tuple[int, int] | None] | None = getattr(
+        instance, "compute_window", None
+    )
+    window = window_of() if window_of is not None else None
+    if window is None:
+        return start, end
+    compute_start = min(max(window[0], start), end)
+    return compute_start, min(max(window[1], compute_start), end)
 
 
 @dataclass(frozen=True)
@@ -114,16 +141,6 @@ class StatsSink(Protocol):
         self, batch_size: int, compute_input_ns: int, compute_infer_ns: int, compute_output_ns: int
     ) -> None: ...
 
-    def record_response(
-        self,
-        index: int,
-        compute_infer_ns: int,
-        compute_output_ns: int,
-        success: bool,
-        empty: bool,
-        cancelled: bool,
-    ) -> None: ...
-
 
 class _DeadlineWatch:
     """One thread that cancels running requests whose timeout passes during execution, so the
@@ -195,6 +212,10 @@ class _Flight:
     trace_id: int = 0
     trace_levels: tuple[str, ...] = ()
     watched: bool = False  # in the deadline watch
+    executing: bool = False  # handed to an instance whose execute has not returned
+    failure: str | None = None  # the failure reason, when the request failed
+    recorded: bool = False  # counted in the statistics
+    held: InferResponse | None = None  # final response kept until the statistics are recorded
 
 
 class ModelVersion:
@@ -216,6 +237,8 @@ class ModelVersion:
         The model's folder (for output label files).
     trace : TraceSettings or None
         Where requests are sampled for tracing and their traces kept (None: no tracing).
+    failures : collections.Counter, optional
+        Where failed requests are counted by metrics reason (a new counter by default).
     """
 
     def __init__(
@@ -227,6 +250,8 @@ class ModelVersion:
         stats: StatsSink,
         model_dir: Path,
         trace: TraceSettings | None = None,
+        *,
+        failures: collections.Counter[str] | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -244,7 +269,9 @@ class ModelVersion:
         self._labels: dict[str, list[str]] = {}
         self._output_names = [o.name for o in config.output]
         #: Failed requests by metrics reason: REJECTED, CANCELED, BACKEND, OTHER.
-        self.failures: collections.Counter[str] = collections.Counter()
+        self.failures: collections.Counter[str] = (
+            failures if failures is not None else collections.Counter()
+        )
         self.scheduler: Scheduler = make_scheduler(config, len(instances), self._reject)
         self._workers = [
             threading.Thread(
@@ -277,6 +304,11 @@ class ModelVersion:
             request.response_callback = flight.callback
             raise
 
+    @property
+    def stats(self) -> StatsSink:
+        """The recorder of this version's statistics."""
+        return self._stats
+
     def in_flight(self) -> int:
         """Requests accepted and not yet answered with a final response."""
         with self._lock:
@@ -296,10 +328,13 @@ class ModelVersion:
     def _run(self, index: int, instance: ModelInstance, batch: list[Pending]) -> None:
         start = time.monotonic_ns()
         requests = [p.request for p in batch]
-        for pending in batch:
-            flight = self._flights.get(id(pending.request))
-            if flight is not None:
-                flight.dispatch_ns = start
+        with self._lock:
+            flights = [self._flights.get(id(p.request)) for p in batch]
+            for flight in flights:
+                if flight is not None:
+                    flight.dispatch_ns = start
+                    flight.executing = True
+        for pending, flight in zip(batch, flights, strict=True):
             if pending.deadline_ns and flight is not None:
                 flight.watched = True
                 _deadlines.add(pending.deadline_ns, pending.request)
@@ -312,14 +347,42 @@ class ModelVersion:
                 self._fail(request, error)
             reschedule = []
         end = time.monotonic_ns()
+        compute_start, compute_end = _compute_window(instance, start, end)
         again = {id(r) for r in reschedule}
-        for pending in batch:
-            flight = self._flights.get(id(pending.request))
-            if flight is not None:
-                flight.exec_end_ns = end
-        total = sum(p.batch_size for p in batch if id(p.request) not in again)
+        total = 0
+        finished: list[tuple[_Flight, InferResponse | None]] = []
+        with self._lock:
+            for pending, flight in zip(batch, flights, strict=True):
+                if flight is not None:
+                    flight.executing = False
+                    flight.exec_end_ns = end
+                if id(pending.request) in again:
+                    continue
+                total += pending.batch_size
+                if flight is not None and not flight.recorded:
+                    flight.recorded = True
+                    finished.append((flight, flight.held))
+                    flight.held = None
+        for flight, _ in finished:
+            pending = flight.pending
+            if flight.failure is not None:
+                self._stats.record_failure(end - pending.enqueue_ns)
+                self.failures[flight.failure] += 1
+            else:
+                self._stats.record_success(
+                    pending.batch_size,
+                    max(start - pending.enqueue_ns, 0),
+                    compute_start - start,
+                    compute_end - compute_start,
+                    end - compute_end,
+                )
         if total:
-            self._stats.record_execution(total, 0, end - start, 0)
+            self._stats.record_execution(
+                total, compute_start - start, compute_end - compute_start, end - compute_end
+            )
+        for flight, held in finished:
+            if held is not None and flight.callback is not None:
+                flight.callback(held)
         for pending in batch:
             if id(pending.request) in again:
                 self.scheduler.requeue(pending, index)
@@ -377,45 +440,34 @@ class ModelVersion:
             except Exception as exc:
                 response.outputs = []
                 response.error = ServerError.internal(f"failed to prepare outputs: {exc}")
+        unexecuted_failure: str | None = None
+        hold = False
         with self._lock:
             if flight.done:
                 log.warning("model '%s' sent a response after the final one", self.name)
                 return
-            index = flight.responses
             flight.responses += 1
             if response.final:
                 flight.done = True
                 self._flights.pop(id(request), None)
                 self._lock.notify_all()
-        dispatch = flight.dispatch_ns or now
-        if self.decoupled:
-            empty = response.error is None and not response.outputs
-            self._stats.record_response(
-                index,
-                now - dispatch,
-                0,
-                response.error is None,
-                empty,
-                response.error is not None and response.error.kind is ErrorKind.CANCELLED,
-            )
+                if response.error is not None and not response.model_error:
+                    flight.failure = _failure_reason(response.error, flight.dispatch_ns)
+                    if not flight.dispatch_ns and not flight.recorded:
+                        flight.recorded = True  # failed before reaching the model
+                        unexecuted_failure = flight.failure
+                hold = flight.executing and not self.decoupled
+                if hold:
+                    flight.held = response
         if response.final:
             if flight.watched:
                 _deadlines.discard(request)
-            if response.error is None:
-                exec_end = flight.exec_end_ns or now
-                self._stats.record_success(
-                    flight.pending.batch_size,
-                    max(dispatch - flight.pending.enqueue_ns, 0),
-                    0,
-                    max(exec_end - dispatch, 0),
-                    max(now - exec_end, 0),
-                )
-            else:
+            if unexecuted_failure is not None:
                 self._stats.record_failure(now - flight.pending.enqueue_ns)
-                self.failures[_failure_reason(response.error, flight.dispatch_ns)] += 1
+                self.failures[unexecuted_failure] += 1
             if flight.trace_id and self._trace is not None:
                 self._record_trace(flight, response, now)
-        if flight.callback is not None:
+        if not hold and flight.callback is not None:
             flight.callback(response)
 
     # -- shutdown -------------------------------------------------------------------------

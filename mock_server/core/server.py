@@ -26,7 +26,7 @@ from .instances import ModelInstance, ModelVersion, instance_specs
 from .repository import ModelSource, Repository, materialize_override, select_versions
 from .settings import LogSettings, TraceSettings
 from .shm import SharedMemoryRegistry
-from .stats import StatsRegistry
+from .stats import ModelStats, StatsRegistry
 from .types import InferRequest, InferResponse
 from .validation import validate_request
 
@@ -153,6 +153,23 @@ def detect_gpu() -> bool:
     except Exception:
         return False
     return int(err) == 0 and int(count) > 0
+
+
+def _same_model(old: mc.ModelConfig, new: mc.ModelConfig) -> bool:
+    """Whether two configurations differ at most in what Triton changes without a reload
+    (its ``ConfigChangeRequiresReload``: instance groups and the version policy)."""
+    a, b = mc.ModelConfig(), mc.ModelConfig()
+    a.CopyFrom(old)
+    b.CopyFrom(new)
+    for config in (a, b):
+        config.ClearField("instance_group")
+        config.ClearField("version_policy")
+    return a == b
+
+
+def _files_fingerprint(fingerprint: Any) -> str:
+    """The part of a source's fingerprint that covers its files (the rest is its config's)."""
+    return str(fingerprint).partition(":")[0]
 
 
 @dataclass
@@ -443,7 +460,8 @@ class CoreServer:
     ) -> None:
         from ..python_backend.backend import PythonBackendModel
 
-        if sources is None and override_config is None and not files:
+        plain = sources is None and override_config is None and not files
+        if plain:
             with self._lock:
                 current = self._entries.get(name)
                 if current is not None and current.override is not None and current.versions:
@@ -451,6 +469,17 @@ class CoreServer:
                     # request follows: its repository files did not change since.
                     return
         source = self._resolve_source(name, sources, override_config, files)
+        if plain:
+            with self._lock:
+                current = self._entries.get(name)
+                if (
+                    current is not None
+                    and current.versions
+                    and current.fingerprint == source.fingerprint
+                ):
+                    # Nor does Triton reload a loaded model whose files did not change: it
+                    # keeps serving, statistics included.
+                    return
         with self._lock:
             entry = self._entries.setdefault(name, _Entry(name))
             old_versions = dict(entry.versions)
@@ -472,15 +501,38 @@ class CoreServer:
         except ServerError as exc:
             self._record_failure(entry, source, exc, old_versions)
             raise
+        same_model = False
+        if override_config is not None and not files:
+            with self._lock:
+                if (
+                    entry.versions
+                    and entry.config is not None
+                    and _files_fingerprint(entry.fingerprint)
+                    == _files_fingerprint(source.fingerprint)
+                ):
+                    if entry.config == config:
+                        # Nor when an override config changes nothing (the same completed
+                        # configuration, the same files): the model keeps serving as it is.
+                        return
+                    # Triton updates a model in place when only its instance groups or its
+                    # version policy change: its statistics carry on.
+                    same_model = _same_model(entry.config, config)
         with self._lock:
             for version in versions:
                 if version not in old_versions:
                     entry.states[version] = (ModelState.LOADING, "")
         new_versions: dict[int, ModelVersion] = {}
+        new_stats: list[ModelStats] = []
         try:
             for version in versions:
+                kept = old_versions[version].stats if version in old_versions else None
+                new_stats.append(
+                    kept
+                    if same_model and isinstance(kept, ModelStats)
+                    else self.stats.new(name, version)
+                )
                 new_versions[version] = self._start_version(
-                    name, version, config, source, PythonBackendModel
+                    name, version, config, source, PythonBackendModel, new_stats[-1]
                 )
         except ServerError as exc:
             for started in new_versions.values():
@@ -497,10 +549,12 @@ class CoreServer:
             entry.fingerprint = source.fingerprint
             entry.versions = new_versions
             entry.states = {v: (ModelState.READY, "") for v in new_versions}
+            for stats in new_stats:
+                self.stats.publish(stats)
         # Versions that were replaced or dropped by the new policy go after the swap, so the
         # model keeps serving throughout a reload.
         for version, old in old_versions.items():
-            self._stop_version(name, version, old, record=False)
+            self._stop_version(name, version, old, record=False, keep_stats=old.stats in new_stats)
 
     def _complete(self, name: str, source: ModelSource, backend: Any) -> mc.ModelConfig:
         raw = source.config if source.config is not None else mc.ModelConfig(name=name)
@@ -542,7 +596,13 @@ class CoreServer:
         return config
 
     def _start_version(
-        self, name: str, version: int, config: mc.ModelConfig, source: ModelSource, backend: Any
+        self,
+        name: str,
+        version: int,
+        config: mc.ModelConfig,
+        source: ModelSource,
+        backend: Any,
+        stats: ModelStats,
     ) -> ModelVersion:
         filename = config.default_model_filename or "model.py"
         model = backend(
@@ -565,8 +625,16 @@ class CoreServer:
             for instance in instances:
                 instance.finalize()
             raise ServerError.internal(f"failed to load model '{name}': {exc}") from exc
-        stats = self.stats.get(name, version)
-        return ModelVersion(name, version, config, instances, stats, source.path, self._trace)
+        return ModelVersion(
+            name,
+            version,
+            config,
+            instances,
+            stats,
+            source.path,
+            self._trace,
+            failures=self.stats.failures(name, version),
+        )
 
     def _record_failure(
         self,
@@ -586,12 +654,15 @@ class CoreServer:
             if source.override_dir is not None:
                 source.cleanup()
 
-    def _stop_version(self, name: str, version: int, model: ModelVersion, record: bool) -> None:
+    def _stop_version(
+        self, name: str, version: int, model: ModelVersion, record: bool, keep_stats: bool = False
+    ) -> None:
         if record:
             with self._lock:
                 self._entries[name].states[version] = (ModelState.UNLOADING, "")
         model.stop(self.options.exit_timeout_secs)
-        self.stats.remove(name, version)
+        if not keep_stats:
+            self.stats.remove(name, version, only=model.stats)
         if record:
             with self._lock:
                 self._entries[name].states[version] = (ModelState.UNAVAILABLE, "unloaded")

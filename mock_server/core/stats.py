@@ -17,8 +17,9 @@ How the numbers are accumulated follows Triton's core (``infer_stats.cc``):
 * per model execution (:meth:`ModelStats.record_execution`): ``execution_count`` grows by
   1, ``batch_stats`` for the executed batch size count 1, and ``last_inference`` becomes
   the current wall-clock time in ms;
-* per response of a decoupled model (:meth:`ModelStats.record_response`): the entry of
-  ``response_stats`` keyed by the response index;
+* per response (:meth:`ModelStats.record_response`): the entry of ``response_stats`` keyed by
+  the response index; only backends that report per-response statistics fill it, and Triton
+  2.51's Python backend does not, so this server leaves ``response_stats`` empty (``{}``);
 * cache hits and misses (:meth:`ModelStats.record_cache_hit`,
   :meth:`ModelStats.record_cache_miss`), for completeness.
 
@@ -28,6 +29,7 @@ negative durations (a clock mix-up) are recorded as 0 rather than raising.
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from collections.abc import Callable
@@ -483,10 +485,17 @@ def _parse_version(name: str, version: int | str | None) -> int | None:
 class StatsRegistry:
     """The statistics of every loaded model version.
 
-    The model lifecycle calls :meth:`get` (get-or-create) when a version becomes ready and
-    :meth:`remove` when it is unloaded: as in Triton, only loaded versions appear in
-    statistics, and a reloaded version starts again from zero (Triton builds a new model
+    The model lifecycle makes a recorder with :meth:`new` for each version it starts, hands it
+    to :meth:`publish` when the version becomes ready (replacing the recorder of the version it
+    reloads) and to :meth:`remove` when the version is unloaded, so that a replaced version
+    cannot remove its successor's statistics.  As in Triton, only loaded versions appear
+    in statistics, and a reloaded version starts again from zero (Triton builds a new model
     object, with new statistics, on every load).
+
+    The request failures counted by reason for ``nv_inference_request_failure``
+    (:meth:`failures`) are kept apart, per model version, for the server's lifetime: Triton 2.51
+    never removes those counters, so they survive an unload, keep being reported, and a reload
+    continues them.
 
     Parameters
     ----------
@@ -498,6 +507,28 @@ class StatsRegistry:
         self._clock_ms = clock_ms
         self._lock = threading.Lock()
         self._models: dict[str, dict[int, ModelStats]] = {}
+        self._failures: dict[tuple[str, int], collections.Counter[str]] = {}
+
+    def new(self, name: str, version: int) -> ModelStats:
+        """Return a fresh recorder for a version being loaded, not yet reported (see
+        :meth:`publish`)."""
+        return ModelStats(name, version, clock_ms=self._clock_ms)
+
+    def publish(self, stats: ModelStats) -> None:
+        """Report ``stats`` from now on, in place of any recorder of the same version."""
+        with self._lock:
+            self._models.setdefault(stats.name, {})[stats.version] = stats
+
+    def failures(self, name: str, version: int) -> collections.Counter[str]:
+        """The failed-request counter of a model version, by reason (``REJECTED``,
+        ``CANCELED``, ``BACKEND``, ``OTHER``); the same counter on every load (get-or-create)."""
+        with self._lock:
+            return self._failures.setdefault((name, version), collections.Counter())
+
+    def failure_counts(self) -> dict[tuple[str, int], dict[str, int]]:
+        """A snapshot of every failure counter ever created, keyed by (model, version)."""
+        with self._lock:
+            return {key: dict(counter) for key, counter in self._failures.items()}
 
     def get(self, name: str, version: int) -> ModelStats:
         """Return the recorder of a model version, creating it if needed (get-or-create)."""
@@ -517,9 +548,21 @@ class StatsRegistry:
         with self._lock:
             return self._models.get(name, {}).get(version)
 
-    def remove(self, name: str, version: int | None = None) -> None:
+    def remove(self, name: str, version: int | None = None, *, only: object | None = None) -> None:
         """Forget a model version's statistics (all versions when ``version`` is None).
 
+        Parameters
+        ----------
+        name : str
+            Model name.
+        version : int, optional
+            The version; None removes every version.
+        only : ModelStats, optional
+            Remove the version's recorder only if it is this very object (a reload has published its
+            successor otherwise).
+
+        Notes
+        -----
         Removing something that is not there is not an error.
         """
         with self._lock:
@@ -528,7 +571,7 @@ class StatsRegistry:
                 return
             if version is None:
                 versions.clear()
-            else:
+            elif only is None or versions.get(version) is only:
                 versions.pop(version, None)
             if not versions:
                 del self._models[name]

@@ -112,6 +112,11 @@ class InferResponse:
         Set when the request failed; then ``outputs`` is empty.
     final : bool
         True on the last response for the request (Triton's ``COMPLETE_FINAL`` flag).
+    model_error : bool
+        True when ``error`` is one the model itself answered with (a Python model's
+        ``InferenceResponse(error=...)``): Triton's Python backend reports such a request as
+        a successful one in the statistics and metrics.  False (the default) for a failed
+        request.
     """
 
     model_name: str
@@ -121,6 +126,7 @@ class InferResponse:
     parameters: dict[str, ParamValue] = field(default_factory=dict)
     error: ServerError | None = None
     final: bool = True
+    model_error: bool = False
 
 
 #: Receives every response of a request, from whichever thread produced it.

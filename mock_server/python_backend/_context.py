@@ -43,6 +43,8 @@ class ModelContext:
         Which model function is running.
     owner : object
         A token identifying the instance; custom metrics it creates are released with it.
+    model_dir : str
+        The folder of the model version's files (``pb_utils.get_model_dir()``).
     """
 
     model_name: str
@@ -51,6 +53,7 @@ class ModelContext:
     runtime: BackendRuntime | None = None
     phase: Phase = "unknown"
     owner: object = field(default_factory=object, compare=False)
+    model_dir: str = ""
 
 
 _current: contextvars.ContextVar[ModelContext | None] = contextvars.ContextVar(

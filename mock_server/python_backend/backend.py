@@ -25,6 +25,7 @@ import inspect
 import json
 import logging
 import threading
+import time
 import traceback
 from collections.abc import Awaitable, Coroutine
 from pathlib import Path
@@ -163,7 +164,7 @@ class PythonBackendModel:
             config = copy.deepcopy(config_json)
             config.setdefault("name", name)
             wrapped = pb_utils.ModelConfig(config)
-            context = _context.ModelContext(name, version)
+            context = _context.ModelContext(name, version, model_dir=str(path.parent))
             try:
                 with _context.entered(context, "auto_complete"):
                     result = hook(wrapped)
@@ -232,7 +233,13 @@ class PythonBackendModel:
             ``initialize`` raises.
         """
         loaded = _import(self.model_name, self.version, self.path)
-        context = _context.ModelContext(self.model_name, self.version, instance_name, self.runtime)
+        context = _context.ModelContext(
+            self.model_name,
+            self.version,
+            instance_name,
+            self.runtime,
+            model_dir=str(self.path.parent),
+        )
         instance = PythonModelInstance(self, instance_name, loaded, context)
         try:
             cls = _model_class(loaded, self.model_name, self.path)
@@ -323,8 +330,15 @@ class PythonModelInstance:
         self._loop: _EventLoop | None = None
         self._loop_lock = threading.Lock()
         self._finalized = False
+        self._compute: tuple[int, int] | None = None
 
     # -- helpers ---------------------------------------------------------------------------------
+    def compute_window(self) -> tuple[int, int] | None:
+        """The ``time.monotonic_ns()`` readings around the model's ``execute`` in the last
+        :meth:`execute` (None before the first): the core splits the execution there into
+        compute input (wrapping the requests), infer and output (delivering the responses)."""
+        return self._compute
+
     @property
     def model_name(self) -> str:
         """The model's name."""
@@ -354,9 +368,10 @@ class PythonModelInstance:
             self.instance_name,
             exc_info=exc,
         )
+        # The Python backend's words: the "model" it names is the instance.
         return ServerError.internal(
-            f"Failed to process the request(s) for model '{self.model_name}' (instance "
-            f"'{self.instance_name}'), message: {_describe(exc)}"
+            f"Failed to process the request(s) for model '{self.instance_name}', message: "
+            f"{_python_error(exc)}"
         )
 
     @staticmethod
@@ -403,6 +418,7 @@ class PythonModelInstance:
                 batch, ServerError.unavailable(f"model '{owner.model_name}' is not loaded")
             )
             return []
+        compute_start = time.monotonic_ns()
         try:
             with _context.entered(self._context, "execute"):
                 result = self._model.execute(batch)
@@ -413,11 +429,14 @@ class PythonModelInstance:
                         _in_context(self._context, "execute", result)
                     )
                     future.add_done_callback(lambda done: self._after_async(done, batch))
+                    self._compute = (compute_start, time.monotonic_ns())
                     return []
                 result = self._run_async(result, "execute")
         except Exception as exc:
+            self._compute = (compute_start, time.monotonic_ns())
             self._fail_open(batch, self._batch_error(exc))
             return []
+        self._compute = (compute_start, time.monotonic_ns())
         if owner.decoupled:
             return self._finish_decoupled(batch, result)
         return self._finish_default(batch, result)
@@ -578,5 +597,7 @@ class PythonModelInstance:
                 exc_info=exc,
             )
         finally:
+            # Before the model object goes: the metric families it still holds stay (Triton).
+            metrics.release_owner(self._context.owner)
             self._model = None
             self._release()

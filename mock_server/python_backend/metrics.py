@@ -1,28 +1,40 @@
 """Custom metrics of Python models (``pb_utils.MetricFamily`` / ``pb_utils.Metric``).
 
 Models create metric families and metrics; they live in one thread-safe, process-wide registry
-that the server's metrics endpoint reads with :func:`collect`.  As in Triton:
+that the server's metrics endpoint reads with :func:`collect`.  What is kept, shared and refused
+is what Triton 2.51 does (its Python backend, core and prometheus-cpp, checked on the real
+server by ``tests/conformance/test_pb_utils_differential.py`` and the metrics differential
+test):
 
-* two families with the same name share one registry entry when their kind and description
-  match (another kind or description under a taken name is an error);
-* two metrics of one family with the same labels share one value;
-* an entry is removed when the last Python object referring to it is deleted, and everything a
-  model instance created is removed when the instance is finalized (unloaded).
+* a family is identified by its name: creating it again with the same kind shares it (the first
+  description stays), with another kind is an error;
+* a metric is identified by its family and labels: creating it again shares its value, and it
+  lives as long as its family, whether or not the ``Metric`` object is kept;
+* a family is removed, with its metrics, when the last ``MetricFamily`` object naming it is
+  deleted; using one of its ``Metric`` objects afterwards is an error;
+* the families a model instance still holds when it is unloaded are never removed: Triton 2.51
+  does not delete them, so they stay in the metrics output, and a reloaded model that creates
+  them again continues their values;
+* families without metrics are not reported; families are reported in creation order.
+
+Error messages are Triton's, with the model instance's name where Triton gives it.
 """
 
 from __future__ import annotations
 
+import bisect
 import enum
 import itertools
+import json
 import math
 import re
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from . import _context
+from . import _context, _pybind
 from ._errors import TritonModelException
 
 __all__ = [
@@ -35,8 +47,15 @@ __all__ = [
     "release_owner",
 ]
 
+# prometheus-cpp's CheckMetricName / CheckLabelName (a leading "__" is reserved for both).
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+_FAMILY_DELETED = (
+    "Invalid metric operation as the corresponding 'MetricFamily' has been deleted. The "
+    "'MetricFamily' object should be deleted AFTER its corresponding 'Metric' objects have been "
+    "deleted."
+)
 
 
 class MetricKind(enum.IntEnum):
@@ -54,12 +73,13 @@ class MetricSample:
     Attributes
     ----------
     labels : dict of str to str
-        The metric's labels.
+        The metric's labels, in the order the model gave them.
     value : float or None
         The value of a counter or gauge; None for a histogram.
     buckets : tuple of (float, int) or None
-        For a histogram, the cumulative count of observations ``<=`` each upper bound, the last
-        bound being ``math.inf``; None otherwise.
+        For a histogram, the cumulative count of observations ``<=`` each upper bound, in the
+        order of the bounds the metric was created with, then ``(math.inf, count)``; None
+        otherwise.
     sum : float or None
         For a histogram, the sum of the observations.
     count : int or None
@@ -107,8 +127,6 @@ class _MetricState:
     counts: list[int] = field(default_factory=list)
     total: float = 0.0
     observations: int = 0
-    refs: int = 0
-    alive: bool = True
 
 
 @dataclass(eq=False)
@@ -117,72 +135,64 @@ class _FamilyState:
     description: str
     kind: MetricKind
     metrics: dict[_LabelKey, _MetricState] = field(default_factory=dict)
-    refs: int = 0
+    refs: int = 0  # live MetricFamily objects naming it
+    kept: bool = False  # held by an unloaded model instance: never removed
     alive: bool = True
 
 
 _lock = threading.RLock()
 _families: dict[str, _FamilyState] = {}
-_owned: dict[int, tuple[object, list[weakref.finalize[Any, Any]]]] = {}
+_owned: dict[int, tuple[object, list[_FamilyState]]] = {}
 
 
-def _own(finalizer: weakref.finalize[Any, Any]) -> None:
-    """Record ``finalizer`` under the calling model instance, for :func:`release_owner`."""
+def _own(state: _FamilyState) -> None:
+    """Record that the calling model instance holds a ``MetricFamily`` of ``state``."""
     context = _context.current()
     if context is None:
         return
     with _lock:
-        _, finalizers = _owned.setdefault(id(context.owner), (context.owner, []))
-        if len(finalizers) > 64:
-            finalizers[:] = [f for f in finalizers if f.alive]
-        finalizers.append(finalizer)
+        _, states = _owned.setdefault(id(context.owner), (context.owner, []))
+        if len(states) > 64:
+            states[:] = [s for s in states if s.alive]
+        states.append(state)
 
 
 def release_owner(owner: object) -> None:
-    """Delete every metric and family created by the model instance identified by ``owner``."""
+    """Note that the model instance identified by ``owner`` is unloaded.
+
+    The families it still holds are kept for the server's lifetime, as Triton 2.51 keeps them.
+    """
     with _lock:
         entry = _owned.pop(id(owner), None)
-    if entry is None or entry[0] is not owner:
-        return
-    for finalizer in reversed(entry[1]):
-        finalizer()
+        if entry is None or entry[0] is not owner:
+            return
+        for state in entry[1]:
+            if state.alive:
+                state.kept = True
 
 
 def _release_family(state: _FamilyState) -> None:
     with _lock:
         state.refs -= 1
-        if state.refs > 0:
+        if state.refs > 0 or state.kept:
             return
         state.alive = False
-        for metric in state.metrics.values():
-            metric.alive = False
         state.metrics.clear()
         if _families.get(state.name) is state:
             del _families[state.name]
 
 
-def _release_metric(family: _FamilyState, key: _LabelKey, state: _MetricState) -> None:
-    with _lock:
-        state.refs -= 1
-        if state.refs > 0:
-            return
-        state.alive = False
-        if family.metrics.get(key) is state:
-            del family.metrics[key]
-
-
 def collect() -> list[MetricFamilySnapshot]:
-    """Return a consistent snapshot of every live custom metric, families sorted by name.
+    """Return a consistent snapshot of every live custom metric family, in creation order.
 
     Returns
     -------
     list of MetricFamilySnapshot
-        Plain data for the metrics endpoint to render.
+        Plain data for the metrics endpoint to render (families without metrics included).
     """
     out: list[MetricFamilySnapshot] = []
     with _lock:
-        for name in sorted(_families):
-            family = _families[name]
+        for family in _families.values():
             samples: list[MetricSample] = []
             for metric in family.metrics.values():
                 labels = dict(metric.labels)
@@ -211,8 +221,18 @@ def collect() -> list[MetricFamilySnapshot]:
     return out
 
 
+def _server_error(what: str, message: str) -> TritonModelException:
+    """An error of Triton's core about a metric, worded as the Python backend passes it on."""
+    context = _context.current()
+    instance = context.instance_name if context is not None else ""
+    return TritonModelException(
+        f"{what}: Failed to process the request for model '{instance}', message: {message}"
+    )
+
+
 # -- model-facing classes ------------------------------------------------------------------------
 _Kind = MetricKind  # MetricFamily.MetricKind shadows the name inside the class
+_FAMILY_SIGNATURE = "MetricFamily(name: str, description: str, kind: MetricKind)"
 
 
 class MetricFamily:
@@ -221,17 +241,20 @@ class MetricFamily:
     Parameters
     ----------
     name : str
-        Metric name, e.g. ``"preprocess_latency_ns"`` (``[a-zA-Z_:][a-zA-Z0-9_:]*``).
+        Metric name, e.g. ``"preprocess_latency_ns"`` (``[a-zA-Z_:][a-zA-Z0-9_:]*``, not
+        starting with ``__``); ``bytes`` are accepted, as by Triton.
     description : str
-        Human-readable description.
+        Human-readable description (Prometheus ``HELP``).
     kind : MetricKind
         ``MetricFamily.COUNTER``, ``MetricFamily.GAUGE`` or ``MetricFamily.HISTOGRAM``.
 
     Raises
     ------
+    TypeError
+        If the name or description is not text or the kind not a ``MetricKind``.
     TritonModelException
-        If the name is not a valid metric name, the kind is unknown, or a family with this name
-        already exists with another kind or description.
+        If the name is not a valid metric name, or a family with this name exists with
+        another kind.
     """
 
     COUNTER: ClassVar[_Kind] = MetricKind.COUNTER
@@ -239,38 +262,29 @@ class MetricFamily:
     HISTOGRAM: ClassVar[_Kind] = MetricKind.HISTOGRAM
     MetricKind: ClassVar[type[_Kind]] = MetricKind
 
-    def __init__(self, name: str, description: str, kind: _Kind | int) -> None:
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise TritonModelException(
-                f"invalid metric family name {name!r}: expected [a-zA-Z_:][a-zA-Z0-9_:]*"
+    def __init__(self, name: str, description: str, kind: _Kind) -> None:
+        text_name = _pybind.text_arg(name)
+        text_description = _pybind.text_arg(description)
+        if text_name is None or text_description is None or not isinstance(kind, MetricKind):
+            raise _pybind.incompatible(
+                "__init__", _FAMILY_SIGNATURE, (name, description, kind), constructor=True
             )
-        if not isinstance(description, str):
-            raise TritonModelException(
-                f"metric family '{name}': description must be a str, got "
-                f"{type(description).__name__}"
-            )
-        try:
-            metric_kind = MetricKind(kind)
-        except ValueError:
-            raise TritonModelException(
-                f"metric family '{name}': unknown kind {kind!r}; expected MetricFamily.COUNTER, "
-                "MetricFamily.GAUGE or MetricFamily.HISTOGRAM"
-            ) from None
+        if not _NAME.match(text_name) or text_name.startswith("__"):
+            raise _server_error("Error when creating MetricFamily", "Invalid metric name")
         with _lock:
-            state = _families.get(name)
+            state = _families.get(text_name)
             if state is None:
-                state = _FamilyState(name, description, metric_kind)
-                _families[name] = state
-            elif state.kind is not metric_kind or state.description != description:
-                raise TritonModelException(
-                    f"metric family '{name}' already exists with kind {state.kind.name} and "
-                    f"description {state.description!r}; cannot create it again with kind "
-                    f"{metric_kind.name} and description {description!r}"
+                state = _FamilyState(text_name, text_description, kind)
+                _families[text_name] = state
+            elif state.kind is not kind:
+                raise _server_error(
+                    "Error when creating MetricFamily",
+                    "Family name already exists with different type",
                 )
             state.refs += 1
         self._state = state
         self._finalizer = weakref.finalize(self, _release_family, state)
-        _own(self._finalizer)
+        _own(state)
 
     def name(self) -> str:
         """Return the family's name."""
@@ -285,7 +299,7 @@ class MetricFamily:
         return self._state.kind
 
     def Metric(  # the Python backend's public name
-        self, labels: Mapping[str, str] | None = None, buckets: Sequence[float] | None = None
+        self, labels: Mapping[str, str] | None = None, buckets: list[float] | None = None
     ) -> Metric:
         """Create (or share) the metric of this family with ``labels``.
 
@@ -294,7 +308,8 @@ class MetricFamily:
         labels : dict of str to str, optional
             The metric's labels.
         buckets : list of float, optional
-            Histogram bucket upper bounds, increasing; required for (and only for) histograms.
+            Histogram bucket upper bounds, strictly increasing; required for (and only for)
+            histograms.
 
         Returns
         -------
@@ -309,7 +324,9 @@ class MetricFamily:
 class Metric:
     """One metric (one label set) of a :class:`MetricFamily`.
 
-    Usually created with ``family.Metric(labels=..., buckets=...)``.
+    Created with ``family.Metric(labels=..., buckets=...)``.  The metric belongs to the family:
+    its value stays when this object is deleted, and the object must not be used once every
+    ``MetricFamily`` object of its family is deleted.
 
     Parameters
     ----------
@@ -322,147 +339,132 @@ class Metric:
 
     Raises
     ------
+    TypeError
+        If a label name or value cannot be written as JSON (as ``json.dumps`` says).
+    RuntimeError
+        If a bucket bound is not a number.
     TritonModelException
-        If the labels are not a mapping of valid label names to str, buckets are missing for a
-        histogram or given for another kind, not increasing, or differ from those of an existing
-        metric with the same labels.
+        If the labels are not a dict or not valid Prometheus labels, or the buckets are missing
+        for a histogram, given for another kind, not a list, or not strictly increasing.
     """
 
     def __init__(
         self,
         family: MetricFamily,
         labels: Mapping[str, str] | None = None,
-        buckets: Sequence[float] | None = None,
+        buckets: list[float] | None = None,
     ) -> None:
         if not isinstance(family, MetricFamily):
-            raise TritonModelException(f"Metric needs a MetricFamily, got {type(family).__name__}")
+            raise _pybind.incompatible(
+                "Metric",
+                "(self: MetricFamily, labels: object = None, buckets: object = None) -> Metric",
+                (family, labels, buckets),
+            )
         fstate = family._state
-        clean = _check_labels(fstate.name, labels)
-        bounds = _check_buckets(fstate, buckets)
+        # The order of the Python backend's checks, then of Triton's core and prometheus-cpp.
+        if labels is not None and not isinstance(labels, dict):
+            raise TritonModelException("Failed to create metric. Labels must be a dictionary.")
+        decoded = json.loads(json.dumps(labels))  # the labels travel as JSON, as in Triton
+        bounds = _check_buckets(fstate.kind, buckets)
+        clean = _check_labels(decoded)
+        if any(b <= a for a, b in itertools.pairwise(bounds)):
+            raise _server_error(
+                "Error when creating Metric", "Bucket Boundaries must be strictly sorted"
+            )
+        if any(not _LABEL.match(name) or name.startswith("__") for name in clean):
+            raise _server_error("Error when creating Metric", "Invalid label name")
         key: _LabelKey = tuple(sorted(clean.items()))
         with _lock:
-            if not fstate.alive:
-                raise TritonModelException(f"metric family '{fstate.name}' was deleted")
             state = fstate.metrics.get(key)
             if state is None:
                 state = _MetricState(clean, bounds, counts=[0] * len(bounds))
                 fstate.metrics[key] = state
-            elif state.bounds != bounds:
-                raise TritonModelException(
-                    f"metric family '{fstate.name}': a metric with labels {clean} already exists "
-                    f"with buckets {list(state.bounds)}"
-                )
-            state.refs += 1
-        self._family = family  # keeps the family alive as long as its metrics
+        self._family = fstate
         self._state = state
-        self._finalizer = weakref.finalize(self, _release_metric, fstate, key, state)
-        _own(self._finalizer)
 
-    def _live(self, operation: str, *kinds: MetricKind) -> _MetricState:
-        fstate = self._family._state
+    def _live(self, verb: str, operation: str, *kinds: MetricKind) -> _MetricState:
+        """The metric's state, once it is known to support ``operation``; call with the lock."""
+        fstate = self._family
+        if not fstate.alive:
+            raise TritonModelException(f"Failed to {verb} metric value: {_FAMILY_DELETED}")
         if fstate.kind not in kinds:
-            raise TritonModelException(
-                f"metric family '{fstate.name}' of kind {fstate.kind.name} does not support "
-                f"{operation}()"
+            raise _server_error(
+                f"Failed to {verb} metric value",
+                f"TRITONSERVER_METRIC_KIND_{fstate.kind.name} does not support {operation}",
             )
-        if not self._state.alive:
-            raise TritonModelException(f"a metric of family '{fstate.name}' was deleted")
         return self._state
 
     def increment(self, value: float) -> None:
         """Add ``value`` (non-negative for counters) to a counter or gauge."""
-        number = _number(value, "increment")
+        number = _number(self, "increment", value)
         with _lock:
-            state = self._live("increment", MetricKind.COUNTER, MetricKind.GAUGE)
-            if self._family._state.kind is MetricKind.COUNTER and number < 0:
-                raise TritonModelException(
-                    f"counter '{self._family._state.name}' can only be incremented by "
-                    f"non-negative values, got {number}"
+            state = self._live("increment", "Increment", MetricKind.COUNTER, MetricKind.GAUGE)
+            if self._family.kind is MetricKind.COUNTER and number < 0:
+                raise _server_error(
+                    "Failed to increment metric value",
+                    "TRITONSERVER_METRIC_KIND_COUNTER can only be incremented monotonically by "
+                    "non-negative values.",
                 )
             state.value += number
 
     def set(self, value: float) -> None:
         """Set a gauge to ``value``."""
-        number = _number(value, "set")
+        number = _number(self, "set", value)
         with _lock:
-            self._live("set", MetricKind.GAUGE).value = number
+            self._live("set", "Set", MetricKind.GAUGE).value = number
 
     def value(self) -> float:
         """Return the current value of a counter or gauge."""
         with _lock:
-            return self._live("value", MetricKind.COUNTER, MetricKind.GAUGE).value
+            return self._live("get", "Value", MetricKind.COUNTER, MetricKind.GAUGE).value
 
     def observe(self, value: float) -> None:
-        """Record one observation of ``value`` in a histogram."""
-        number = _number(value, "observe")
+        """Record one observation of ``value`` in a histogram (in the first bucket whose upper
+        bound is ``>= value``)."""
+        number = _number(self, "observe", value)
         with _lock:
-            state = self._live("observe", MetricKind.HISTOGRAM)
-            for index, bound in enumerate(state.bounds):
-                if number <= bound:
-                    state.counts[index] += 1
-                    break
+            state = self._live("observe", "Observe", MetricKind.HISTOGRAM)
+            index = bisect.bisect_left(state.bounds, number)
+            if index < len(state.counts):
+                state.counts[index] += 1
             state.total += number
             state.observations += 1
 
     def __repr__(self) -> str:
-        return f"Metric({self._family._state.name!r}, labels={self._state.labels})"
+        return f"Metric({self._family.name!r}, labels={self._state.labels})"
 
 
-def _number(value: Any, operation: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise TritonModelException(
-                f"{operation}() needs a number, got {type(value).__name__}"
-            ) from None
-    return float(value)
+def _number(metric: Metric, method: str, value: Any) -> float:
+    number = _pybind.number_arg(value)
+    if number is None:
+        raise _pybind.incompatible(method, "(self: Metric, arg0: float) -> None", (metric, value))
+    return number
 
 
-def _check_labels(family: str, labels: Mapping[str, str] | None) -> dict[str, str]:
-    if labels is None:
+def _check_labels(decoded: Any) -> dict[str, str]:
+    """The labels read back from their JSON form, as Triton's core reads them."""
+    if decoded is None:
         return {}
-    if not isinstance(labels, Mapping):
-        raise TritonModelException(
-            f"metric of family '{family}': labels must be a dict of str to str, got "
-            f"{type(labels).__name__}"
-        )
     clean: dict[str, str] = {}
-    for key, val in labels.items():
-        if not isinstance(key, str) or not _LABEL.match(key) or key.startswith("__"):
-            raise TritonModelException(f"metric of family '{family}': invalid label name {key!r}")
+    for key, val in decoded.items():
         if not isinstance(val, str):
-            raise TritonModelException(
-                f"metric of family '{family}': label '{key}' must have a str value, got "
-                f"{type(val).__name__}"
+            raise _server_error(
+                "Error when creating Metric", "attempt to access JSON non-string as string"
             )
         clean[key] = val
     return clean
 
 
-def _check_buckets(family: _FamilyState, buckets: Sequence[float] | None) -> tuple[float, ...]:
-    if family.kind is not MetricKind.HISTOGRAM:
-        if buckets is not None:
-            raise TritonModelException(
-                f"metric family '{family.name}' of kind {family.kind.name} does not take buckets; "
-                "only histograms do"
-            )
-        return ()
+def _check_buckets(kind: MetricKind, buckets: Any) -> tuple[float, ...]:
     if buckets is None:
-        raise TritonModelException(
-            f"metric of histogram family '{family.name}' needs buckets (increasing upper bounds)"
-        )
-    try:
-        bounds = tuple(float(b) for b in buckets)
-    except (TypeError, ValueError):
-        raise TritonModelException(
-            f"metric of histogram family '{family.name}': buckets must be numbers"
-        ) from None
-    if any(math.isnan(b) for b in bounds) or any(a >= b for a, b in itertools.pairwise(bounds)):
-        raise TritonModelException(
-            f"metric of histogram family '{family.name}': buckets must be strictly increasing, "
-            f"got {list(bounds)}"
-        )
-    if bounds and math.isinf(bounds[-1]) and bounds[-1] > 0:
-        bounds = bounds[:-1]  # the +Inf bucket is implicit
-    return bounds
+        if kind is MetricKind.HISTOGRAM:
+            raise TritonModelException("Failed to create metric. Missing required buckets.")
+        return ()
+    if not isinstance(buckets, list):
+        raise TritonModelException("Failed to create metric. Buckets must be a list.")
+    if kind is not MetricKind.HISTOGRAM:
+        raise TritonModelException("Failed to create metric. Unexpected buckets found.")
+    bounds = [_pybind.number_arg(b) for b in buckets]
+    if any(b is None for b in bounds):
+        raise RuntimeError(_pybind.CAST_ERROR)
+    return tuple(b for b in bounds if b is not None)

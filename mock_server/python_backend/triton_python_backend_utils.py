@@ -17,6 +17,12 @@ the documented API of the Python backend:
 
 Everything lives in host memory: ``Tensor.is_cpu()`` is always True and GPU ``PreferredMemory``
 is accepted but has no effect.
+
+Arguments are taken as Triton 2.51's bindings (pybind11) take them (:mod:`._pybind`): where
+Triton takes a ``str`` (names, ids, messages) ``bytes`` are accepted too and read as UTF-8;
+numbers, lists and enums are not converted from other types, and what Triton refuses with a
+``TypeError`` is refused the same way.  ``tests/conformance/test_pb_utils_differential.py``
+runs the same probes on both servers.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import enum
 import json
 import logging
 import queue
+import struct
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
@@ -38,7 +45,6 @@ import numpy.typing as npt
 from tritonclient.utils import (
     deserialize_bytes_tensor,
     np_to_triton_dtype,
-    serialize_byte_tensor,
     triton_to_np_dtype,
 )
 from tritonclient.utils._dtypes import DATATYPES
@@ -48,7 +54,7 @@ from ..core.types import InferRequest as CoreRequest
 from ..core.types import InferResponse as CoreResponse
 from ..core.types import ParamValue, RequestedOutput
 from ..core.types import Tensor as CoreTensor
-from . import _context, _dlpack
+from . import _context, _dlpack, _pybind
 from ._errors import TritonModelException
 from .metrics import Metric, MetricFamily, MetricKind
 
@@ -81,6 +87,7 @@ __all__ = [
     "deserialize_bytes_tensor",
     "get_input_config_by_name",
     "get_input_tensor_by_name",
+    "get_model_dir",
     "get_output_config_by_name",
     "get_output_tensor_by_name",
     "is_model_ready",
@@ -180,17 +187,18 @@ class TritonError:
     ALREADY_EXISTS: ClassVar[TritonErrorCode] = TritonErrorCode.ALREADY_EXISTS
     CANCELLED: ClassVar[TritonErrorCode] = TritonErrorCode.CANCELLED
 
-    def __init__(self, message: str, code: int = TritonErrorCode.INTERNAL) -> None:
-        if message is None:
-            raise TypeError("TritonError message must not be None")
-        try:
-            self._code = TritonErrorCode(code)
-        except ValueError:
-            raise ValueError(
-                f"invalid TritonError code {code!r}; expected one of "
-                + ", ".join(f"TritonError.{c.name}" for c in TritonErrorCode)
-            ) from None
-        self._message = str(message)
+    def __init__(self, message: str, code: TritonErrorCode = TritonErrorCode.INTERNAL) -> None:
+        text = _pybind.text_arg(message)
+        if text is None or not isinstance(code, TritonErrorCode):
+            raise _pybind.incompatible(
+                "__init__",
+                "TritonError(message: str, code: TritonError.__ErrorCode = "
+                "<__ErrorCode.INTERNAL: 1>)",
+                (message, code),
+                constructor=True,
+            )
+        self._code = code
+        self._message = text
 
     def message(self) -> str:
         """Return the error message."""
@@ -221,15 +229,17 @@ class Tensor:
     Parameters
     ----------
     name : str
-        Tensor name.
+        Tensor name (``bytes`` are read as UTF-8).
     numpy_array : numpy.ndarray
-        The data.  Any dtype with a protocol datatype: bool, (u)int8..64, float16/32/64,
-        ``ml_dtypes.bfloat16`` (BF16), and for BYTES ``object`` arrays of ``bytes``/``str``, or
-        ``numpy.bytes_``/``numpy.str_`` arrays (str is sent UTF-8 encoded).  Non-arrays are
-        converted with :func:`numpy.asarray`; non-contiguous arrays are made C-contiguous.
+        The data, a numpy array (as in Triton, other objects are refused).  Any dtype with a
+        protocol datatype: bool, (u)int8..64, float16/32/64, ``ml_dtypes.bfloat16`` (BF16), and
+        for BYTES ``object`` arrays of ``bytes``/``str``, or ``numpy.bytes_``/``numpy.str_``
+        arrays (str is sent UTF-8 encoded); non-contiguous arrays are made C-contiguous.
 
     Raises
     ------
+    TypeError
+        If the name is not text or the data not a numpy array.
     TritonModelException
         If the dtype has no protocol datatype.
     """
@@ -237,9 +247,16 @@ class Tensor:
     __slots__ = ("_array", "_datatype", "_name")
 
     def __init__(self, name: str, numpy_array: Any) -> None:
-        if not isinstance(name, str):
-            raise TypeError(f"Tensor name must be a str, got {type(name).__name__}")
-        array = numpy_array if isinstance(numpy_array, np.ndarray) else np.asarray(numpy_array)
+        text = _pybind.text_arg(name)
+        if text is None or not isinstance(numpy_array, np.ndarray):
+            raise _pybind.incompatible(
+                "__init__",
+                "Tensor(arg0: str, arg1: numpy.ndarray)",
+                (name, numpy_array),
+                constructor=True,
+            )
+        name = text
+        array = numpy_array
         datatype = np_to_triton_dtype(array.dtype)
         if datatype is None:
             raise TritonModelException(
@@ -301,7 +318,7 @@ class Tensor:
         Parameters
         ----------
         name : str
-            Tensor name.
+            Tensor name (``bytes`` are read as UTF-8).
         dlpack_tensor : PyCapsule or object with ``__dlpack__``
             The tensor to wrap, C-order contiguous; its memory is shared, not copied (tensors in
             GPU memory are copied to the host by their producer).
@@ -381,32 +398,30 @@ def _tensor_from_core(tensor: CoreTensor) -> Tensor:
 
 
 # -- parameters ----------------------------------------------------------------------------------
-def _check_parameters(parameters: Mapping[str, Any] | str | None) -> dict[str, ParamValue]:
+def _check_parameters(parameters: Any) -> dict[str, ParamValue]:
+    """Request or response parameters as the Python backend checks them (``PyParametersToJSON``):
+    a dict (or None) of str keys to bool, int or str values, with Triton's messages."""
     if parameters is None:
         return {}
-    if isinstance(parameters, str):
-        try:
-            parameters = json.loads(parameters) if parameters else {}
-        except ValueError as exc:
-            raise TritonModelException(f"parameters is not valid JSON: {exc}") from exc
-    if not isinstance(parameters, Mapping):
-        raise TritonModelException(
-            f"Expect parameters to be a dict (or its JSON string), found type "
-            f"'{type(parameters).__name__}'"
-        )
+    if not isinstance(parameters, dict):
+        raise TritonModelException(f"Expect N8pybind114dictE, got {type(parameters)}")
     clean: dict[str, ParamValue] = {}
     for key, value in parameters.items():
         if not isinstance(key, str):
             raise TritonModelException(
-                f"Expect parameters keys to have type str, found type '{type(key).__name__}'"
+                f"Expect parameters keys to have type str, found type {type(key)}"
             )
-        if not isinstance(value, (bool, int, float, str)):
+        if not isinstance(value, (bool, int, str)):
             raise TritonModelException(
-                f"Expect parameters values to have type bool/int/float/str, found type "
-                f"'{type(value).__name__}' for key '{key}'"
+                f"Expect parameters values to have type bool/int/str, found type {type(value)}"
             )
-        clean[key] = value
+        clean[str(key)] = value if isinstance(value, bool) else _plain(value)
     return clean
+
+
+def _plain(value: int | str) -> int | str:
+    """An int or str subclass (numpy's str_, an IntEnum...) as the plain type."""
+    return str(value) if isinstance(value, str) else int(value)
 
 
 # -- responses -----------------------------------------------------------------------------------
@@ -419,35 +434,38 @@ class InferenceResponse:
         The outputs (ignored when ``error`` is given).
     error : TritonError, optional
         The error of a failed request.
-    parameters : dict or str, optional
-        Response parameters: keys str, values bool, int, float or str (or that dict as a JSON
-        string).
+    parameters : dict, optional
+        Response parameters: str keys, bool, int or str values (a later Python backend's
+        argument; Triton 2.51 has none).
 
     Raises
     ------
+    TypeError
+        If ``output_tensors`` is not a list of Tensor or ``error`` not a TritonError.
     TritonModelException
-        If ``output_tensors`` is not a list of Tensor or a parameter is not of a supported type.
+        If a parameter is not of a supported type.
     """
 
     def __init__(
         self,
         output_tensors: Sequence[Tensor] | None = None,
         error: TritonError | None = None,
-        parameters: Mapping[str, Any] | str | None = None,
+        parameters: Mapping[str, Any] | None = None,
     ) -> None:
-        if output_tensors is None:
-            output_tensors = []
-        if not isinstance(output_tensors, (list, tuple)):
-            raise TritonModelException('"output_tensors" must be a list.')
-        for tensor in output_tensors:
-            if not isinstance(tensor, Tensor):
-                raise TritonModelException(
-                    f'"output_tensors" must hold pb_utils.Tensor objects, found type '
-                    f"'{type(tensor).__name__}'"
-                )
-        if error is not None and not isinstance(error, TritonError):
-            raise TypeError(f"error must be a pb_utils.TritonError, got {type(error).__name__}")
-        self._outputs = list(output_tensors)
+        outputs = _pybind.sequence_arg(output_tensors) if output_tensors is not None else []
+        if (
+            outputs is None
+            or any(not isinstance(tensor, Tensor) for tensor in outputs)
+            or (error is not None and not isinstance(error, TritonError))
+        ):
+            raise _pybind.incompatible(
+                "__init__",
+                "InferenceResponse(output_tensors: List[Tensor] = [], error: TritonError = None)",
+                (),
+                {"output_tensors": output_tensors, "error": error},
+                constructor=True,
+            )
+        self._outputs: list[Tensor] = outputs
         self._error = error
         self._parameters = _check_parameters(parameters)
 
@@ -483,6 +501,7 @@ class InferenceResponse:
                 error=self._error._to_server_error(),
                 parameters=dict(self._parameters),
                 final=final,
+                model_error=True,
             )
         return CoreResponse(
             model_name,
@@ -697,9 +716,19 @@ class InferenceRequest:
         Accepted for compatibility; outputs are always in host memory.
     trace : InferenceTrace, optional
         Accepted for compatibility.
-    parameters : dict or str, optional
-        Request parameters: keys str, values bool, int, float or str (or the JSON string of
-        such a dict).
+    parameters : dict, optional
+        Request parameters: str keys, bool, int or str values.
+
+    Raises
+    ------
+    TypeError
+        As Triton's binding: for a missing required argument or one of the wrong type (the
+        ``str`` arguments, and the names in ``requested_output_names``, take ``bytes`` too).
+    TritonModelException
+        For a correlation id that is neither an int nor a str, or parameters that are not a
+        dict of str to bool, int or str.
+    RuntimeError
+        For a negative correlation id.
     """
 
     def __init__(
@@ -716,42 +745,62 @@ class InferenceRequest:
         trace: InferenceTrace | None = None,
         parameters: Mapping[str, Any] | str | None = None,
     ) -> None:
-        for arg, value in (
-            ("inputs", inputs),
-            ("requested_output_names", requested_output_names),
-            ("model_name", model_name),
+        text_id = _pybind.text_arg(request_id)
+        tensors = _pybind.sequence_arg(inputs)
+        names = _pybind.sequence_arg(requested_output_names)
+        texts = [_pybind.text_arg(n) for n in names or ()]
+        text_model = _pybind.text_arg(model_name)
+        version = _pybind.int_arg(model_version)
+        flag_bits = _pybind.int_arg(flags, unsigned=True)
+        timeout_us = _pybind.int_arg(timeout, unsigned=True)
+        if (
+            text_id is None
+            or tensors is None
+            or any(not isinstance(t, Tensor) for t in tensors)
+            or names is None
+            or any(t is None for t in texts)
+            or text_model is None
+            or version is None
+            or flag_bits is None
+            or timeout_us is None
+            or (preferred_memory is not None and not isinstance(preferred_memory, PreferredMemory))
+            or (trace is not None and not isinstance(trace, InferenceTrace))
         ):
-            if value is None:
-                raise TypeError(f"InferenceRequest() missing required argument '{arg}'")
-        assert inputs is not None and requested_output_names is not None
-        if not isinstance(model_name, str):
-            raise TypeError(f"model_name must be a str, got {type(model_name).__name__}")
-        if not isinstance(request_id, str):
-            raise TypeError(f"request_id must be a str, got {type(request_id).__name__}")
-        if isinstance(correlation_id, bool) or not isinstance(correlation_id, (int, str)):
-            raise TypeError(
-                f"correlation_id must be an unsigned int or a str, got "
-                f"{type(correlation_id).__name__}"
+            raise _pybind.incompatible(
+                "__init__",
+                "InferenceRequest(request_id: str = '', correlation_id: object = 0, inputs: "
+                "List[Tensor], requested_output_names: List[str], model_name: str, "
+                "model_version: int = -1, flags: int = 0, timeout: int = 0, preferred_memory: "
+                "PreferredMemory = ..., trace: InferenceTrace = ..., parameters: object = None)",
+                (),
+                {
+                    "request_id": request_id,
+                    "correlation_id": correlation_id,
+                    "inputs": inputs,
+                    "requested_output_names": requested_output_names,
+                    "model_name": model_name,
+                    "model_version": model_version,
+                    "flags": flags,
+                    "timeout": timeout,
+                },
+                constructor=True,
             )
-        if isinstance(correlation_id, int) and correlation_id < 0:
-            raise TritonModelException(
-                f"correlation_id must be an unsigned int, got {correlation_id}"
-            )
-        inputs = list(inputs)
-        for tensor in inputs:
-            if not isinstance(tensor, Tensor):
-                raise TypeError(
-                    f"inputs must be pb_utils.Tensor objects, found {type(tensor).__name__}"
-                )
-        names = [requested_output_names] if isinstance(requested_output_names, str) else None
-        self._request_id = request_id
+        if isinstance(correlation_id, int):
+            if correlation_id < 0:
+                raise RuntimeError(_pybind.CAST_ERROR)
+            correlation_id = int(correlation_id)
+        elif isinstance(correlation_id, str):
+            correlation_id = str(correlation_id)
+        else:
+            raise TritonModelException("Correlation ID must be integer or string")
+        self._request_id = text_id
         self._correlation_id: int | str = correlation_id
-        self._inputs = inputs
-        self._requested = names or [str(n) for n in requested_output_names]
-        self._model_name = model_name
-        self._model_version = int(model_version)
-        self._flags = int(flags)
-        self._timeout = int(timeout)
+        self._inputs: list[Tensor] = tensors
+        self._requested = [t for t in texts if t is not None]
+        self._model_name = text_model
+        self._model_version = version
+        self._flags = flag_bits
+        self._timeout = timeout_us
         self._preferred_memory = preferred_memory or PreferredMemory(TRITONSERVER_MEMORY_CPU)
         self._trace = trace or InferenceTrace()
         self._parameters = _check_parameters(parameters)
@@ -817,9 +866,9 @@ class InferenceRequest:
         """Return the request parameters as a JSON string (parse it with ``json.loads``)."""
         return json.dumps(self._parameters)
 
-    def requested_output_names(self) -> list[str]:
-        """Return the names of the outputs to compute."""
-        return self._requested
+    def requested_output_names(self) -> set[str]:
+        """Return the names of the outputs to compute (a set, as Triton's binding returns)."""
+        return set(self._requested)
 
     def model_name(self) -> str:
         """Return the name of the model the request is for."""
@@ -981,6 +1030,15 @@ class _Pending(Generic[_T]):
         return self._future.result(timeout)
 
 
+class _Refused(Exception):
+    """A BLS request the server refused (it never ran): the Python backend words those
+    ``Model <name> - Error when running inference: <message>``."""
+
+    def __init__(self, error: ServerError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 class _BLSCall:
     """One BLS request in flight.
 
@@ -1002,11 +1060,31 @@ class _BLSCall:
                 target=self._pump, args=(hooks,), name=f"bls:{request.model_name}", daemon=True
             ).start()
 
+    def _submit(self, hooks: Any) -> Iterator[CoreResponse]:
+        """Start the request; what the server refuses (it never runs) is a :class:`_Refused`,
+        in the Python backend's words for a model (version) that is not ready."""
+        request = self._request
+        try:
+            responses = iter(hooks.infer(request))
+            first = next(responses, None)
+        except ServerError as exc:
+            if exc.kind is ErrorKind.NOT_FOUND:  # no such model or version ready
+                exc = ServerError(
+                    ErrorKind.INTERNAL,
+                    "Failed for execute the inference request. Model "
+                    f"'{request.model_name}' is not ready.",
+                )
+            raise _Refused(exc) from exc
+        if first is None:
+            return
+        yield first
+        yield from responses
+
     def _pull(self) -> CoreResponse | BaseException | None:
         """Get the next item directly from the runtime (no thread)."""
         try:
             if self._responses is None:
-                self._responses = iter(self._hooks.infer(self._request))
+                self._responses = iter(self._submit(self._hooks))
             return next(self._responses)
         except StopIteration:
             return None
@@ -1017,7 +1095,7 @@ class _BLSCall:
         sink = self._queue
         assert sink is not None
         try:
-            for response in hooks.infer(self._request):
+            for response in self._submit(hooks):
                 sink.put(response)
                 if response.final:
                     return
@@ -1047,6 +1125,12 @@ class _BLSCall:
                 return None
             if isinstance(item, BaseException):
                 self._done = True
+                if isinstance(item, _Refused):
+                    return _error_response(
+                        f"Model {self._request.model_name} - Error when running inference: "
+                        f"{item.error.message}",
+                        TritonErrorCode.INTERNAL,
+                    )
                 if isinstance(item, ServerError):
                     return InferenceResponse(error=TritonError._from_server_error(item))
                 return _error_response(
@@ -1114,6 +1198,47 @@ class ResponseIterator:
         self._call.cancel()
 
 
+def serialize_byte_tensor(input_tensor: npt.NDArray[Any]) -> bytes | tuple[()] | None:
+    """Serialize a BYTES tensor as the Python backend's helper does.
+
+    Parameters
+    ----------
+    input_tensor : numpy.ndarray
+        An ``object`` array (``bytes`` elements as they are, anything else as the UTF-8 of its
+        ``str()``) or a ``numpy.bytes_`` array.
+
+    Returns
+    -------
+    bytes or tuple or None
+        Each element in C order as a 4-byte little-endian length and its bytes; an empty
+        tuple for an empty array and None for an array of another dtype (as Triton's
+        ``triton_python_backend_utils`` returns; ``tritonclient.utils``' version differs).
+    """
+    if input_tensor.size == 0:
+        return ()
+    if input_tensor.dtype != np.object_ and input_tensor.dtype.type is not np.bytes_:
+        return None
+    parts: list[bytes] = []
+    for item in input_tensor.ravel(order="C").tolist():
+        data = item if type(item) is bytes else str(item).encode("utf-8")
+        parts += (struct.pack("<I", len(data)), data)
+    return b"".join(parts)
+
+
+def get_model_dir() -> str:
+    """Return the folder of the calling model version's files (``<repository>/<model>/<n>``).
+
+    Raises
+    ------
+    TritonModelException
+        When called outside model code.
+    """
+    context = _context.current()
+    if context is None or not context.model_dir:
+        raise TritonModelException("get_model_dir() is available only to model code")
+    return context.model_dir
+
+
 # -- model control -------------------------------------------------------------------------------
 def _control_runtime(what: str) -> Any:
     hooks, phase = _context.runtime()
@@ -1145,9 +1270,16 @@ def load_model(model_name: str, config: str = "", files: Mapping[str, bytes] | N
     TritonModelException
         If loading fails.
     """
+    name, text_config = _pybind.text_arg(model_name), _pybind.text_arg(config)
+    if name is None or text_config is None:
+        raise _pybind.incompatible(
+            "load_model",
+            "(model_name: str, config: str = '', files: object = None) -> None",
+            (model_name, config, files),
+        )
     hooks = _control_runtime("load_model")
     try:
-        hooks.load_model(model_name, config, dict(files) if files is not None else None)
+        hooks.load_model(name, text_config, dict(files) if files is not None else None)
     except ServerError as exc:
         raise TritonModelException(exc.message) from exc
 
@@ -1168,9 +1300,16 @@ def unload_model(model_name: str, unload_dependents: bool = False) -> None:
     TritonModelException
         If unloading fails.
     """
+    name = _pybind.text_arg(model_name)
+    if name is None or not isinstance(unload_dependents, (bool, np.bool_)):
+        raise _pybind.incompatible(
+            "unload_model",
+            "(model_name: str, unload_dependents: bool = False) -> None",
+            (model_name, unload_dependents),
+        )
     hooks = _control_runtime("unload_model")
     try:
-        hooks.unload_model(model_name)
+        hooks.unload_model(name)
     except ServerError as exc:
         raise TritonModelException(exc.message) from exc
 
@@ -1183,9 +1322,16 @@ def is_model_ready(model_name: str, model_version: str = "") -> bool:
     TritonModelException
         If the server cannot answer.
     """
+    name, version = _pybind.text_arg(model_name), _pybind.text_arg(model_version)
+    if name is None or version is None:
+        raise _pybind.incompatible(
+            "is_model_ready",
+            "(model_name: str, model_version: str = '') -> bool",
+            (model_name, model_version),
+        )
     hooks = _control_runtime("is_model_ready")
     try:
-        return bool(hooks.is_model_ready(model_name, str(model_version)))
+        return bool(hooks.is_model_ready(name, version))
     except ServerError as exc:
         raise TritonModelException(exc.message) from exc
 
@@ -1453,29 +1599,39 @@ class Logger:
 
     @staticmethod
     def log(message: str, level: _Level = _Level.INFO) -> None:
-        """Log ``message`` at ``level`` (INFO by default)."""
-        try:
-            known = LogLevel(level)
-        except ValueError:
-            raise TritonModelException(f"unknown log level {level!r}") from None
-        _emit(message, known)
+        """Log ``message`` at ``level`` (a ``Logger.LogLevel``; INFO by default)."""
+        text = _pybind.text_arg(message)
+        if text is None or not isinstance(level, LogLevel):
+            raise _pybind.incompatible(
+                "log",
+                "(message: str, level: Logger.LogLevel = <LogLevel.INFO: 0>) -> None",
+                (message, level),
+            )
+        _emit(text, level)
 
     @staticmethod
     def log_info(message: str) -> None:
         """Log ``message`` at INFO level."""
-        _emit(message, LogLevel.INFO)
+        _emit(_log_text("log_info", message), LogLevel.INFO)
 
     @staticmethod
     def log_warn(message: str) -> None:
         """Log ``message`` at WARNING level."""
-        _emit(message, LogLevel.WARNING)
+        _emit(_log_text("log_warn", message), LogLevel.WARNING)
 
     @staticmethod
     def log_error(message: str) -> None:
         """Log ``message`` at ERROR level."""
-        _emit(message, LogLevel.ERROR)
+        _emit(_log_text("log_error", message), LogLevel.ERROR)
 
     @staticmethod
     def log_verbose(message: str) -> None:
         """Log ``message`` at VERBOSE level (``logging.DEBUG``)."""
-        _emit(message, LogLevel.VERBOSE)
+        _emit(_log_text("log_verbose", message), LogLevel.VERBOSE)
+
+
+def _log_text(function: str, message: Any) -> str:
+    text = _pybind.text_arg(message)
+    if text is None:
+        raise _pybind.incompatible(function, "(message: str) -> None", (message,))
+    return text

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from tests.conformance.cases import Case
-from tests.conformance.wire import H, Shm, ShmRead
+from tests.conformance.wire import H, Pause, Shm, ShmRead
 
 JSON = (("Content-Type", "application/json"),)
 SIMPLE_IN = list(range(16))
@@ -1160,6 +1160,19 @@ def _compression() -> list[Case]:
     ]
 
 
+_FAIL_MODES_CONFIG = {
+    "backend": "python",
+    "input": [{"name": "MODE", "data_type": "TYPE_INT32", "dims": [1]}],
+    "output": [{"name": "OUT", "data_type": "TYPE_INT32", "dims": [1]}],
+}
+
+
+def _load_config(model: str, config: dict[str, Any]) -> H:
+    return post(
+        f"/v2/repository/models/{model}/load", {"parameters": {"config": json.dumps(config)}}
+    )
+
+
 def _statistics() -> list[Case]:
     # identity_uint16 is used by no other case, so its counts are this case's own.
     body = {"inputs": [tensor("INPUT0", "UINT16", [1, 2], [1, 2])]}
@@ -1188,10 +1201,84 @@ def _statistics() -> list[Case]:
                     "/v2/models/square_int32/generate_stream",
                     {"IN": 2},
                 ),
+                # The model's error response: a successful request in Triton's statistics.
+                post("/v2/models/square_int32/generate", {"IN": -1}),
+                # Triton counts a decoupled request once execute returns, which may be after
+                # the client has its last response.
+                Pause(0.5),
                 get("/v2/models/square_int32/stats"),
             ],
         ),
+        # fail_modes (a conformance model) is used by no other case: MODE 0 answers, 1 answers
+        # with an error (a success for Triton), 2 makes execute raise (a failure).
+        Case(
+            "http/stats/model-errors",
+            [
+                *(
+                    infer("fail_modes", {"inputs": [tensor("MODE", "INT32", [1], [mode])]})
+                    for mode in (0, 1, 2, 1)
+                ),
+                get("/v2/models/fail_modes/stats"),
+            ],
+        ),
+        Case(
+            "http/stats/reload-changed",
+            [
+                infer("fail_modes", {"inputs": [tensor("MODE", "INT32", [1], [0])]}),
+                # An override config that changes nothing: the model keeps serving as it is.
+                _load_config("fail_modes", _FAIL_MODES_CONFIG),
+                get("/v2/models/fail_modes/stats"),
+                # One that changes the model makes a new one: its statistics start from zero.
+                _load_config(
+                    "fail_modes",
+                    {**_FAIL_MODES_CONFIG, "parameters": {"case": {"string_value": "reload"}}},
+                ),
+                get("/v2/models/fail_modes/stats"),
+                infer("fail_modes", {"inputs": [tensor("MODE", "INT32", [1], [0])]}),
+                get("/v2/models/fail_modes/stats"),
+                # Back to the repository's files: unload, then load.
+                post("/v2/repository/models/fail_modes/unload"),
+                post("/v2/repository/models/fail_modes/load"),
+                get("/v2/models/fail_modes/stats"),
+            ],
+        ),
     ]
+
+
+def _python_backend() -> list[Case]:
+    """Models using pb_utils as Triton's Python backend allows (``test_pb_utils_differential``
+    compares pb_utils call by call)."""
+
+    def by_name(model: str) -> H:
+        body = {
+            "inputs": [
+                tensor("MODEL", "BYTES", [1], [model]),
+                tensor("INPUT0", "INT32", [1, 2], [1, 2]),
+            ]
+        }
+        return infer("bls_by_name", body)
+
+    return [
+        # The model passes the name, a BYTES element (bytes), to InferenceRequest(model_name=).
+        Case("http/python-backend/bls-model-name-bytes", [by_name("identity_int32")]),
+        Case("http/python-backend/bls-unknown-model", [by_name("nope")]),
+        Case("http/python-backend/bls-invalid-request", [by_name("simple")]),
+    ]
+
+
+def _metrics_port() -> list[Case]:
+    """The metrics port's answers to other paths and methods (the metrics themselves are
+    compared family by family by ``test_metrics_differential.py``)."""
+    cases = [
+        Case(f"http/metrics-port/get{path.replace('/', '-')}", [get(path, port="metrics")])
+        for path in ("/", "/foo", "/metricsx", "/metrics/x", "//metrics", "/v2/health/ready")
+    ]
+    cases += [
+        Case(f"http/metrics-port/{method.lower()}", [H(method, "/metrics", port="metrics")])
+        for method in ("POST", "PUT", "DELETE", "OPTIONS")
+    ]
+    cases.append(Case("http/metrics-port/post-other", [post("/foo", "x", port="metrics")]))
+    return cases
 
 
 _ECHO_MODEL = b"""import triton_python_backend_utils as pb_utils
@@ -1895,6 +1982,8 @@ def cases() -> list[Case]:
         *_sequences(),
         *_compression(),
         *_statistics(),
+        *_metrics_port(),
+        *_python_backend(),
         *_repository(),
         *_shared_memory(),
         *_trace_and_logging(),

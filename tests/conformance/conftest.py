@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conformance.cases_metrics import MODELS as METRICS_MODELS
 from tests.conformance.pair import Pair, run_pair
 
 #: Each named pair of servers: the flags both start with, and the models of their repository
@@ -32,6 +33,13 @@ PAIRS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
             "--grpc-header-forward-pattern=^x-fwd.*",
         ),
         ("simple", "echo_params", "identity_int32"),
+    ),
+    # Used only by test_metrics_differential.py, whose scenarios build on one another.
+    "metrics": (("--model-control-mode=explicit", "--load-model=*"), METRICS_MODELS),
+    # Used only by test_pb_utils_differential.py.
+    "pb_utils": (
+        ("--model-control-mode=explicit", "--load-model=*"),
+        ("pb_utils_probe", "identity_int32"),
     ),
 }
 

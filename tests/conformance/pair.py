@@ -128,6 +128,15 @@ def run_pair(
             shutil.copytree(model, staged / model.name)
     repo = peers.copy_repository_for_triton(staged, tmp / "models")
     shutil.rmtree(staged)
+    # Triton's Python stub writes __pycache__ next to each model.py it imports, after Triton
+    # has noted the model folder's modification time: Triton then takes the model for changed
+    # and reloads it on the next plain load request (once; mock_server, which writes no
+    # bytecode, keeps serving it). Compiled beforehand with the stub's Python, nothing changes.
+    subprocess.run(
+        [str(install.stub_venv / "bin" / "python"), "-m", "compileall", "-q", str(repo)],
+        check=True,
+        timeout=120,
+    )
     with (
         peers.run_tritonserver(
             install, repo, list(args), startup_timeout=120, may_exit=triton_may_exit

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conformance import cases_grpc, cases_http, cases_modes
+from tests.conformance import cases_grpc, cases_http, cases_metrics, cases_modes
 from tests.conformance.allowlist import ALLOWED
 from tests.conformance.cases import Case
 from tests.conformance.conftest import PairPool
@@ -24,8 +24,16 @@ CASES: list[Case] = [*cases_http.cases(), *cases_grpc.cases(), *cases_modes.case
 def test_case_ids_are_unique_and_allowlist_names_real_cases() -> None:
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids)), [i for i in ids if ids.count(i) > 1]
-    http_entries = {key for key in ALLOWED if not key.startswith("client/")}
+    http_entries = {
+        key for key in ALLOWED if not key.startswith(("client/", "metrics/", "pb_utils/"))
+    }
     assert not http_entries - set(ids), "allow-list entries without a case"
+    # Metrics entries are metrics/<scenario>/<family>: their scenario must exist.
+    scenarios = {s.id for s in cases_metrics.SCENARIOS}
+    metrics_entries = {key for key in ALLOWED if key.startswith("metrics/")}
+    assert all(key.rsplit("/", 1)[0] in scenarios for key in metrics_entries), (
+        "metrics allow-list entries without a scenario"
+    )
     assert all(reason.strip() for reason in ALLOWED.values())
 
 

@@ -20,6 +20,7 @@ import hashlib
 import http.client
 import json
 import os
+import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -100,7 +101,16 @@ class ShmRead:
     size: int | None = None
 
 
-Step = H | G | GS | Shm | ShmRead
+@dataclass(frozen=True)
+class Pause:
+    """Wait ``seconds`` before the next step (no record): for what a server does after it has
+    answered, such as Triton 2.51 counting a decoupled request in its statistics once the
+    model's ``execute`` has returned, which may be after the client has the final response."""
+
+    seconds: float
+
+
+Step = H | G | GS | Shm | ShmRead | Pause
 
 
 @dataclass
@@ -336,6 +346,8 @@ def run_case(server: Endpoint, steps: Sequence[Step], case_id: str = "") -> list
                 _shm_create(ctx, step)
             elif isinstance(step, ShmRead):
                 records.append(_shm_read(ctx, step))
+            elif isinstance(step, Pause):
+                time.sleep(step.seconds)
             else:  # pragma: no cover - a corpus error
                 raise TypeError(f"unknown step {step!r}")
     return records
