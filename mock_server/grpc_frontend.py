@@ -46,10 +46,11 @@ import itertools
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import grpc
+from google.protobuf import json_format
 from grpc_health.v1 import health_pb2  # type: ignore[import-untyped]  # ships no py.typed
 
 from tritonclient._codec import grpc as codec
@@ -485,9 +486,9 @@ class GrpcFrontend:
     async def _model_statistics(self, request: pb.ModelStatisticsRequest, context: Any) -> Any:
         response = pb.ModelStatisticsResponse()
         version = codec.parse_model_version(request.version, request.name)
-        found = self._core.stats.collect(request.name or None, version if version >= 0 else None)
-        for stats in found:
-            stats.to_proto(response.model_stats.add())
+        for stats in self._core.statistics(request.name, version):
+            # The snapshot has the schema's field names and nesting: the JSON mapping fills it.
+            json_format.ParseDict(asdict(stats), response.model_stats.add())
         return response
 
     # -- model repository ----------------------------------------------------------------

@@ -592,7 +592,7 @@ class HttpFrontend:
             return _json_response(config_to_json(config))
         if action == "stats":
             stats = await self._blocking(self._core.statistics, name, number)
-            return _json_response({"model_stats": stats})
+            return _json_response({"model_stats": [asdict(each) for each in stats]})
         if action == "trace/setting":
             if version is not None:
                 raise _HttpError(404, "Not Found", content_type=_PLAIN)
@@ -604,7 +604,7 @@ class HttpFrontend:
     async def _all_stats(self, request: web.BaseRequest) -> web.StreamResponse:
         self._check_method(request, "GET")
         stats = await self._blocking(self._core.statistics)
-        return _json_response({"model_stats": stats})
+        return _json_response({"model_stats": [asdict(each) for each in stats]})
 
     # -- inference -----------------------------------------------------------------------
     async def _infer(self, request: web.BaseRequest, name: str, version: int) -> web.StreamResponse:

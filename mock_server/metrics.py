@@ -28,6 +28,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client.metrics_core import Metric
@@ -190,7 +191,7 @@ class TritonCollector(Collector):
     def _model_families(self) -> list[Metric]:
         counters = {name: Metric(name, doc, "counter") for name, doc, _ in _MODEL_COUNTERS}
         pending = Metric(*_PENDING, "gauge")
-        stats = {(s["name"], s["version"]): s for s in self._core.statistics()}
+        stats = {(s.name, s.version): asdict(s) for s in self._core.statistics()}
         loaded = self._core.loaded_versions()
         failures = self._core.stats.failure_counts()
         for model in loaded:

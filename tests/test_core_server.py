@@ -242,7 +242,7 @@ def test_client_cancellation_reaches_model(server: CoreServer) -> None:
 
 
 def test_statistics_count_requests(server: CoreServer) -> None:
-    before = server.statistics("simple_int8")[0]["inference_stats"]["success"]["count"]
+    before = server.statistics("simple_int8")[0].inference_stats.success.count
     a = np.ones((3, 16), dtype=np.int8)
     for _ in range(2):
         one(
@@ -253,9 +253,9 @@ def test_statistics_count_requests(server: CoreServer) -> None:
             ),
         )
     stats = server.statistics("simple_int8")[0]
-    assert stats["inference_stats"]["success"]["count"] == before + 2
-    assert stats["inference_count"] >= 6
-    assert any(b["batch_size"] == 3 for b in stats["batch_stats"])
+    assert stats.inference_stats.success.count == before + 2
+    assert stats.inference_count >= 6
+    assert any(b.batch_size == 3 for b in stats.batch_stats)
     with pytest.raises(ServerError) as info:
         server.statistics("missing")
     assert info.value.kind is ErrorKind.INVALID_ARG

@@ -8,11 +8,13 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from google.protobuf import json_format
 
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
@@ -107,16 +109,16 @@ def filled_stats() -> ModelStats:
 # -- shape ------------------------------------------------------------------------------
 
 
-def test_to_dict_has_exactly_the_shape_of_tritons_json() -> None:
+def test_snapshot_has_exactly_the_shape_of_tritons_json() -> None:
     stats = ModelStats("identity_fp32", 1)
     stats.record_execution(1, 1, 2, 3)
     stats.record_success(1, 1, 1, 1, 1)
-    ours = {"model_stats": [stats.to_dict()]}
+    ours = {"model_stats": [asdict(stats.snapshot())]}
     assert shape_of(ours) == shape_of(TRITON_EXAMPLE)
 
 
 def test_fresh_stats_print_zero_durations_and_no_batches() -> None:
-    body = ModelStats("m", 3).to_dict()
+    body = asdict(ModelStats("m", 3).snapshot())
     assert body["name"] == "m" and body["version"] == "3"
     assert body["last_inference"] == 0
     assert body["inference_count"] == 0 and body["execution_count"] == 0
@@ -126,7 +128,7 @@ def test_fresh_stats_print_zero_durations_and_no_batches() -> None:
 
 
 def test_numbers_are_json_integers() -> None:
-    text = json.dumps(filled_stats().to_dict())
+    text = json.dumps(asdict(filled_stats().snapshot()))
 
     def leaves(value: Any) -> list[Any]:
         if isinstance(value, dict):
@@ -141,7 +143,7 @@ def test_numbers_are_json_integers() -> None:
 
 
 def test_response_stats_entry_shape() -> None:
-    body = filled_stats().to_dict()
+    body = asdict(filled_stats().snapshot())
     assert list(body["response_stats"]) == ["0", "1"]
     assert list(body["response_stats"]["0"]) == RESPONSE_KEYS
 
@@ -183,7 +185,7 @@ def test_failure_counts_only_in_fail() -> None:
     stats = ModelStats("m", 1)
     stats.record_failure(500)
     stats.record_failure(-5)  # a clock mix-up is recorded as 0, not a crash
-    body = stats.to_dict()
+    body = asdict(stats.snapshot())
     assert body["inference_stats"]["fail"] == {"count": 2, "ns": 500}
     assert body["inference_stats"]["success"] == {"count": 0, "ns": 0}
     assert body["inference_count"] == 0 and body["execution_count"] == 0
@@ -194,7 +196,7 @@ def test_batch_stats_group_by_batch_size_in_ascending_order() -> None:
     stats = ModelStats("m", 1)
     for size, n in ((4, 3), (1, 2), (8, 1), (4, 1)):
         stats.record_execution(size, n, 10 * n, 100 * n)
-    body = stats.to_dict()["batch_stats"]
+    body = asdict(stats.snapshot())["batch_stats"]
     assert [b["batch_size"] for b in body] == [1, 4, 8]
     four = body[1]
     assert four["compute_input"] == {"count": 2, "ns": 4}
@@ -222,7 +224,7 @@ def test_response_stats_semantics() -> None:
     stats.record_response(1, 7, 3, False)  # error after producing outputs
     stats.record_response(2, 9, 0, True, True)  # empty final response
     stats.record_response(3, 4, 0, False, False, True)  # cancelled
-    body = stats.to_dict()["response_stats"]
+    body = asdict(stats.snapshot())["response_stats"]
     assert body["0"]["compute_infer"] == {"count": 2, "ns": 30}
     assert body["0"]["compute_output"] == {"count": 1, "ns": 5}
     assert body["0"]["success"] == {"count": 1, "ns": 15}
@@ -242,7 +244,7 @@ def test_response_stats_keys_sort_numerically() -> None:
     stats = ModelStats("m", 1)
     for index in (10, 2, 0, 1):
         stats.record_response(index, 1, 1, True)
-    assert list(stats.to_dict()["response_stats"]) == ["0", "1", "2", "10"]
+    assert list(asdict(stats.snapshot())["response_stats"]) == ["0", "1", "2", "10"]
     assert list(stats.response_stats) == ["0", "1", "2", "10"]
 
 
@@ -250,7 +252,7 @@ def test_cache_hit_and_miss() -> None:
     stats = ModelStats("m", 1)
     stats.record_cache_hit(40, 4, 3)
     stats.record_cache_miss(7)
-    infer = stats.to_dict()["inference_stats"]
+    infer = asdict(stats.snapshot())["inference_stats"]
     assert infer["success"] == {"count": 1, "ns": 47}
     assert infer["queue"] == {"count": 1, "ns": 4}
     assert infer["cache_hit"] == {"count": 1, "ns": 3}
@@ -283,7 +285,7 @@ def test_concurrent_recording_totals_are_exact() -> None:
                 stats.record_failure(7)
             stats.record_response(i % 3, 1, 1, True)
             if i % 100 == 0:
-                stats.to_dict()  # readers run concurrently with writers
+                asdict(stats.snapshot())  # readers run concurrently with writers
 
     workers = [threading.Thread(target=hammer, args=(w,)) for w in range(threads_n)]
     for w in workers:
@@ -293,7 +295,7 @@ def test_concurrent_recording_totals_are_exact() -> None:
 
     total = threads_n * per_thread
     expected_inferences = sum(1 + (i + w) % 4 for w in range(threads_n) for i in range(per_thread))
-    body = stats.to_dict()
+    body = asdict(stats.snapshot())
     assert body["execution_count"] == total
     assert body["inference_count"] == expected_inferences
     infer = body["inference_stats"]
@@ -308,22 +310,29 @@ def test_concurrent_recording_totals_are_exact() -> None:
 # -- protobuf ---------------------------------------------------------------------------
 
 
-def test_proto_round_trip_equals_json_form() -> None:
+def test_snapshot_fills_the_protobuf_message_by_its_json_mapping() -> None:
+    # The gRPC frontend fills ModelStatistics from the snapshot's fields: every name and the
+    # nesting must be the message's (ParseDict refuses an unknown field).
     stats = filled_stats()
-    msg = service_pb2.ModelStatistics()
-    stats.to_proto(msg)
+    msg = json_format.ParseDict(asdict(stats.snapshot()), service_pb2.ModelStatistics())
     parsed = service_pb2.ModelStatistics.FromString(msg.SerializeToString())
-    assert proto_to_dict(parsed) == stats.to_dict()
+    assert proto_to_dict(parsed) == asdict(stats.snapshot())
     assert parsed.last_inference == 1795318309730
     assert parsed.batch_stats[0].batch_size == 1 and parsed.batch_stats[1].batch_size == 2
 
 
-def test_to_proto_clears_the_message_first() -> None:
-    msg = service_pb2.ModelStatistics(name="old", inference_count=5)
-    msg.batch_stats.add().batch_size = 9
-    ModelStats("new", 2).to_proto(msg)
-    assert msg.name == "new" and msg.version == "2"
-    assert msg.inference_count == 0 and len(msg.batch_stats) == 0
+def test_snapshot_is_a_copy() -> None:
+    stats = filled_stats()
+    before = stats.snapshot()
+    stats.record_success(1, 1, 1, 1, 1)
+    stats.record_execution(1, 1, 1, 1)
+    assert (
+        stats.snapshot().inference_stats.success.count == before.inference_stats.success.count + 1
+    )
+    assert (
+        stats.snapshot().batch_stats[0].compute_infer.count
+        == before.batch_stats[0].compute_infer.count + 1
+    )
 
 
 # -- registry ---------------------------------------------------------------------------
@@ -388,19 +397,18 @@ def test_registry_remove_on_unload() -> None:
     assert registry.collect() == []
 
 
-def test_registry_json_and_proto_responses() -> None:
+def test_registry_collects_by_name_then_version() -> None:
     registry = StatsRegistry(clock_ms=lambda: 5)
     registry.get("m", 1).record_execution(2, 1, 2, 3)
     registry.get("m", 1).record_success(2, 1, 1, 1, 1)
     registry.get("n", 1)
-    body = registry.to_dict("m")
-    assert list(body) == ["model_stats"] and len(body["model_stats"]) == 1
-    assert body["model_stats"][0]["inference_count"] == 2
-    response = service_pb2.ModelStatisticsResponse()
-    registry.to_proto(response)
-    assert [s.name for s in response.model_stats] == ["m", "n"]
-    assert response.model_stats[0].batch_stats[0].batch_size == 2
-    assert response.model_stats[0].last_inference == 5
+    registry.get("m", 3)
+    (only,) = registry.collect("m", 1)
+    assert only.snapshot().inference_count == 2
+    assert only.snapshot().batch_stats[0].batch_size == 2
+    assert only.snapshot().last_inference == 5
+    assert [(s.name, s.version) for s in registry.collect()] == [("m", 1), ("m", 3), ("n", 1)]
+    assert [s.version for s in registry.collect("m")] == [1, 3]
 
 
 def test_registry_concurrent_get_creates_one_recorder() -> None:
@@ -456,7 +464,7 @@ def _infer(core: CoreServer, model: str, name: str, data: np.ndarray) -> list[In
 
 def _stats(core: CoreServer, model: str) -> dict[str, Any]:
     (stats,) = core.statistics(model)
-    return stats
+    return asdict(stats)
 
 
 def _wait(predicate: Any, timeout: float = 10.0) -> bool:

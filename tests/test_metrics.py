@@ -160,8 +160,8 @@ def test_failures_are_counted_as_triton_does(server: MockServer) -> None:
     assert int(sample(after, f"nv_inference_request_success{labels}")) == success + 2
     assert int(sample(after, backend)) == failed + 1
     stats = server.core.statistics("fail_modes")[0]
-    assert stats["inference_stats"]["fail"]["count"] == failed + 1
-    assert stats["response_stats"] == {}
+    assert stats.inference_stats.fail.count == failed + 1
+    assert stats.response_stats == {}
 
 
 def test_custom_metrics_as_triton_writes_them(server: MockServer) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ..core.config import config_to_json, is_decoupled
@@ -324,7 +325,8 @@ class Model:
         2
         """
         with translate_errors():
-            return {"model_stats": self._core().statistics(self.name, self.version)}
+            stats = self._core().statistics(self.name, self.version)
+        return {"model_stats": [asdict(each) for each in stats]}
 
     def config(self, config_version: int = 1) -> dict[str, Any]:
         """Returns model configuration.

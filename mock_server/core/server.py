@@ -26,7 +26,7 @@ from .instances import ModelInstance, ModelVersion, instance_specs
 from .repository import ModelSource, Repository, materialize_override, select_versions
 from .settings import LogSettings, TraceSettings
 from .shm import SharedMemoryRegistry
-from .stats import ModelStats, StatsRegistry
+from .stats import ModelStats, StatsRegistry, StatsSnapshot
 from .types import InferRequest, InferResponse
 from .validation import validate_request
 
@@ -717,10 +717,11 @@ class CoreServer:
         validate_request(request, model.checks, version=model.version)
         model.enqueue(request, model.checks.batch_size_of(request))
 
-    def statistics(self, name: str = "", version: int = -1) -> list[dict[str, Any]]:
-        """Statistics of every loaded model version, or of one model (version)."""
+    def statistics(self, name: str = "", version: int = -1) -> list[StatsSnapshot]:
+        """Statistics of every loaded model version, or of one model (version), by name and
+        version (errors as :meth:`StatsRegistry.collect`)."""
         found = self.stats.collect(name or None, version if version >= 0 else None)
-        return [model_stats.to_dict() for model_stats in found]
+        return [model_stats.snapshot() for model_stats in found]
 
     def infer_iter(
         self, request: InferRequest, timeout_s: float | None = None

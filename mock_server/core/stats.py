@@ -1,8 +1,9 @@
 """Per-model-version inference statistics (the statistics extension).
 
-:class:`ModelStats` records what Triton's ``InferenceStatsAggregator`` records and renders
-it as one element of ``model_stats`` in the HTTP JSON (``docs/protocol.md`` section 3.11)
-or as a ``ModelStatistics`` protobuf message (section 4.6).  :class:`StatsRegistry` holds
+:class:`ModelStats` records what Triton's ``InferenceStatsAggregator`` records and reads
+out as a :class:`StatsSnapshot`, plain data in the statistics extension's schema that each
+frontend renders in its own wire form (HTTP JSON, protocol reference section 3.11; a
+``ModelStatistics`` message, section 4.6).  :class:`StatsRegistry` holds
 one recorder per loaded model version and answers statistics requests.
 
 How the numbers are accumulated follows Triton's core (``infer_stats.cc``):
@@ -36,8 +37,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from tritonclient._proto import service_pb2
-
 from .errors import ServerError
 
 __all__ = [
@@ -47,6 +46,7 @@ __all__ = [
     "ModelStats",
     "ResponseStats",
     "StatsRegistry",
+    "StatsSnapshot",
     "epoch_ms",
 ]
 
@@ -80,24 +80,6 @@ class Duration:
         self.count += 1
         self.ns += _ns(ns)
 
-    def to_dict(self) -> dict[str, int]:
-        """Return the JSON form ``{"count": ..., "ns": ...}``."""
-        return {"count": self.count, "ns": self.ns}
-
-    def to_proto(self, msg: Any) -> None:
-        """Fill a ``StatisticDuration`` message."""
-        msg.count = self.count
-        msg.ns = self.ns
-
-
-def _dict_of(stats: Any) -> dict[str, dict[str, int]]:
-    return {f.name: getattr(stats, f.name).to_dict() for f in fields(stats)}
-
-
-def _proto_of(stats: Any, msg: Any) -> None:
-    for f in fields(stats):
-        getattr(stats, f.name).to_proto(getattr(msg, f.name))
-
 
 def _copy_of(stats: Any) -> Any:
     return type(stats)(
@@ -123,10 +105,6 @@ class InferStats:
     cache_hit: Duration = field(default_factory=Duration)
     cache_miss: Duration = field(default_factory=Duration)
 
-    def to_dict(self) -> dict[str, dict[str, int]]:
-        """Return the JSON form of ``inference_stats``."""
-        return _dict_of(self)
-
 
 @dataclass
 class BatchStats:
@@ -136,15 +114,6 @@ class BatchStats:
     compute_input: Duration = field(default_factory=Duration)
     compute_infer: Duration = field(default_factory=Duration)
     compute_output: Duration = field(default_factory=Duration)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the JSON form of one ``batch_stats`` element."""
-        return {
-            "batch_size": self.batch_size,
-            "compute_input": self.compute_input.to_dict(),
-            "compute_infer": self.compute_infer.to_dict(),
-            "compute_output": self.compute_output.to_dict(),
-        }
 
 
 @dataclass
@@ -158,9 +127,27 @@ class ResponseStats:
     empty_response: Duration = field(default_factory=Duration)
     cancel: Duration = field(default_factory=Duration)
 
-    def to_dict(self) -> dict[str, dict[str, int]]:
-        """Return the JSON form of one ``response_stats`` value."""
-        return _dict_of(self)
+
+@dataclass
+class StatsSnapshot:
+    """One model version's statistics at one moment (an element of ``model_stats``).
+
+    Plain data whose fields, names and nesting are the statistics extension's schema, in
+    Triton's key order, so a frontend renders it directly: :func:`dataclasses.asdict` is the
+    HTTP JSON element, and the same mapping fills a ``ModelStatistics`` message.  ``version``
+    is a string and ``response_stats`` is keyed by the response index as a string, as both
+    wire forms have them.
+    """
+
+    name: str
+    version: str
+    last_inference: int
+    inference_count: int
+    execution_count: int
+    inference_stats: InferStats
+    response_stats: dict[str, ResponseStats]
+    batch_stats: list[BatchStats]
+    memory_usage: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ModelStats:
@@ -414,57 +401,21 @@ class ModelStats:
         """Memory used by the model: always empty (not tracked)."""
         return []
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return this version's element of ``model_stats`` in the HTTP JSON form.
-
-        Returns
-        -------
-        dict
-            Keys in Triton's order: ``name``, ``version`` (a string), ``last_inference``,
-            ``inference_count``, ``execution_count``, ``inference_stats``,
-            ``response_stats``, ``batch_stats``, ``memory_usage``; every count and duration
-            an ``int`` (JSON integers), zero-valued durations included.
-        """
+    def snapshot(self) -> StatsSnapshot:
+        """This version's statistics, copied under the lock (a consistent reading)."""
         with self._lock:
-            return {
-                "name": self.name,
-                "version": str(self.version),
-                "last_inference": self._last_inference,
-                "inference_count": self._inference_count,
-                "execution_count": self._execution_count,
-                "inference_stats": self._infer.to_dict(),
-                "response_stats": {
-                    str(i): self._responses[i].to_dict() for i in sorted(self._responses)
+            return StatsSnapshot(
+                name=self.name,
+                version=str(self.version),
+                last_inference=self._last_inference,
+                inference_count=self._inference_count,
+                execution_count=self._execution_count,
+                inference_stats=_copy_of(self._infer),
+                response_stats={
+                    str(i): _copy_of(self._responses[i]) for i in sorted(self._responses)
                 },
-                "batch_stats": [self._batches[size].to_dict() for size in sorted(self._batches)],
-                "memory_usage": [],
-            }
-
-    def to_proto(self, msg: service_pb2.ModelStatistics) -> None:
-        """Fill a ``ModelStatistics`` message (cleared first) with this version's statistics.
-
-        Parameters
-        ----------
-        msg : tritonclient._proto.service_pb2.ModelStatistics
-            The message to fill, e.g. ``response.model_stats.add()``.
-        """
-        msg.Clear()
-        with self._lock:
-            msg.name = self.name
-            msg.version = str(self.version)
-            msg.last_inference = self._last_inference
-            msg.inference_count = self._inference_count
-            msg.execution_count = self._execution_count
-            _proto_of(self._infer, msg.inference_stats)
-            for size in sorted(self._batches):
-                batch = self._batches[size]
-                entry = msg.batch_stats.add()
-                entry.batch_size = size
-                batch.compute_input.to_proto(entry.compute_input)
-                batch.compute_infer.to_proto(entry.compute_infer)
-                batch.compute_output.to_proto(entry.compute_output)
-            for index in sorted(self._responses):
-                _proto_of(self._responses[index], msg.response_stats[str(index)])
+                batch_stats=[_copy_of(self._batches[size]) for size in sorted(self._batches)],
+            )
 
 
 def _parse_version(name: str, version: int | str | None) -> int | None:
@@ -620,23 +571,3 @@ class StatsRegistry:
                     f"requested model version is not available for model '{name}'"
                 )
             return [stats]
-
-    def to_dict(self, name: str | None = None, version: int | str | None = None) -> dict[str, Any]:
-        """Return the HTTP JSON body of a statistics request: ``{"model_stats": [...]}``.
-
-        Parameters and errors as for :meth:`collect`.
-        """
-        return {"model_stats": [stats.to_dict() for stats in self.collect(name, version)]}
-
-    def to_proto(
-        self,
-        response: service_pb2.ModelStatisticsResponse,
-        name: str | None = None,
-        version: int | str | None = None,
-    ) -> None:
-        """Append the requested statistics to a ``ModelStatisticsResponse``.
-
-        Parameters and errors as for :meth:`collect`.
-        """
-        for stats in self.collect(name, version):
-            stats.to_proto(response.model_stats.add())
