@@ -251,7 +251,7 @@ class MockServer:
             self.grpc_port = await grpc_frontend.start()
             self._services.append(grpc_frontend)
         if fo.allow_metrics:
-            from .metrics import MetricsFrontend
+            from .metrics_frontend import MetricsFrontend
 
             metrics = MetricsFrontend(
                 self.core, host=fo.metrics_host or fo.host, port=fo.metrics_port

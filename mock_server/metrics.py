@@ -2,8 +2,9 @@
 
 :class:`TritonCollector` is a ``prometheus_client`` collector of the families a CPU-only Triton
 2.51 reports with default flags; :func:`exposition` writes collected families in the text
-format exactly as Triton's prometheus-cpp does; :class:`MetricsFrontend` serves it on its own
-port.  What comes out (checked against the real server by
+format exactly as Triton's prometheus-cpp does.  The metrics port
+(:mod:`mock_server.metrics_frontend`) and the in-process API (``Server.metrics()``) serve it;
+this module knows nothing of either transport.  What comes out (checked against the real server by
 ``tests/conformance/test_metrics_differential.py``):
 
 * families in Triton's registration order: its per-model counters, then the custom counters
@@ -17,9 +18,7 @@ port.  What comes out (checked against the real server by
 * labels sorted by name (``le`` of a histogram bucket last), values escaped (``\\``, ``"``,
   newline); numbers as C's ``%.16g`` (``0``, ``1e+20``, ``Nan``, ``+Inf``), histogram counts
   as integers; histogram samples in the order ``_count``, ``_sum``, then the ``_bucket`` s;
-* ``Content-Type: text/plain; charset=utf-8``; on the metrics port, ``GET /metrics`` (or
-  ``/metrics/``) answers the metrics, any other ``GET`` an empty 200, any other method
-  ``405 Not Allowed`` with ``{"error":"Method Not Allowed"}``.
+* served as :data:`CONTENT_TYPE` (``text/plain; charset=utf-8``).
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -37,12 +35,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from .core.server import CoreServer
 from .python_backend import MetricFamilySnapshot, collect_metrics
 
-if TYPE_CHECKING:
-    from aiohttp import web
-
 __all__ = [
     "CONTENT_TYPE",
-    "MetricsFrontend",
     "TritonCollector",
     "exposition",
     "render_metrics",
@@ -315,66 +309,3 @@ def render_metrics(core: CoreServer) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(TritonCollector(core))
     return exposition(registry.collect())
-
-
-# -- the metrics port ----------------------------------------------------------------------------
-_METRICS_PATH = re.compile(r"/metrics/?")
-
-
-class MetricsFrontend:
-    """Serves the metrics on their own port, as Triton's metrics service does.
-
-    ``GET /metrics`` (``/metrics/`` too, any query) answers :func:`render_metrics`; any other
-    ``GET`` path answers 200 with an empty body; any other method 405.
-
-    Parameters
-    ----------
-    core : CoreServer
-        The server whose metrics are served.
-    host : str
-        Address to listen on.
-    port : int
-        Port to listen on; 0 picks a free one.
-    """
-
-    def __init__(self, core: CoreServer, *, host: str = "127.0.0.1", port: int = 8002) -> None:
-        self._core = core
-        self._host = host
-        self._port = port
-        self._registry = CollectorRegistry(auto_describe=False)
-        self._registry.register(TritonCollector(core))
-        self._runner: web.AppRunner | None = None
-
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        from aiohttp import web
-
-        if request.method != "GET":
-            return web.Response(
-                status=405,
-                reason="Not Allowed",
-                body=b'{"error":"Method Not Allowed"}',
-                headers={"Content-Type": "text/plain"},
-            )
-        body = b""
-        if _METRICS_PATH.fullmatch(request.rel_url.raw_path):
-            body = exposition(self._registry.collect())
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
-
-    async def start(self) -> int:
-        """Start listening; returns the bound port."""
-        from aiohttp import web
-
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
-        await site.start()
-        server: Any = site._server
-        return int(server.sockets[0].getsockname()[1])
-
-    async def stop(self) -> None:
-        """Stop listening."""
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None

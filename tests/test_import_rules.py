@@ -19,7 +19,7 @@ _CLIENTS = ("tritonclient.grpc", "tritonclient.http")
 _FRONTENDS = (
     "mock_server.http_frontend",
     "mock_server.grpc_frontend",
-    "mock_server.metrics",
+    "mock_server.metrics_frontend",
     "mock_server.app",
 )
 
@@ -45,7 +45,13 @@ def offenders(names: list[str], prefixes: tuple[str, ...]) -> list[str]:
 
 @pytest.mark.parametrize(
     "package",
-    ["mock_server.core", "mock_server.api", "mock_server.python_backend", "mock_server"],
+    [
+        "mock_server.core",
+        "mock_server.api",
+        "mock_server.python_backend",
+        "mock_server.metrics",
+        "mock_server",
+    ],
 )
 def test_server_core_and_api_load_no_wire(package: str) -> None:
     names = loaded_after(package)
@@ -81,6 +87,7 @@ def test_the_check_sees_a_forbidden_import() -> None:
         "tritonclient.http.aio",
         "mock_server.grpc_frontend",
         "mock_server.http_frontend",
+        "mock_server.metrics_frontend",
     ],
 )
 def test_each_module_imports_first(module: str) -> None:

@@ -3,8 +3,8 @@
 Kept in its own function so that the in-process API and the metrics frontend report the same
 thing: it renders :class:`mock_server.metrics.TritonCollector` (Triton's per-model families,
 memory and CPU families and the custom metrics models create through
-``pb_utils.MetricFamily``) as Triton 2.51 writes them.  ``mock_server.metrics`` imports no
-web framework (the metrics port's server is imported only when it starts).
+``pb_utils.MetricFamily``) as Triton 2.51 writes them.  ``mock_server.metrics`` knows no
+transport (the metrics port is :mod:`mock_server.metrics_frontend`).
 """
 
 from __future__ import annotations
