@@ -59,7 +59,8 @@ from aiohttp import web, web_log, web_protocol, web_runner
 
 from tritonclient._codec import http as codec
 
-from .core.config import config_to_json, datatype_of
+from .core.config import datatype_of
+from .core.config_json import config_to_json
 from .core.errors import ErrorKind, ServerError
 from .core.server import CoreServer
 from .core.types import InferRequest, InferResponse, ParamValue, RequestedOutput, Tensor

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from mock_server.core import config as cfg
+from mock_server.core import config_checks as checks
+from mock_server.core import config_json as cfg_json
 from mock_server.core.errors import ErrorKind, ServerError
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -206,7 +208,7 @@ def test_json_accepts_snake_camel_enum_case_and_int64_strings() -> None:
             "dynamic_batching": {"max_queue_delay_microseconds": "100"},
         }
     )
-    config = cfg.config_from_json(text, "load request")
+    config = cfg_json.config_from_json(text, "load request")
     assert config.max_batch_size == 4
     assert config.input[0].data_type == mc.TYPE_FP32
     assert list(config.input[0].dims) == [4, -1]
@@ -215,53 +217,57 @@ def test_json_accepts_snake_camel_enum_case_and_int64_strings() -> None:
 
 
 def test_json_accepts_enum_numbers() -> None:
-    config = cfg.config_from_json({"input": [{"data_type": 11}, {"data_type": "13"}]}, "m")
+    config = cfg_json.config_from_json({"input": [{"data_type": 11}, {"data_type": "13"}]}, "m")
     assert [i.data_type for i in config.input] == [mc.TYPE_FP32, mc.TYPE_STRING]
 
 
 def test_json_accepts_dict_and_bytes() -> None:
-    assert cfg.config_from_json({"name": "a"}, "x").name == "a"
-    assert cfg.config_from_json(b'{"name": "b"}', "x").name == "b"
+    assert cfg_json.config_from_json({"name": "a"}, "x").name == "a"
+    assert cfg_json.config_from_json(b'{"name": "b"}', "x").name == "b"
 
 
 def test_json_unknown_field_is_named_with_its_path() -> None:
     with raises(ErrorKind.INVALID_ARG, "override of m", "input[1].bogus: Cannot find field"):
-        cfg.config_from_json({"input": [{"name": "a"}, {"name": "b", "bogus": 1}]}, "override of m")
+        cfg_json.config_from_json(
+            {"input": [{"name": "a"}, {"name": "b", "bogus": 1}]}, "override of m"
+        )
     with raises(ErrorKind.INVALID_ARG, "bogus: Cannot find field"):
-        cfg.config_from_json('{"backend": "python", "bogus": 1}', "m")
+        cfg_json.config_from_json('{"backend": "python", "bogus": 1}', "m")
 
 
 def test_json_unknown_field_inside_map_value() -> None:
     with raises(ErrorKind.INVALID_ARG, "parameters[k].nope: Cannot find field"):
-        cfg.config_from_json({"parameters": {"k": {"nope": "x"}}}, "m")
+        cfg_json.config_from_json({"parameters": {"k": {"nope": "x"}}}, "m")
 
 
 def test_json_syntax_error() -> None:
     with raises(ErrorKind.INVALID_ARG, "the load request", "line 1 column 1"):
-        cfg.config_from_json("not json", "the load request")
+        cfg_json.config_from_json("not json", "the load request")
 
 
 def test_json_must_be_an_object() -> None:
     with raises(ErrorKind.INVALID_ARG, "expected a JSON object, got list"):
-        cfg.config_from_json("[1, 2]", "m")
+        cfg_json.config_from_json("[1, 2]", "m")
 
 
 def test_json_bad_enum_name() -> None:
     with raises(ErrorKind.INVALID_ARG, "input[0].data_type", "TYPE_NOPE", "inference.DataType"):
-        cfg.config_from_json({"input": [{"data_type": "TYPE_NOPE"}]}, "m")
+        cfg_json.config_from_json({"input": [{"data_type": "TYPE_NOPE"}]}, "m")
 
 
 def test_json_wrong_value_type() -> None:
     with raises(ErrorKind.INVALID_ARG, "max_batch_size"):
-        cfg.config_from_json({"max_batch_size": "lots"}, "m")
+        cfg_json.config_from_json({"max_batch_size": "lots"}, "m")
     with raises(ErrorKind.INVALID_ARG, "m:"):
-        cfg.config_from_json({"input": {"name": "x"}}, "m")
+        cfg_json.config_from_json({"input": {"name": "x"}}, "m")
 
 
 def test_json_round_trip_of_completed_configs() -> None:
     for text in (SECTION_3_6_SOURCE, FMT2_SOURCE, SEQ_OLDEST_SOURCE, NOIG_SOURCE):
         config = completed(text, "x")
-        assert cfg.config_from_json(json.dumps(cfg.config_to_json(config)), "rt") == config
+        assert (
+            cfg_json.config_from_json(json.dumps(cfg_json.config_to_json(config)), "rt") == config
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,7 +276,7 @@ def test_json_round_trip_of_completed_configs() -> None:
 
 
 def test_completed_config_matches_section_3_6_example() -> None:
-    result = cfg.config_to_json(completed(SECTION_3_6_SOURCE, "identity_fp32"))
+    result = cfg_json.config_to_json(completed(SECTION_3_6_SOURCE, "identity_fp32"))
     assert result == SECTION_3_6_EXAMPLE
     assert list(result) == list(SECTION_3_6_EXAMPLE)  # declaration order, as Triton prints
     for key in ("input", "output", "instance_group"):
@@ -284,18 +290,18 @@ def test_completed_config_matches_section_3_6_example() -> None:
 
 
 def test_completed_config_matches_observed_implicit_instance_group() -> None:
-    assert cfg.config_to_json(completed(NOIG_SOURCE, "noig")) == NOIG_OBSERVED
+    assert cfg_json.config_to_json(completed(NOIG_SOURCE, "noig")) == NOIG_OBSERVED
 
 
 def test_completed_config_matches_observed_priorities_and_optimization() -> None:
-    result = cfg.config_to_json(completed(FMT2_SOURCE, "fmt2"))
+    result = cfg_json.config_to_json(completed(FMT2_SOURCE, "fmt2"))
     assert result == FMT2_OBSERVED
     assert list(result["optimization"]) == list(FMT2_OBSERVED["optimization"])
     assert list(result["dynamic_batching"]["priority_queue_policy"]) == ["1", "2", "10"]
 
 
 def test_completed_sequence_batching_matches_observed() -> None:
-    result = cfg.config_to_json(completed(SEQ_OLDEST_SOURCE, "seq_oldest"))
+    result = cfg_json.config_to_json(completed(SEQ_OLDEST_SOURCE, "seq_oldest"))
     assert result["sequence_batching"] == SEQ_OLDEST_OBSERVED_SEQUENCE
     assert "dynamic_batching" not in result
     assert "model_transaction_policy" not in result
@@ -303,7 +309,7 @@ def test_completed_sequence_batching_matches_observed() -> None:
 
 def test_completed_config_of_an_empty_config() -> None:
     """A Python model without config.pbtxt (Triton 2.51 loads it with no inputs/outputs)."""
-    result = cfg.config_to_json(cfg.complete_config(mc.ModelConfig(), "noconfig"))
+    result = cfg_json.config_to_json(cfg.complete_config(mc.ModelConfig(), "noconfig"))
     assert result["name"] == "noconfig"
     assert result["backend"] == "python"
     assert result["input"] == [] and result["output"] == []
@@ -419,7 +425,7 @@ def test_complete_gpu_kind_without_gpu() -> None:
     relaxed = completed(text, "gpu")
     assert relaxed.instance_group[0].kind == mc.ModelInstanceGroup.KIND_CPU
     assert list(relaxed.instance_group[0].gpus) == []
-    cfg.validate_config(relaxed)
+    checks.validate_config(relaxed)
     with raises(
         ErrorKind.INVALID_ARG,
         "instance group gpu_0 of model gpu has kind KIND_GPU but no GPUs are available",
@@ -432,7 +438,7 @@ def test_complete_gpu_kind_with_gpu() -> None:
     assert filled.instance_group[0].kind == mc.ModelInstanceGroup.KIND_GPU
     assert list(filled.instance_group[0].gpus) == [0]
     assert filled.instance_group[0].count == 2
-    cfg.validate_config(filled)
+    checks.validate_config(filled)
     with raises(ErrorKind.INVALID_ARG, "specifies invalid or unsupported gpu id 5"):
         completed(f"{IO} instance_group [{{kind: KIND_GPU gpus: [5]}}]", "m", has_gpu=True)
 
@@ -447,7 +453,7 @@ def test_complete_ensemble_gets_no_instances_or_optimization() -> None:
     assert not config.instance_group
     assert not config.HasField("optimization")
     assert config.backend == "" and config.default_model_filename == ""
-    cfg.validate_config(config)
+    checks.validate_config(config)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -682,7 +688,7 @@ INVALID_CASES = [
 def test_validate_rejects(text: str, message: str) -> None:
     config = completed(text, "m")
     with raises(ErrorKind.INVALID_ARG, message):
-        cfg.validate_config(config)
+        checks.validate_config(config)
 
 
 POLL_STAGE = [
@@ -702,34 +708,34 @@ LOAD_STAGE = [
 def test_poll_stage_errors_are_found_on_poll(text: str) -> None:
     config = completed(text)
     with pytest.raises(ServerError):
-        cfg.validate_config_on_poll(config)
-    cfg.validate_config_on_load(config)  # not a load-stage problem
+        checks.validate_config_on_poll(config)
+    checks.validate_config_on_load(config)  # not a load-stage problem
 
 
 @pytest.mark.parametrize("text", LOAD_STAGE)
 def test_load_stage_errors_are_found_on_load(text: str) -> None:
     config = completed(text)
-    cfg.validate_config_on_poll(config)
+    checks.validate_config_on_poll(config)
     with pytest.raises(ServerError):
-        cfg.validate_config_on_load(config)
+        checks.validate_config_on_load(config)
 
 
 def test_validate_rejects_unresolved_auto_kind_as_internal() -> None:
     config = completed(IO)
     config.instance_group[0].kind = mc.ModelInstanceGroup.KIND_AUTO
     with raises(ErrorKind.INTERNAL, "has unexpected kind KIND_AUTO"):
-        cfg.validate_config(config)
+        checks.validate_config(config)
 
 
 def test_validate_requires_completion() -> None:
     with raises(ErrorKind.INVALID_ARG, "model configuration must specify 'name'"):
-        cfg.validate_config(parse(IO))
+        checks.validate_config(parse(IO))
     named = parse(f'name: "m" backend: "python" {IO}')
     with raises(ErrorKind.INVALID_ARG, "must specify 'version policy' for m"):
-        cfg.validate_config(named)
+        checks.validate_config(named)
     named.version_policy.latest.num_versions = 1
     with raises(ErrorKind.INVALID_ARG, "must specify one or more 'instance group's for m"):
-        cfg.validate_config(named)
+        checks.validate_config(named)
 
 
 VALID_CASES = [
@@ -759,7 +765,7 @@ VALID_CASES = [
 
 @pytest.mark.parametrize("text", VALID_CASES)
 def test_validate_accepts(text: str) -> None:
-    cfg.validate_config(completed(text))
+    checks.validate_config(completed(text))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -775,7 +781,7 @@ def test_json_numbers_floats_enums_oneofs() -> None:
         "input_name: 'A' output_name: 'B' data_type: TYPE_INT32 dims: [1] initial_state [{"
         "name: 'i' data_type: TYPE_INT32 dims: [1] zero_data: true}]}] }"
     )
-    result = cfg.config_to_json(config)
+    result = cfg_json.config_to_json(config)
     sequence = result["sequence_batching"]
     assert sequence["direct"] == {
         "max_queue_delay_microseconds": 18446744073709551615,
@@ -794,13 +800,15 @@ def test_json_numbers_floats_enums_oneofs() -> None:
 
 def test_json_transaction_policy_printed_last_when_set() -> None:
     """Observed on Triton 2.51 for a decoupled model: the key comes after model_warmup."""
-    result = cfg.config_to_json(completed(f"{IO} model_transaction_policy {{ decoupled: true }}"))
+    result = cfg_json.config_to_json(
+        completed(f"{IO} model_transaction_policy {{ decoupled: true }}")
+    )
     assert list(result)[-2:] == ["model_warmup", "model_transaction_policy"]
     assert result["model_transaction_policy"] == {"decoupled": True}
 
 
 def test_json_unset_messages_are_omitted_and_defaults_printed() -> None:
-    result = cfg.config_to_json(parse(IO))
+    result = cfg_json.config_to_json(parse(IO))
     assert "version_policy" not in result and "optimization" not in result
     assert result["name"] == "" and result["max_batch_size"] == 0
     assert result["cc_model_filenames"] == {} and result["model_warmup"] == []
@@ -810,12 +818,12 @@ def test_json_unset_messages_are_omitted_and_defaults_printed() -> None:
 def test_json_unknown_enum_number_is_printed_as_number() -> None:
     config = parse(IO)
     config.input[0].data_type = 99  # type: ignore[assignment]
-    assert cfg.config_to_json(config)["input"][0]["data_type"] == 99
+    assert cfg_json.config_to_json(config)["input"][0]["data_type"] == 99
 
 
 def test_json_of_any_message() -> None:
     group = mc.ModelInstanceGroup(name="g", count=2)
-    assert cfg.config_to_json(group) == {
+    assert cfg_json.config_to_json(group) == {
         "name": "g",
         "kind": "KIND_AUTO",
         "count": 2,

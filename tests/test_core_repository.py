@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from mock_server.core import config as cfg
+from mock_server.core import config_checks as checks
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.repository import (
     ModelSource,
@@ -137,7 +138,7 @@ def test_load_time_problems_are_left_to_the_loader(tmp_path: Path) -> None:
     source = Repository([tmp_path]).source("m")
     assert source.config_error is None and source.config is not None
     with pytest.raises(ServerError):
-        cfg.validate_config(cfg.complete_config(source.config, "m"))
+        checks.validate_config(cfg.complete_config(source.config, "m"))
 
 
 def test_same_name_in_two_repositories(tmp_path: Path) -> None:
@@ -524,7 +525,7 @@ def test_overridden_source_completes_like_a_repository_one(
     )
     assert source.config is not None
     completed = cfg.complete_config(source.config, source.name)
-    cfg.validate_config(completed)
+    checks.validate_config(completed)
     assert list(completed.dynamic_batching.preferred_batch_size) == [4]
     assert select_versions(completed, source.available_versions) == [1]
     source.cleanup()

@@ -310,7 +310,7 @@ def test_explicit_mode_load_unload_override_and_files(tmp_path: Path) -> None:
         config = (MODELS / "identity_int32" / "config.pbtxt").read_text()
         from google.protobuf import text_format
 
-        from mock_server.core.config import config_to_json
+        from mock_server.core.config_json import config_to_json
         from tritonclient.grpc import model_config_pb2
 
         parsed = text_format.Parse(config, model_config_pb2.ModelConfig())

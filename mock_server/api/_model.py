@@ -7,7 +7,8 @@ import queue
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from ..core.config import config_to_json, is_decoupled
+from ..core.config import is_decoupled
+from ..core.config_json import config_to_json
 from ._enums import MemoryType, ModelBatchFlag, ModelTxnPropertyFlag
 from ._errors import InvalidArgumentError, UnsupportedError, translate_errors
 from ._request import InferenceRequest

@@ -16,7 +16,8 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core.config import complete_config, parse_config_text, validate_config_on_poll
+from ..core.config import complete_config, parse_config_text
+from ..core.config_checks import validate_config_on_poll
 from ..core.errors import ServerError
 from ..core.repository import (
     CONFIG_FILENAME,

@@ -29,7 +29,9 @@ from typing import Any
 
 from tritonclient._proto import model_config_pb2 as mc
 
-from .config import complete_config, config_from_json, parse_config_text, validate_config_on_poll
+from .config import complete_config, parse_config_text
+from .config_checks import validate_config_on_poll
+from .config_json import config_from_json
 from .errors import ServerError
 
 __all__ = [

@@ -21,6 +21,8 @@ from tritonclient._proto import model_config_pb2 as mc
 
 from .. import __version__
 from . import config as cfg
+from .config_checks import validate_config
+from .config_json import config_from_json, config_to_json
 from .errors import ErrorKind, ServerError
 from .instances import ModelInstance, ModelVersion, instance_specs
 from .repository import ModelSource, Repository, materialize_override, select_versions
@@ -577,17 +579,17 @@ class CoreServer:
                     f"model '{name}' has no config.pbtxt and strict model config is enabled "
                     "(--strict-model-config): auto-completion is off"
                 )
-            completed_json = cfg.config_to_json(raw)
+            completed_json = config_to_json(raw)
         else:
             completed_json = backend.auto_complete(
-                source.path, version, cfg.config_to_json(raw), filename
+                source.path, version, config_to_json(raw), filename
             )
         config = cfg.complete_config(
-            cfg.config_from_json(completed_json, f"{name} (auto-completed)"),
+            config_from_json(completed_json, f"{name} (auto-completed)"),
             name,
             has_gpu=self.has_gpu,
         )
-        cfg.validate_config(config)
+        validate_config(config)
         if config.sequence_batching.state:
             raise ServerError.unsupported(
                 f"model '{name}': implicit sequence state (sequence_batching.state) is not "
@@ -605,9 +607,7 @@ class CoreServer:
         stats: ModelStats,
     ) -> ModelVersion:
         filename = config.default_model_filename or "model.py"
-        model = backend(
-            name, source.path, version, cfg.config_to_json(config), filename, self.runtime
-        )
+        model = backend(name, source.path, version, config_to_json(config), filename, self.runtime)
         instances: list[ModelInstance] = []
         try:
             for spec in instance_specs(config):
