@@ -1,8 +1,10 @@
 """The bundled reference server for the KServe v2 / Triton protocol.
 
 ``mock_server.core`` is the wire-independent server (repository, model lifecycle,
-schedulers, validation, statistics); ``mock_server.python_backend`` runs models written for
-Triton's Python backend.  The HTTP/gRPC frontends and the CLI are tracked in their own issue.
+schedulers, validation, statistics, shared memory); ``mock_server.python_backend`` runs models
+written for Triton's Python backend; ``mock_server.http_frontend``, ``grpc_frontend`` and
+``metrics_frontend`` serve the core over the network, and ``python -m mock_server`` is the
+command line (``mock_server.app`` puts them together).
 
 The package also is the in-process Python API, shaped like Triton's ``tritonserver`` package
 (:mod:`mock_server.api`, re-exported here and imported on first use)::

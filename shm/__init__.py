@@ -1,5 +1,7 @@
 """Shared-memory primitives used by both the clients and the bundled server.
 
-POSIX shared memory and CUDA IPC regions, bounds-checked views and DLPack export.
-Not implemented yet: tracked in the shared-memory issue.
+:mod:`shm.posix` maps POSIX shared-memory objects (bounds-checked views, the object's current
+size checked on use); :mod:`shm.cuda` allocates device memory, exports and opens CUDA IPC
+handles through cuda-python and exports tensors through DLPack.  ``tritonclient.utils.
+shared_memory`` / ``cuda_shared_memory`` and ``mock_server.core.shm`` build on them.
 """
