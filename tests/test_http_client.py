@@ -392,7 +392,7 @@ def test_non_json_200_body() -> None:
     with _RawServer(200, b"not json") as url, httpclient.InferenceServerClient(url) as client:
         with pytest.raises(InferenceServerException, match="not JSON"):
             client.get_server_metadata()
-        with pytest.raises(InferenceServerException, match="inference response JSON"):
+        with pytest.raises(InferenceServerException, match="inference response is not JSON"):
             client.infer("simple", simple_inputs()[0])
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from tritonclient._codec import http as codec
-from tritonclient.utils import InferenceServerException
+from tritonclient.utils import InferenceServerException, InferenceServerProtocolError
 from tritonclient.utils._dtypes import DATATYPES
 
 FIXED = [name for name, info in DATATYPES.items() if info.byte_size is not None]
@@ -131,8 +131,9 @@ def test_bytes_round_trip_text(binary_out: bool, shape: tuple[int, ...], data: A
 @settings(max_examples=40, deadline=None)
 @given(shape=shapes, data=st.data())
 def test_bytes_round_trip_arbitrary_bytes(shape: tuple[int, ...], data: Any) -> None:
-    """Arbitrary bytes in binary; as JSON output they are written raw (as Triton does) and the
-    reader gives the raw bytes back through surrogateescape."""
+    """Arbitrary bytes in binary; as JSON output they are written raw (as Triton does): the
+    client reads them back when they are UTF-8 and refuses a body that is not (JSON is UTF-8),
+    with the hint to ask for binary data."""
     count = math.prod(shape)
     items = data.draw(st.lists(raw_elements, min_size=count, max_size=count))
     array = np.empty(count, dtype=np.object_)
@@ -141,11 +142,16 @@ def test_bytes_round_trip_arbitrary_bytes(shape: tuple[int, ...], data: Any) -> 
     item = codec.encode_input("S", "BYTES", shape, array)
     _, arrays, decoded = round_trip([item], True)
     assert same(arrays[0], array) and same(decoded.as_numpy("S"), array)
+    try:
+        text = [bytes(b).decode("utf-8") for b in items]
+    except UnicodeDecodeError:
+        with pytest.raises(InferenceServerProtocolError, match="not valid UTF-8") as info:
+            round_trip([item], False)
+        assert info.value.hint is not None and "binary_data=True" in info.value.hint
+        return
     _, _, decoded = round_trip([item], False)
     out = decoded.as_numpy("S")
-    assert out is not None
-    back = [s.encode("utf-8", "surrogateescape") for s in out.reshape(-1).tolist()]
-    assert back == array.reshape(-1).tolist()
+    assert out is not None and out.reshape(-1).tolist() == text
 
 
 def test_non_utf8_json_output_is_raw_in_the_body() -> None:
@@ -667,16 +673,20 @@ def test_error_from_response() -> None:
 
 
 def test_decode_response_errors() -> None:
-    with pytest.raises(InferenceServerException, match="failed to parse"):
+    with pytest.raises(InferenceServerProtocolError, match="is not JSON"):
         codec.decode_infer_response(b"{", None)
-    with pytest.raises(InferenceServerException, match="outside the body"):
+    with pytest.raises(InferenceServerProtocolError, match="outside the body"):
         codec.decode_infer_response(b"{}", 9)
     body = (
         b'{"outputs":[{"name":"Y","datatype":"INT32","shape":[1],'
         b'"parameters":{"binary_data_size":4}}]}'
     )
-    with pytest.raises(InferenceServerException, match="declares 4 bytes"):
+    with pytest.raises(
+        InferenceServerProtocolError, match=r"declare 4 bytes .* 3 bytes are missing"
+    ):
         codec.decode_infer_response(body + b"\x00", len(body))
+    with pytest.raises(InferenceServerProtocolError, match="2 bytes trail them"):
+        codec.decode_infer_response(body + bytes(6), len(body))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1042,7 +1052,7 @@ def test_json_output_text_is_unchanged(datatype: str) -> None:
     array = edge_values(datatype)
     outputs = [
         codec.ResponseOutput("A", datatype, [array.size], array),
-        codec.ResponseOutput("B", "BYTES", [1], np.array([b"\xffz"], np.object_)),
+        codec.ResponseOutput("B", "BYTES", [1], np.array([b"\xc3\xa9z"], np.object_)),
         codec.ResponseOutput("C", datatype, [array.size], array, True),
         codec.ResponseOutput("D", datatype, [array.size], array[::-1]),
     ]

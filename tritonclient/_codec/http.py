@@ -41,6 +41,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import math
 import re
 import struct
 import zlib
@@ -54,11 +55,20 @@ import numpy as np
 import numpy.typing as npt
 
 from tritonclient._codec.numbers import atoi
-from tritonclient._codec.raw import bytes_fault
+from tritonclient._codec.raw import (
+    DecodedOutputs,
+    Requested,
+    bytes_fault,
+    decode_raw_output,
+    known_datatype,
+    response_fault,
+    response_shape,
+)
 from tritonclient._codec.settings import TRACE_NUMBERS, trace_levels, trace_number
 from tritonclient.utils import (
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
     InferenceServerException,
+    InferenceServerProtocolError,
     deserialize_bytes_tensor,
     raise_error,
     serialize_bf16_tensor,
@@ -88,8 +98,10 @@ __all__ = [
     "RequestInput",
     "RequestOutput",
     "RequestParameters",
+    "Requested",
     "ResponseOutput",
     "SharedMemoryRef",
+    "client_json",
     "compress",
     "cuda_shm_path",
     "decode_infer_response",
@@ -274,7 +286,7 @@ def loads(data: Buffer) -> Any:
     # part of the document (so NUL padding after a complete document is accepted).
     text = text.partition("\0")[0]
     try:
-        return json.loads(text)
+        return _JSON.decode(text)
     except RecursionError:
         raise ValueError("JSON nesting is too deep") from None
 
@@ -336,7 +348,7 @@ def parse_json_document(data: Buffer) -> Any:
     # part of the document (so NUL padding after a complete document is accepted).
     text = text.partition("\0")[0]
     try:
-        return json.loads(text)
+        return _JSON.decode(text)
     except RecursionError:
         raise _internal(
             "failed to parse the request JSON buffer: JSON nesting is too deep"
@@ -1333,7 +1345,15 @@ def encode_infer_request(
 
 
 class DecodedResponse:
-    """An inference response body split into its JSON and its binary outputs (client side).
+    """An inference response body split into its JSON and its binary outputs, checked and
+    decoded (client side).
+
+    Every output is checked and decoded here, once, so that a broken answer fails before it is
+    handed out rather than at :meth:`as_numpy`: its name, datatype and shape; binary data of
+    exactly the size its datatype and shape need, the sizes adding up to the bytes after the
+    JSON (none missing, none trailing); JSON ``data`` with shape's number of elements, each of
+    the datatype's JSON type and within its range.  Fixed-size binary outputs cost a
+    :func:`numpy.frombuffer` view each.
 
     Parameters
     ----------
@@ -1341,24 +1361,91 @@ class DecodedResponse:
         The parsed JSON (``$inference_response``).
     buffer : memoryview
         The bytes after the JSON.
+    requested : Requested, optional
+        The outputs the request asked for: each must be in the response, and only those
+        requested in shared memory may come without data.  None (a body parsed on its own,
+        as by ``parse_response_body``): an output without data is taken as written to shared
+        memory.
+
+    Raises
+    ------
+    InferenceServerProtocolError
+        For a response that does not hold what it says (see :func:`decode_infer_response`).
     """
 
-    def __init__(self, response: dict[str, Any], buffer: memoryview) -> None:
+    def __init__(
+        self, response: dict[str, Any], buffer: memoryview, requested: Requested | None = None
+    ) -> None:
         self._response = response
         self._buffer = buffer
         self._slices: dict[str, tuple[int, int]] = {}
+        arrays: dict[str, npt.NDArray[Any] | None] = {}
+        outputs = response.get("outputs")
+        if outputs is None:
+            outputs = []
+        elif type(outputs) is not list:
+            raise response_fault(f"'outputs' is a {_json_kind(outputs)}, expected an array")
         offset = 0
-        for output in response.get("outputs") or []:
-            parameters = output.get("parameters") or {}
-            size = parameters.get("binary_data_size")
+        binary: list[dict[str, Any]] = []
+        slices = self._slices
+        for output in outputs:
+            if type(output) is not dict:
+                raise response_fault(
+                    f"an element of 'outputs' is a {_json_kind(output)}, expected an object"
+                )
+            name = output.get("name")
+            if type(name) is not str:
+                raise response_fault(f"an output has name {name!r}; expected a string")
+            if name in arrays:
+                continue  # get_output() and as_numpy() see the first one, as before
+            parameters = output.get("parameters")
+            size = None
+            if parameters is not None:
+                if type(parameters) is not dict:
+                    raise response_fault(
+                        f"output '{name}' has parameters of type {_json_kind(parameters)}, "
+                        "expected an object"
+                    )
+                size = parameters.get("binary_data_size")
             if size is not None:
-                self._slices[output["name"]] = (offset, int(size))
-                offset += int(size)
-        if offset > len(buffer):
-            raise_error(
-                f"the response declares {offset} bytes of binary output data but only "
-                f"{len(buffer)} bytes follow its JSON"
+                if type(size) is not int or size < 0:
+                    raise response_fault(
+                        f"output '{name}' has binary_data_size {size!r}; expected a "
+                        "non-negative integer"
+                    )
+                slices[name] = (offset, size)
+                binary.append(output)
+                offset += size
+                arrays[name] = None
+            elif "data" in output:
+                arrays[name] = _json_output(
+                    name, output.get("datatype"), output.get("shape"), output["data"]
+                )
+            else:
+                datatype = output.get("datatype")
+                known_datatype(name, datatype)
+                dims = response_shape(name, output.get("shape"))
+                if requested is not None:
+                    requested.no_data(name, datatype, dims)
+                arrays[name] = None  # in shared memory
+        if offset != len(buffer):
+            if offset > len(buffer):
+                detail = f"{offset - len(buffer)} bytes are missing"
+            else:
+                detail = f"{len(buffer) - offset} bytes trail them"
+            raise response_fault(
+                f"its outputs declare {offset} bytes of binary data (binary_data_size) and "
+                f"{len(buffer)} bytes follow its JSON: {detail}"
             )
+        for output in binary:
+            name = output["name"]
+            start, size = slices[name]
+            arrays[name] = decode_raw_output(
+                name, output.get("datatype"), output.get("shape"), buffer[start : start + size]
+            )
+        if requested is not None:
+            requested.check_present(arrays)
+        self._outputs = DecodedOutputs(arrays)
 
     @property
     def response(self) -> dict[str, Any]:
@@ -1383,9 +1470,11 @@ class DecodedResponse:
     def as_numpy(self, name: str) -> npt.NDArray[Any] | None:
         """Output ``name`` as a numpy array shaped as the response says.
 
-        Binary fixed-size outputs are decoded with :func:`numpy.frombuffer` over the body (no
-        copy; the array is read-only when the body is ``bytes``).  BYTES outputs hold
-        ``bytes`` when binary and ``str`` when sent as JSON (as ``tritonclient`` returns them).
+        Binary fixed-size outputs are :func:`numpy.frombuffer` views of the body (no copy; the
+        array is read-only when the body is ``bytes``).  BYTES outputs hold ``bytes`` when
+        binary and ``str`` when sent as JSON (as ``tritonclient`` returns them).  Each call
+        returns an array of its own where the array is writable (the first call gets the one
+        decoded with the response).
 
         Parameters
         ----------
@@ -1397,36 +1486,161 @@ class DecodedResponse:
         numpy.ndarray or None
             None when there is no such output, or it was written to shared memory.
         """
-        output = self.get_output(name)
-        if output is None:
-            return None
-        datatype = output["datatype"]
-        shape = [int(d) for d in output["shape"]]
-        view = self.output_buffer(name)
-        if view is not None:
-            if datatype == "BYTES":
-                items = deserialize_bytes_tensor(view) if len(view) else np.empty(0, np.object_)
-                return items.reshape(shape)
-            info = DATATYPES.get(datatype)
-            if info is None:
-                raise_error(f"unknown datatype '{datatype}' of output '{name}'")
-            return np.frombuffer(view, dtype=np.dtype(info.numpy_type)).reshape(shape)
-        if "data" not in output:
-            return None
-        info = DATATYPES.get(datatype)
-        if info is None:
-            raise_error(f"unknown datatype '{datatype}' of output '{name}'")
-        if datatype == "BYTES":
-            items = np.empty(len(output["data"]), dtype=np.object_)
-            items[:] = output["data"]
-            return items.reshape(shape)
-        return np.array(output["data"], dtype=np.dtype(info.numpy_type)).reshape(shape)
+        return self._outputs.get(name)
+
+
+def _json_kind(value: Any) -> str:
+    """The JSON type of a parsed value, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+#: The values each numeric datatype holds, for a JSON output's elements.
+_JSON_INT_RANGES: dict[str, tuple[int, int]] = {
+    name: (
+        int(np.iinfo(np.dtype(info.numpy_type)).min),
+        int(np.iinfo(np.dtype(info.numpy_type)).max),
+    )
+    for name, info in DATATYPES.items()
+    if name.startswith(("INT", "UINT"))
+}
+_JSON_FLOAT_MAX: dict[str, float] = {
+    "FP16": float(np.finfo(np.float16).max),
+    "FP32": float(np.finfo(np.float32).max),
+    "BF16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).max),  # type: ignore[no-untyped-call]
+}
+
+
+def _json_output(name: str, datatype: Any, shape: Any, data: Any) -> npt.NDArray[Any]:
+    """An output's JSON ``data`` as an array, checked against its datatype and shape."""
+    info = known_datatype(name, datatype)
+    dims = response_shape(name, shape)
+    count = math.prod(dims)
+    described = f"output '{name}' ({datatype}, shape {list(dims)})"
+    if type(data) is not list:
+        raise response_fault(
+            f"{described} has 'data' of type {_json_kind(data)}, expected an array"
+        )
+    try:
+        flat = _flatten(data)
+    except HttpCodecError:
+        raise response_fault(f"{described} has 'data' nested too deeply") from None
+    if len(flat) != count:
+        raise response_fault(f"{described} needs {count} elements, its 'data' has {len(flat)}")
+    kinds = set(map(type, flat))
+    if datatype == "BYTES":
+        if not kinds <= {str}:
+            raise response_fault(_element_fault(described, "strings", flat, {str}))
+        items = np.empty(count, dtype=np.object_)
+        items[:] = flat
+        return items.reshape(dims)
+    if datatype == "BOOL":
+        if not kinds <= {bool}:
+            raise response_fault(_element_fault(described, "booleans", flat, {bool}))
+        return np.array(flat, dtype=np.bool_).reshape(dims)
+    limits = _JSON_INT_RANGES.get(datatype)
+    if limits is not None:
+        if not kinds <= {int}:
+            raise response_fault(_element_fault(described, "integers", flat, {int}))
+        if flat and (min(flat) < limits[0] or max(flat) > limits[1]):
+            bad = next(v for v in flat if not limits[0] <= v <= limits[1])
+            raise response_fault(
+                f"{described} has element {bad} in its 'data', outside the {datatype} range "
+                f"[{limits[0]}, {limits[1]}]"
+            )
+        return np.array(flat, dtype=np.dtype(info.numpy_type)).reshape(dims)
+    if not kinds <= {int, float}:
+        raise response_fault(_element_fault(described, "numbers", flat, {int, float}))
+    try:
+        wide = np.array(flat, dtype=np.float64)
+    except OverflowError:  # an integer beyond any double
+        raise response_fault(f"{described} has a number in its 'data' beyond {datatype}") from None
+    top = _JSON_FLOAT_MAX.get(datatype)
+    if top is not None and count:
+        finite = wide[np.isfinite(wide)]
+        if finite.size and float(np.abs(finite).max()) > top:
+            raise response_fault(
+                f"{described} has element {float(np.abs(finite).max())!r} (absolute value) in "
+                f"its 'data', beyond the {datatype} range"
+            )
+    return wide.astype(np.dtype(info.numpy_type)).reshape(dims)
+
+
+def _element_fault(described: str, expected: str, flat: list[Any], allowed: set[type]) -> str:
+    index, value = next((i, v) for i, v in enumerate(flat) if type(v) not in allowed)
+    return (
+        f"{described} has {_json_kind(value)} {value!r} at index {index} of its 'data', "
+        f"expected {expected}"
+    )
+
+
+_JSON = json.JSONDecoder()
+
+
+def client_json(data: Buffer, what: str) -> Any:
+    """Parse a JSON body received by a client: strict UTF-8, exactly one JSON value.
+
+    Triton writes the bytes of a BYTES output into JSON strings as they are, so a body may not
+    be UTF-8 when such an output is not text; RFC 8259 JSON is UTF-8, and a client cannot tell
+    those bytes from a corrupt body, so both are refused (as NVIDIA's client does, with a
+    ``UnicodeDecodeError``), with a hint to ask for binary data.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The JSON text.
+    what : str
+        The body, for messages (``"the inference response"``).
+
+    Returns
+    -------
+    Any
+        The parsed value (``NaN``/``Infinity`` become floats, big integers stay exact).
+
+    Raises
+    ------
+    InferenceServerProtocolError
+        If ``data`` is not UTF-8, or not a single JSON value.
+    """
+    raw = bytes(data)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = max(exc.start - 20, 0)
+        raise InferenceServerProtocolError(
+            f"{what} is not valid UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start} "
+            f"({raw[start : exc.start + 20]!r})"
+        ).with_hint(
+            "a BYTES output holding bytes that are not UTF-8 can only come as binary data: "
+            "request it with InferRequestedOutput(name, binary_data=True)"
+        ) from None
+    try:
+        return _JSON.decode(text)
+    except RecursionError:
+        raise InferenceServerProtocolError(f"{what} is not JSON: it nests too deeply") from None
+    except ValueError as exc:
+        excerpt = text[:200]
+        raise InferenceServerProtocolError(
+            f"{what} is not JSON ({exc}): {excerpt!r}", debug_details=excerpt
+        ) from None
 
 
 def decode_infer_response(
-    body: Buffer, header_length: int | str | None = None, content_encoding: str | None = None
+    body: Buffer,
+    header_length: int | str | None = None,
+    content_encoding: str | None = None,
+    requested: Requested | None = None,
 ) -> DecodedResponse:
-    """Parse an inference response body (client side).
+    """Parse and check an inference response body (client side).
 
     Parameters
     ----------
@@ -1436,6 +1650,8 @@ def decode_infer_response(
         The ``Inference-Header-Content-Length`` header (None: the whole body is JSON).
     content_encoding : str, optional
         The ``Content-Encoding`` header; the body is decompressed first.
+    requested : Requested, optional
+        The outputs the request asked for (see :class:`DecodedResponse`).
 
     Returns
     -------
@@ -1443,13 +1659,15 @@ def decode_infer_response(
 
     Raises
     ------
-    InferenceServerException
-        If the body is not a valid response.
+    InferenceServerProtocolError
+        If the body is not a valid response: corrupt compression, a header length outside the
+        body, JSON that is not UTF-8 or not one JSON object, an output whose data do not fit
+        its datatype and shape, binary data missing or trailing, a requested output missing.
     """
     try:
         data = decompress(body, content_encoding)
     except HttpCodecError as exc:
-        raise_error(str(exc.message()))
+        raise InferenceServerProtocolError(str(exc.message())) from None
     view = memoryview(data).cast("B")
     if header_length is None:
         json_part, rest = view, view[len(view) :]
@@ -1457,20 +1675,19 @@ def decode_infer_response(
         try:
             size = int(header_length)
         except ValueError:
-            raise_error(f"invalid {HEADER_INFERENCE_HEADER_CONTENT_LENGTH}: {header_length!r}")
+            raise response_fault(
+                f"invalid {HEADER_INFERENCE_HEADER_CONTENT_LENGTH}: {header_length!r}"
+            ) from None
         if not 0 <= size <= len(view):
-            raise_error(
+            raise response_fault(
                 f"{HEADER_INFERENCE_HEADER_CONTENT_LENGTH} {size} is outside the body of "
                 f"{len(view)} bytes"
             )
         json_part, rest = view[:size], view[size:]
-    try:
-        parsed = loads(json_part)
-    except ValueError as exc:
-        raise_error(f"failed to parse the inference response JSON: {exc}")
+    parsed = client_json(json_part, "the inference response")
     if not isinstance(parsed, dict):
-        raise_error("the inference response is not a JSON object")
-    return DecodedResponse(parsed, rest)
+        raise response_fault(f"the JSON is a {_json_kind(parsed)}, expected an object")
+    return DecodedResponse(parsed, rest, requested)
 
 
 def error_from_response(status: int, body: Buffer) -> InferenceServerException | None:

@@ -24,6 +24,8 @@ from tritonclient._codec.http import (
     Buffer,
     EncodedBody,
     HttpCodecError,
+    Requested,
+    client_json,
     cuda_shm_path,
     decode_infer_response,
     decompress,
@@ -36,7 +38,6 @@ from tritonclient._codec.http import (
     encode_system_shm_register,
     encode_unload_request,
     error_from_response,
-    loads,
     model_path,
     system_shm_path,
 )
@@ -169,14 +170,11 @@ def _parse_json(reply: HttpReply) -> Any:
     _raise_if_error(reply)
     try:
         body = decompress(reply.body, reply.header(HEADER_CONTENT_ENCODING))
-        return loads(body)
-    except (ValueError, HttpCodecError) as exc:
-        text = bytes(reply.body[:200]).decode("utf-8", "replace")
+    except HttpCodecError as exc:
         raise InferenceServerProtocolError(
-            msg=f"the server answered 200 with a body that is not JSON: {exc}; body: {text!r}",
-            status=str(reply.status),
-            debug_details=text,
+            f"the server answered 200 with a body that cannot be decompressed: {exc.message()}"
         ) from None
+    return client_json(body, "the server's answer (200)")
 
 
 def transport_error(error: BaseException, what: str, server: str = "") -> InferenceServerException:
@@ -653,6 +651,11 @@ class ClientCore:
             if algorithm is not None and algorithm not in _COMPRESSION:
                 raise_error(f"unsupported {name} '{algorithm}'; expected 'gzip' or 'deflate'")
         path = model_path(model_name, check_model_version(model_version), "infer")
+        if outputs is not None:
+            outputs = list(outputs)
+        requested = Requested(
+            None if outputs is None else {o._name: o._shared_memory is not None for o in outputs}
+        )
         body = build_infer_body(
             inputs,
             outputs,
@@ -683,6 +686,7 @@ class ClientCore:
                     reply.body,
                     reply.header(HEADER_INFERENCE_HEADER_CONTENT_LENGTH),
                     reply.header(HEADER_CONTENT_ENCODING),
+                    requested,
                 )
                 return InferResult(decoded, verbose)
             except Exception as error:

@@ -179,6 +179,8 @@ class InferenceServerClient(ClientCore):
             raise transport_error(
                 TimeoutError(f"no complete answer within {self._timeout.total} s"), what, server
             ) from None
+        except _ssl.SSLError as error:  # aiohttp's TLS errors are also ssl.SSLError
+            raise transport_error(error, what, server) from None
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as error:
             raise transport_error(
                 ConnectionError(f"{type(error).__name__}: {error}"), what, server
