@@ -38,7 +38,8 @@ codecs of :mod:`tritonclient.utils`.
 
 from __future__ import annotations
 
-import sys
+import math
+import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -48,7 +49,16 @@ import numpy.typing as npt
 from google.protobuf.message import DecodeError
 
 from tritonclient._codec.numbers import stol
-from tritonclient._codec.raw import bytes_fault
+from tritonclient._codec.raw import (
+    DecodedOutputs,
+    Requested,
+    bytes_fault,
+    decode_raw_output,
+    known_datatype,
+    response_fault,
+    response_shape,
+    wire_dtype,
+)
 from tritonclient._codec.settings import TRACE_NUMBERS, trace_levels, trace_number
 from tritonclient._proto import service_pb2
 from tritonclient.utils import (
@@ -61,6 +71,10 @@ from tritonclient.utils import (
 )
 from tritonclient.utils._codec import check_parameter_name
 from tritonclient.utils._dtypes import DATATYPES
+from tritonclient.utils._errors import (
+    InferenceServerProtocolError,
+    InferenceServerUnavailableError,
+)
 
 __all__ = [
     "ERROR_KIND_TO_STATUS",
@@ -78,8 +92,10 @@ __all__ = [
     "RequestedOutput",
     "ResponseLike",
     "SharedMemoryRef",
+    "StreamLedger",
     "build_infer_request",
     "build_infer_request_parts",
+    "check_infer_response",
     "contents_to_array",
     "decode_infer_request",
     "encode_empty_final_response",
@@ -126,7 +142,6 @@ EMPTY_FINAL_RESPONSE_PARAM = "triton_enable_empty_final_response"
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _UINT64_MAX = 2**64 - 1
-_LITTLE_ENDIAN_HOST = sys.byteorder == "little"
 
 # ------------------------------------------------------------------------------------------
 # Status codes and error kinds
@@ -466,18 +481,7 @@ _CONTENTS_FIELD_TYPES: Mapping[str, tuple[Any, str]] = {
 }
 
 
-_WIRE_DTYPES: dict[str, np.dtype[Any]] = {}
-
-
-def _wire_dtype(datatype: str) -> np.dtype[Any]:
-    """The numpy dtype of the raw layout of a fixed-size datatype (little-endian)."""
-    dtype = _WIRE_DTYPES.get(datatype)
-    if dtype is None:
-        dtype = np.dtype(DATATYPES[datatype].numpy_type)
-        if not _LITTLE_ENDIAN_HOST:
-            dtype = dtype.newbyteorder("<")
-        _WIRE_DTYPES[datatype] = dtype
-    return dtype
+_wire_dtype = wire_dtype
 
 
 def _element_count(shape: Sequence[int]) -> int:
@@ -1010,6 +1014,122 @@ def is_final_response(response: service_pb2.ModelInferResponse) -> bool:
     return bool(param is not None and param.bool_param)
 
 
+class StreamLedger:
+    """Which requests of a ``ModelStreamInfer`` stream still wait for their final response.
+
+    Sans-I/O bookkeeping shared by the sync and asyncio clients: :meth:`sent` for each
+    request, :meth:`received` for each response, :meth:`ended` when the server ends the stream
+    with OK.  Safe to use from two threads (the sync client sends in the caller's thread and
+    receives in its stream thread).
+
+    The rule (Triton 2.51, protocol section 5): the server ends a stream with OK only after the
+    client closed its side and every request in flight completed; each response but the errors
+    of refused requests carries ``triton_final_response``, true on a request's last one.  So
+
+    * a stream the server ends while the client is still sending is a broken stream, whatever
+      was pending;
+    * after the client closed its side, a request sent with ``enable_empty_final_response``
+      (a final response is then due, from a decoupled model or not) that got no final
+      response was left unanswered;
+    * a request sent without it is never reported then: a decoupled model may send no
+      response at all for it, or never mark its last one, and nothing on the wire tells a
+      decoupled model from another.  (Send requests with ``enable_empty_final_response=True``
+      to have them checked.)
+
+    Requests are told apart by id: a final response completes a request of its id, one sent
+    with ``enable_empty_final_response`` first (so that such a request is never reported
+    although it was answered: with shared ids the count may only err towards reporting less).
+    A response counts as final when ``triton_final_response`` is true or absent (a refused
+    request's error; servers that never set it).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        #: id -> requests sent with enable_empty_final_response still due a final response.
+        self._due: dict[str, int] = {}
+        #: id -> requests sent without it that have had no final response (yet, or ever: a
+        #: decoupled model's).
+        self._open: dict[str, int] = {}
+
+    def sent(self, request_id: str, enable_empty_final_response: bool) -> None:
+        """Record a request sent on the stream."""
+        table = self._due if enable_empty_final_response else self._open
+        with self._lock:
+            table[request_id] = table.get(request_id, 0) + 1
+
+    def received(self, message: service_pb2.ModelStreamInferResponse) -> None:
+        """Record a response (or an error) received on the stream."""
+        response = message.infer_response
+        param = response.parameters.get(FINAL_RESPONSE_PARAM)
+        if param is not None and not param.bool_param:
+            return  # more responses of its request follow
+        request_id = response.id
+        with self._lock:
+            if self._due.get(request_id):
+                self._take(self._due, request_id)
+            elif self._open.get(request_id):
+                self._take(self._open, request_id)
+
+    @staticmethod
+    def _take(table: dict[str, int], request_id: str) -> None:
+        left = table[request_id] - 1
+        if left:
+            table[request_id] = left
+        else:
+            del table[request_id]
+
+    def pending(self) -> str:
+        """The requests still waiting, for messages: ids with counts; "" when none."""
+        with self._lock:
+            counts = dict(self._due)
+            for request_id, count in self._open.items():
+                counts[request_id] = counts.get(request_id, 0) + count
+        return _id_list(counts)
+
+    def ended(self, client_done: bool, what: str) -> InferenceServerException | None:
+        """The error for a stream the server ended with OK, or None when it was entitled to.
+
+        Parameters
+        ----------
+        client_done : bool
+            Whether the client had closed its side of the stream.
+        what : str
+            How the client closes its side, for the message (``"stop_stream() was called"``).
+
+        Returns
+        -------
+        InferenceServerException or None
+            :class:`InferenceServerUnavailableError` when the server ended the stream before
+            ``what``; :class:`InferenceServerProtocolError` naming the requests that were due
+            a final response and got none.
+        """
+        if not client_done:
+            pending = self.pending()
+            detail = f"; requests still without a final response: {pending}" if pending else ""
+            return InferenceServerUnavailableError(
+                f"the server ended the stream before {what}{detail}"
+            )
+        with self._lock:
+            due = dict(self._due)
+        if not due:
+            return None
+        return InferenceServerProtocolError(
+            f"the server ended the stream with no final response for {sum(due.values())} "
+            f"request(s) sent with enable_empty_final_response=True: {_id_list(due)}"
+        )
+
+
+def _id_list(counts: Mapping[str, int]) -> str:
+    """``'a', 'b' (2 requests), '' (no id)`` for messages."""
+    parts = []
+    for request_id in sorted(counts):
+        text = f"id {request_id!r}" if request_id else "no id"
+        if counts[request_id] > 1:
+            text += f" ({counts[request_id]} requests)"
+        parts.append(text)
+    return ", ".join(parts)
+
+
 def output_to_numpy(
     response: service_pb2.ModelInferResponse,
     name: str,
@@ -1063,6 +1183,96 @@ def output_to_numpy(
             return np.empty(shape, dtype=_wire_dtype(output.datatype))
         raise_error(f"the response carries no data for output '{name}'")
     return None
+
+
+def check_infer_response(
+    response: service_pb2.ModelInferResponse,
+    raw_output_contents: Sequence[Buffer] | None = None,
+    requested: Requested | None = None,
+) -> DecodedOutputs:
+    """Check a ``ModelInferResponse`` a client received and decode every output, once.
+
+    Each output must have a protocol datatype and a shape of non-negative integers, and data
+    that are exactly what they need: a raw entry of the right size (BYTES: that many
+    well-formed elements) or typed ``contents`` of the right count.  Raw entries are
+    index-aligned with the outputs, one each, or absent (typed contents).  An empty raw entry
+    for an output with elements is how Triton answers an output it wrote to shared memory:
+    right for an output requested there, a broken answer for any other.
+
+    Parameters
+    ----------
+    response : ModelInferResponse
+        The response.
+    raw_output_contents : sequence of bytes-like, optional
+        The raw contents when they were split off the message (:func:`parse_infer_response`);
+        by default the message's own.
+    requested : Requested, optional
+        The outputs the request asked for: each must be present, and only those requested in
+        shared memory may come without data.  None when unknown (a stream response): an
+        output without data is then taken as written to shared memory.
+
+    Returns
+    -------
+    DecodedOutputs
+        The arrays, by output name (None for those in shared memory).
+
+    Raises
+    ------
+    InferenceServerProtocolError
+        Naming the output, what was expected and what came.
+    """
+    raw = response.raw_output_contents if raw_output_contents is None else raw_output_contents
+    outputs = response.outputs
+    if raw and len(raw) != len(outputs):
+        raise response_fault(
+            f"it has {len(raw)} raw_output_contents entries for {len(outputs)} outputs "
+            "(expected one entry per output)"
+        )
+    arrays: dict[str, npt.NDArray[Any] | None] = {}
+    for index, output in enumerate(outputs):
+        name = output.name
+        if name in arrays:
+            continue  # as_numpy() reads the first one
+        if raw:
+            entry = raw[index]
+            if _buffer_nbytes(entry) or not math.prod(response_shape(name, output.shape)):
+                arrays[name] = decode_raw_output(name, output.datatype, output.shape, entry)
+                continue
+        elif output.HasField("contents"):
+            arrays[name] = _checked_contents(name, output)
+            continue
+        known_datatype(name, output.datatype)
+        dims = response_shape(name, output.shape)
+        if not math.prod(dims):  # no raw contents at all, and nothing to carry
+            arrays[name] = np.empty(dims, dtype=wire_dtype(output.datatype))
+            continue
+        # No data for an output with elements: written to shared memory, or a broken answer.
+        if requested is not None and "shared_memory_region" not in output.parameters:
+            requested.no_data(name, output.datatype, dims)
+        arrays[name] = None
+    if requested is not None:
+        requested.check_present(arrays)
+    return DecodedOutputs(arrays)
+
+
+def _checked_contents(
+    name: str, output: service_pb2.ModelInferResponse.InferOutputTensor
+) -> npt.NDArray[Any]:
+    """An output's typed contents as an array, checked against its datatype and shape."""
+    known_datatype(name, output.datatype)
+    dims = response_shape(name, output.shape)
+    array, wrong = _contents_array(output.contents, output.datatype)
+    if array is None:
+        raise response_fault(
+            f"output '{name}' ({output.datatype}) has typed contents in '{wrong}', which is "
+            f"not the field of its datatype"
+        )
+    if array.size != math.prod(dims):
+        raise response_fault(
+            f"output '{name}' ({output.datatype}, shape {list(dims)}) needs "
+            f"{math.prod(dims)} elements, its typed contents have {array.size}"
+        )
+    return array.reshape(dims)
 
 
 # ------------------------------------------------------------------------------------------

@@ -19,20 +19,21 @@ from typing import Any, TypeVar
 
 import grpc
 
+from tritonclient._codec import grpc as codec
 from tritonclient._proto import service_pb2_grpc
 from tritonclient._ready import wait_sync
 from tritonclient.utils import (
     InferenceServerException,
-    InferenceServerUnavailableError,
     RetryPolicy,
     raise_error,
 )
+from tritonclient.utils._errors import with_note
 
 from . import _common as common
 from ._common import KeepAliveOptions
 from ._tensors import InferInput, InferRequestedOutput, InferResult
 
-__all__ = ["CallContext", "InferenceServerClient"]
+__all__ = ["STOP_STREAM_TIMEOUT", "CallContext", "InferenceServerClient"]
 
 T = TypeVar("T")
 
@@ -65,8 +66,23 @@ class CallContext:
         return bool(self._future.cancel())
 
 
+#: How long ``stop_stream()`` waits, by default, for the requests still pending on a stream
+#: opened without ``stream_timeout`` before it cancels them (seconds).
+STOP_STREAM_TIMEOUT = 60.0
+#: The grace after a stream's own deadline (``stream_timeout``) that ``stop_stream()`` gives
+#: gRPC to end it, before it cancels it.
+_DEADLINE_GRACE = 1.0
+#: How long closing a stream waits for its thread once the call is cancelled.
+_CANCEL_WAIT = 5.0
+
+
 class _InferStream:
-    """One ``ModelStreamInfer`` call: a request queue and a thread delivering responses."""
+    """One ``ModelStreamInfer`` call: a request queue and a thread delivering responses.
+
+    Every failure reaches the callback once: a message that does not parse or a server that
+    ends the stream early ends it with one error (the call is cancelled); a failed call gives
+    its status; nothing is delivered after that.
+    """
 
     def __init__(self, callback: Callback, verbose: bool) -> None:
         self._callback = callback
@@ -74,10 +90,15 @@ class _InferStream:
         self._queue: queue.Queue[bytes | None] = queue.Queue()
         self._call: Any = None
         self._thread: threading.Thread | None = None
+        self._ledger = codec.StreamLedger()
+        self._deadline: float | None = None
         self._active = True
         self._closed = False
+        self._failed = False
 
     def start(self, method: Any, metadata: Any, timeout: float | None, compression: Any) -> None:
+        if timeout is not None:
+            self._deadline = time.monotonic() + timeout
         self._call = method(
             self._requests(), metadata=metadata, timeout=timeout, compression=compression
         )
@@ -95,7 +116,7 @@ class _InferStream:
                 return
             yield item
 
-    def enqueue(self, data: bytes) -> None:
+    def enqueue(self, data: bytes, request_id: str, enable_empty_final_response: bool) -> None:
         if self._closed:
             raise_error("the stream is stopped; start a new stream with start_stream()")
         if not self._active:
@@ -104,6 +125,7 @@ class _InferStream:
                 "provided callback. A new stream should be started after stopping the current "
                 "stream."
             )
+        self._ledger.sent(request_id, enable_empty_final_response)
         self._queue.put(data)
 
     def _deliver(self, result: InferResult | None, error: InferenceServerException | None) -> None:
@@ -114,54 +136,81 @@ class _InferStream:
             print("Exception in the stream callback (the stream goes on):", file=sys.stderr)
             traceback.print_exc()
 
+    def _fail(self, error: InferenceServerException) -> None:
+        """End the stream with ``error``: cancel the call and tell the callback, once."""
+        self._active = False
+        if self._failed:
+            return
+        self._failed = True
+        if self._call is not None:
+            self._call.cancel()
+        self._deliver(None, error)
+
     def _process_responses(self) -> None:
         try:
-            for parsed in self._call:
+            for data in self._call:
+                parsed = common.parse_stream(data)
                 if self._verbose:
                     print(parsed[0])
+                self._ledger.received(parsed[0])
                 self._deliver(*common.stream_item(parsed))
         except grpc.RpcError as rpc_error:
-            self._active = False
             if rpc_error.code() == grpc.StatusCode.CANCELLED:
                 error = common.cancelled_error(rpc_error.details())
             else:
                 error = common.error_from_rpc(rpc_error)
-            self._deliver(None, error)
-        except InferenceServerException as error:  # a response that cannot be decoded
-            self._active = False
-            self._deliver(None, error)
+            pending = self._ledger.pending()
+            self._fail(
+                with_note(error, pending and f"requests without a final response: {pending}")
+            )
+        except InferenceServerException as error:  # a message that does not parse
+            self._fail(error)
+        except Exception as unexpected:  # never end the thread without telling the callback
+            self._fail(InferenceServerException(f"the stream failed in the client: {unexpected!r}"))
         else:
-            if not self._closed:
-                # The server ended the stream although the client did not stop it: requests
-                # still pending would otherwise never be answered.
-                self._active = False
-                self._deliver(
-                    None,
-                    InferenceServerUnavailableError(
-                        "the server ended the stream before stop_stream() was called"
-                    ),
-                )
+            ended = self._ledger.ended(self._closed, "stop_stream() was called")
+            if ended is not None:
+                self._fail(ended)
         finally:
             self._active = False
             self._queue.put(None)  # release the request consumer if it still waits
 
-    def close(self, cancel_requests: bool, timeout: float | None = None) -> None:
+    def close(self, cancel_requests: bool, timeout: float | None = None, wait: bool = True) -> None:
+        """Close the client's side of the stream and wait (bounded) for the server to end it.
+
+        Parameters
+        ----------
+        cancel_requests : bool
+            Cancel the call at once instead of waiting for the pending requests.
+        timeout : float, optional
+            The longest wait for the pending requests, then the call is cancelled. None: until
+            the stream's own deadline (and a grace) when it has one, else
+            :data:`STOP_STREAM_TIMEOUT`.
+        wait : bool, optional
+            False: cancel and return without joining the thread (garbage collection).
+        """
         if self._closed:
             return
         self._closed = True
-        if cancel_requests and self._call is not None:
+        if (cancel_requests or not wait) and self._call is not None:
             self._call.cancel()
         self._queue.put(None)  # half-close: the server ends the stream once all is done
         thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
-            if thread.is_alive() and self._call is not None:
-                # The server did not end the stream in time (stalled): cancel it; the
-                # callback gets the CANCELLED error for what was still pending.
-                self._call.cancel()
-                thread.join(5.0)
-            if self._verbose:
-                print("stream stopped...")
+        if not wait or thread is None or thread is threading.current_thread():
+            return
+        if timeout is None:
+            if self._deadline is None:
+                timeout = STOP_STREAM_TIMEOUT
+            else:
+                timeout = max(self._deadline - time.monotonic(), 0.0) + _DEADLINE_GRACE
+        thread.join(timeout)
+        if thread.is_alive() and self._call is not None:
+            # The server did not end the stream in time (stalled): cancel it; the callback
+            # gets the CANCELLED error, naming what was still pending.
+            self._call.cancel()
+            thread.join(_CANCEL_WAIT)
+        if self._verbose:
+            print("stream stopped...")
 
 
 class InferenceServerClient(common.ClientBase):
@@ -248,17 +297,18 @@ class InferenceServerClient(common.ClientBase):
             channel_args,
         )
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._methods = common.UnaryMethods(self._channel)
         self._infer_method = common.multicallable(
-            self._channel.unary_unary, common.MODEL_INFER_METHOD, common.parse_infer
+            self._channel.unary_unary, common.MODEL_INFER_METHOD
         )
         # The same RPC as a one-message client stream (identical on the wire): the request
         # is sent in a batch of its own, so it and gRPC's copy of it are released once
         # sent instead of when the response is in.  Used for large requests.
         self._infer_stream_unary = common.multicallable(
-            self._channel.stream_unary, common.MODEL_INFER_METHOD, common.parse_infer
+            self._channel.stream_unary, common.MODEL_INFER_METHOD
         )
         self._stream_method = common.multicallable(
-            self._channel.stream_stream, common.MODEL_STREAM_INFER_METHOD, common.parse_stream
+            self._channel.stream_stream, common.MODEL_STREAM_INFER_METHOD
         )
         self._closed = False
 
@@ -271,10 +321,18 @@ class InferenceServerClient(common.ClientBase):
     def __del__(self) -> None:
         if hasattr(self, "_channel") and not getattr(self, "_closed", True):
             with contextlib.suppress(Exception):  # e.g. at interpreter shutdown
+                # Nobody can stop the stream any more: cancel it rather than wait for it.
+                stream, self._stream = self._stream, None
+                if stream is not None:
+                    stream.close(cancel_requests=True, wait=False)
                 self.close()
 
     def close(self) -> None:
-        """Close the client. Any future calls to server will result in an Error."""
+        """Close the client. Any future calls to server will result in an Error.
+
+        A stream still open is stopped as :meth:`stop_stream` does with its defaults (a
+        bounded wait for its pending requests, then cancelled).
+        """
         self.stop_stream()
         self._closed = True
         self._channel.close()
@@ -286,8 +344,8 @@ class InferenceServerClient(common.ClientBase):
         attempt = 1
         while True:
             try:
-                response = getattr(self._client_stub, call.rpc)(
-                    request=call.request, metadata=metadata, timeout=client_timeout
+                data = self._methods[call.rpc](
+                    call.request, metadata=metadata, timeout=client_timeout
                 )
                 break
             except grpc.RpcError as rpc_error:
@@ -296,6 +354,7 @@ class InferenceServerClient(common.ClientBase):
                 raise error
             time.sleep(policy.backoff(attempt))
             attempt += 1
+        response = common.parse_reply(call.rpc, data)
         if call.done is not None:
             self._log(call.done)
         else:
@@ -1107,19 +1166,21 @@ class InferenceServerClient(common.ClientBase):
             parameters,
         )
         compression = common.compression_type(compression_algorithm)
+        requested = common.requested_outputs(outputs)
         try:
             if isinstance(parts, bytes) and len(parts) >= common.LARGE_REQUEST_BYTES:
                 requests = iter((parts,))
                 del parts  # the request iterator holds the only reference
-                result: InferResult = self._infer_stream_unary(
+                data = self._infer_stream_unary(
                     requests, metadata=metadata, timeout=client_timeout, compression=compression
                 )
             else:
-                result = self._infer_method(
+                data = self._infer_method(
                     parts, metadata=metadata, timeout=client_timeout, compression=compression
                 )
         except grpc.RpcError as rpc_error:
             raise common.error_from_rpc(rpc_error) from None
+        result = common.parse_infer(data, requested)
         if self._verbose:
             print(result.get_response())
         return result
@@ -1215,12 +1276,14 @@ class InferenceServerClient(common.ClientBase):
             parameters,
         )
 
+        requested = common.requested_outputs(outputs)
+
         def wrapped_callback(call_future: Any) -> None:
             result: InferResult | None = None
             error: InferenceServerException | None = None
             try:
-                result = call_future.result()
-                if self._verbose and result is not None:
+                result = common.parse_infer(call_future.result(), requested)
+                if self._verbose:
                     print(result.get_response())
             except grpc.FutureCancelledError:
                 error = common.cancelled_error()
@@ -1270,7 +1333,10 @@ class InferenceServerClient(common.ClientBase):
             be provided to the function when executing the callback. The ownership of these
             objects will be given to the user. The 'error' would be None for a successful
             inference. An exception raised by the callback is printed and the stream goes
-            on.
+            on. A failure of the stream itself (its status, a message that does not parse,
+            the server ending it before :meth:`stop_stream`, or without the final response
+            due to a request sent with ``enable_empty_final_response``) is given once, as
+            the last call.
         stream_timeout : float
             Optional stream timeout (in seconds). The stream will be closed once the
             specified timeout expires.
@@ -1314,13 +1380,15 @@ class InferenceServerClient(common.ClientBase):
         cancel_requests : bool
             If set True, then client cancels all the pending requests and closes the
             stream. If set False, the call blocks till all the pending requests on the
-            stream are processed.
+            stream are processed, or the wait below ends.
         timeout : float, optional
             (Not in NVIDIA's client.) With ``cancel_requests`` False, the longest wait in
             seconds for the pending requests; then the stream is cancelled and the callback
-            receives a ``StatusCode.CANCELLED`` error. Default None: wait as long as the
-            server keeps the stream open (a stream the server ends or breaks returns at
-            once).
+            receives a ``StatusCode.CANCELLED`` error naming the requests still pending.
+            Default None: until the stream's ``stream_timeout`` (and one second) when it was
+            started with one, else :data:`STOP_STREAM_TIMEOUT` (60 s), so that a stalled
+            server never blocks the caller for ever (a stream the server ends or breaks
+            returns at once).
         """
         stream, self._stream = self._stream, None
         if stream is not None:
@@ -1445,5 +1513,7 @@ class InferenceServerClient(common.ClientBase):
             parameters,
             enable_empty_final_response,
         )
-        self._stream.enqueue(common.serialize_request(parts))
+        self._stream.enqueue(
+            common.serialize_request(parts), request_id, enable_empty_final_response
+        )
         self._log(f"enqueued request {request_id} to stream...")

@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 import grpc
 
 from tritonclient._codec import grpc as codec
+from tritonclient._codec.raw import Requested, response_fault
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import service_pb2
 from tritonclient.utils import InferenceServerException, raise_error
@@ -26,10 +27,12 @@ from tritonclient.utils._codec import check_model_version
 from tritonclient.utils._errors import (
     InferenceServerCancelledError,
     InferenceServerDeadlineExceededError,
+    InferenceServerProtocolError,
     InferenceServerUnavailableError,
     RetryPolicy,
     connection_hint,
     server_error_with_hint,
+    with_note,
 )
 
 from ._tensors import InferInput, InferRequestedOutput, InferResult, message_to_json
@@ -43,6 +46,7 @@ __all__ = [
     "Call",
     "ClientBase",
     "KeepAliveOptions",
+    "UnaryMethods",
     "build_infer",
     "cancelled_error",
     "channel_credentials",
@@ -54,6 +58,9 @@ __all__ = [
     "infer_request_from_dict",
     "open_channel",
     "parse_infer",
+    "parse_reply",
+    "parse_stream",
+    "requested_outputs",
     "serialize_request",
     "stream_item",
 ]
@@ -72,25 +79,81 @@ MODEL_STREAM_INFER_METHOD = "/inference.GRPCInferenceService/ModelStreamInfer"
 
 
 def multicallable(
-    factory: Callable[..., Any], method: str, deserializer: Callable[[bytes], Any]
+    factory: Callable[..., Any],
+    method: str,
+    request_serializer: Callable[[Any], bytes] | None = None,
 ) -> Any:
-    """``channel.<kind>(method, ...)`` for one of our hand-coded RPCs, registered.
+    """``channel.<kind>(method, ...)`` for one of our RPCs, registered, answering bytes.
+
+    Responses come back undecoded (no deserializer): the clients parse and check them
+    themselves (:func:`parse_infer`, :func:`parse_stream`, :func:`parse_reply`), so that a
+    message that does not parse reaches the caller as an ``InferenceServerException`` naming
+    it.  (gRPC would log a deserializer's exception and end a sync call with a bare INTERNAL
+    "Exception deserializing response!", and hand ``None`` to an asyncio caller.)
 
     A registered method (``_registered_method=True``, as grpcio >= 1.63's generated stubs
     pass) saves gRPC a method-path lookup per call; older grpcio, which the project still
     supports, does not take the argument and gets the plain call.
     """
+    serializer = request_serializer or serialize_request
     try:
         return factory(
             method,
-            request_serializer=serialize_request,
-            response_deserializer=deserializer,
+            request_serializer=serializer,
+            response_deserializer=None,
             _registered_method=True,
         )
     except TypeError:
-        return factory(
-            method, request_serializer=serialize_request, response_deserializer=deserializer
-        )
+        return factory(method, request_serializer=serializer, response_deserializer=None)
+
+
+_SERVICE = service_pb2.DESCRIPTOR.services_by_name["GRPCInferenceService"]
+_SERVICE_PATH = f"/{_SERVICE.full_name}/"
+
+
+def _serialize_message(message: Any) -> bytes:
+    data: bytes = message.SerializeToString()
+    return data
+
+
+class UnaryMethods:
+    """The unary non-inference RPCs of a channel, made on first use, answering bytes.
+
+    Parameters
+    ----------
+    channel : grpc.Channel or grpc.aio.Channel
+        The channel.
+    """
+
+    def __init__(self, channel: Any) -> None:
+        self._channel = channel
+        self._methods: dict[str, Any] = {}
+
+    def __getitem__(self, rpc: str) -> Any:
+        method = self._methods.get(rpc)
+        if method is None:
+            method = self._methods[rpc] = multicallable(
+                self._channel.unary_unary, _SERVICE_PATH + rpc, _serialize_message
+            )
+        return method
+
+
+def parse_reply(rpc: str, data: bytes) -> Any:
+    """The response message of unary RPC ``rpc`` from its wire bytes.
+
+    Raises
+    ------
+    InferenceServerProtocolError
+        If ``data`` is not such a message.
+    """
+    name = _SERVICE.methods_by_name[rpc].output_type.name
+    cls = getattr(service_pb2, name)
+    try:
+        return cls.FromString(data)
+    except Exception as exc:  # DecodeError, or whatever a protobuf backend raises for bytes
+        raise InferenceServerProtocolError(
+            f"invalid {rpc} response: the {name} message does not parse ({exc})"
+        ) from None
 
 
 class KeepAliveOptions:
@@ -830,18 +893,62 @@ def serialize_request(parts: InferParts | bytes) -> bytes:
     return codec.serialize_infer_request(parts[0], parts[1])
 
 
-def parse_infer(data: bytes) -> InferResult:
-    """Response deserializer of ``ModelInfer``: an :class:`InferResult` over ``data``."""
-    if len(data) <= codec.SMALL_MESSAGE_BYTES:
-        # Small: protobuf parses it all at once (the raw contents stay in the message).
-        return InferResult(service_pb2.ModelInferResponse.FromString(data))
-    message, raw = codec.parse_infer_response(data)
-    return InferResult(message, raw)
+def requested_outputs(
+    outputs: Sequence[InferRequestedOutput] | InferRequestedOutput | None,
+) -> Requested:
+    """What an inference call asked for, to check its response with (outputs already checked
+    by :func:`build_infer` / :func:`encode_infer`)."""
+    if outputs is None:
+        return Requested(None)
+    if isinstance(outputs, InferRequestedOutput):
+        outputs = [outputs]
+    return Requested({out._name: out._shm is not None for out in outputs})
+
+
+def parse_infer(data: bytes, requested: Requested | None = None) -> InferResult:
+    """An :class:`InferResult` over a ``ModelInfer`` response, checked and decoded.
+
+    Parameters
+    ----------
+    data : bytes
+        The wire form of the ``ModelInferResponse``.
+    requested : Requested, optional
+        The outputs the call asked for (see :func:`codec.check_infer_response`).
+
+    Raises
+    ------
+    InferenceServerProtocolError
+        If the message does not parse, or does not hold what it says.
+    """
+    try:
+        if len(data) <= codec.SMALL_MESSAGE_BYTES:
+            # Small: protobuf parses it all at once (the raw contents stay in the message).
+            message = service_pb2.ModelInferResponse.FromString(data)
+            raw = None
+        else:
+            message, raw = codec.parse_infer_response(data)
+    except Exception as exc:  # DecodeError, ValueError: whatever the bytes were
+        raise response_fault(f"the ModelInferResponse message does not parse ({exc})") from None
+    outputs = codec.check_infer_response(message, raw, requested)
+    return InferResult(message, raw, outputs)
 
 
 def parse_stream(data: bytes) -> tuple[service_pb2.ModelStreamInferResponse, list[memoryview]]:
-    """Response deserializer of ``ModelStreamInfer`` (raw contents split off)."""
-    return codec.parse_stream_response(data)
+    """A ``ModelStreamInfer`` response from its wire bytes (raw contents split off).
+
+    Raises
+    ------
+    InferenceServerProtocolError
+        If ``data`` is not such a message: the stream cannot go on (which request it
+        answered is unknown).
+    """
+    try:
+        return codec.parse_stream_response(data)
+    except Exception as exc:  # DecodeError, ValueError: whatever the bytes were
+        raise InferenceServerProtocolError(
+            f"invalid stream response: the ModelStreamInferResponse message does not parse "
+            f"({exc}); the stream is ended"
+        ) from None
 
 
 def stream_item(
@@ -857,12 +964,21 @@ def stream_item(
     Returns
     -------
     tuple of (InferResult or None, InferenceServerException or None)
-        An error (no status) when the response carries ``error_message``.
+        An error (no status) when the response carries ``error_message``, or when its outputs
+        do not hold what they say (:class:`InferenceServerProtocolError`; the stream goes
+        on).
     """
     message, raw = parsed
     if message.error_message:
         return None, codec.exception_from_stream_error(message.error_message)
-    return InferResult(message.infer_response, raw), None
+    response = message.infer_response
+    try:
+        outputs = codec.check_infer_response(response, raw)
+    except InferenceServerException as error:
+        if response.id:
+            with_note(error, f"in the response to request id {response.id!r}")
+        return None, error
+    return InferResult(response, raw, outputs), None
 
 
 _STREAM_KEYS = frozenset(

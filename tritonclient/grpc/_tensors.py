@@ -14,6 +14,7 @@ import numpy.typing as npt
 from google.protobuf.json_format import MessageToJson
 
 from tritonclient._codec import grpc as codec
+from tritonclient._codec.raw import DecodedOutputs
 from tritonclient._proto import service_pb2
 from tritonclient.utils import raise_error
 from tritonclient.utils._codec import check_input_array
@@ -309,15 +310,20 @@ class InferResult:
     raw_output_contents : list of bytes-like, optional
         The response's raw output contents when they were split off the message while
         parsing (no copy); by default those of ``result``.
+    outputs : DecodedOutputs, optional
+        The outputs, already checked and decoded (:func:`codec.check_infer_response`), as
+        the clients give them; by default each :meth:`as_numpy` decodes its output.
     """
 
     def __init__(
         self,
         result: service_pb2.ModelInferResponse,
         raw_output_contents: Sequence[codec.Buffer] | None = None,
+        outputs: DecodedOutputs | None = None,
     ) -> None:
         self._result = result
         self._raw = list(raw_output_contents) if raw_output_contents else None
+        self._outputs = outputs
 
     def as_numpy(self, name: str) -> npt.NDArray[Any] | None:
         """Get the tensor data for output associated with this object in numpy format.
@@ -338,8 +344,11 @@ class InferResult:
         Raises
         ------
         InferenceServerException
-            If the output's data do not match its datatype and shape.
+            If the output's data do not match its datatype and shape (a result the client
+            received was checked before it was handed out: it never raises).
         """
+        if self._outputs is not None:
+            return self._outputs.get(name)
         return codec.output_to_numpy(self._result, name, self._raw)
 
     def get_output(self, name: str, as_json: bool = False) -> Any:

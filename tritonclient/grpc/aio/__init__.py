@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import grpc
 
 from tritonclient import _auth as auth
+from tritonclient._codec import grpc as codec
 from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import model_config_pb2, service_pb2, service_pb2_grpc
@@ -36,6 +37,7 @@ from tritonclient.utils import (
     raise_error,
     triton_to_np_dtype,
 )
+from tritonclient.utils._errors import with_note
 
 #: The base class of the clients (NVIDIA's name for it, re-exported here as NVIDIA's module does).
 InferenceServerClientBase = common.ClientBase
@@ -68,40 +70,81 @@ F = TypeVar("F", bound=Callable[..., Any])
 _Sync = _sync.InferenceServerClient
 
 
-class _ResponseIterator:
-    """The async iterator of (result, error) pairs returned by ``stream_infer``."""
+class _StreamState:
+    """What the request side of an ``aio`` stream tells its response side."""
 
-    def __init__(self, call: Any, failure: list[BaseException], verbose: bool) -> None:
+    def __init__(self) -> None:
+        self.ledger = codec.StreamLedger()
+        #: Exceptions raised by the caller's inputs iterator (reported instead of CANCELLED).
+        self.failure: list[BaseException] = []
+        #: Whether the inputs iterator ended (the client closed its side of the stream).
+        self.done_sending = False
+
+
+def _task_cancelling() -> bool:
+    """Whether the running task is being cancelled (Python >= 3.11; False before)."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    return bool(cancelling is not None and cancelling())
+
+
+class _ResponseIterator:
+    """The async iterator of (result, error) pairs returned by ``stream_infer``.
+
+    A failure of the stream (its status, a message that does not parse, a server ending it
+    early) is raised once, as an ``InferenceServerException``; iteration then ends.
+    """
+
+    def __init__(self, call: Any, state: _StreamState, verbose: bool) -> None:
         self._call = call
-        self._failure = failure
+        self._state = state
         self._verbose = verbose
         self._cancelled = False
+        self._finished = False
 
     def __aiter__(self) -> _ResponseIterator:
         return self
 
+    def _end(self, error: BaseException | None) -> BaseException:
+        """Finish the iteration with ``error`` (the inputs iterator's own first), once."""
+        self._finished = True
+        if self._state.failure:
+            return self._state.failure[0]
+        if self._cancelled or error is None:
+            return StopAsyncIteration()
+        return error
+
     async def __anext__(self) -> tuple[InferResult | None, InferenceServerException | None]:
-        try:
-            parsed = await self._call.read()
-        except asyncio.CancelledError:
-            if self._failure:
-                raise self._failure[0] from None
-            if self._cancelled:
-                raise StopAsyncIteration from None
-            raise
-        except grpc.RpcError as rpc_error:
-            if self._failure:
-                # The inputs iterator failed: report its exception, not the CANCELLED status.
-                raise self._failure[0] from None
-            if self._cancelled:
-                raise StopAsyncIteration from None
-            raise common.error_from_rpc(rpc_error) from None
-        if parsed is grpc.aio.EOF:
-            if self._failure:
-                raise self._failure[0]
+        if self._finished:
             raise StopAsyncIteration
+        try:
+            data = await self._call.read()
+        except asyncio.CancelledError:
+            if _task_cancelling() or not self._call.cancelled():
+                raise  # the caller's task is cancelled: let it go
+            # The call was cancelled under the iterator (the client was closed).
+            raise self._end(
+                common.cancelled_error("the stream was cancelled (the client was closed)")
+            ) from None
+        except grpc.RpcError as rpc_error:
+            error = common.error_from_rpc(rpc_error)
+            pending = self._state.ledger.pending()
+            with_note(error, pending and f"requests without a final response: {pending}")
+            raise self._end(error) from None
+        if data is grpc.aio.EOF:
+            raise self._end(
+                self._state.ledger.ended(
+                    self._state.done_sending, "the inputs iterator was exhausted"
+                )
+            )
+        try:
+            parsed = common.parse_stream(data)
+        except InferenceServerException as error:
+            self._call.cancel()
+            raise self._end(error) from None
         if self._verbose:
             print(parsed[0])
+        self._state.ledger.received(parsed[0])
         return common.stream_item(parsed)
 
     def cancel(self) -> bool:
@@ -180,11 +223,12 @@ class InferenceServerClient(common.ClientBase):
             channel_args,
         )
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._methods = common.UnaryMethods(self._channel)
         self._infer_method = common.multicallable(
-            self._channel.unary_unary, common.MODEL_INFER_METHOD, common.parse_infer
+            self._channel.unary_unary, common.MODEL_INFER_METHOD
         )
         self._stream_method = common.multicallable(
-            self._channel.stream_stream, common.MODEL_STREAM_INFER_METHOD, common.parse_stream
+            self._channel.stream_stream, common.MODEL_STREAM_INFER_METHOD
         )
 
     async def __aenter__(self) -> InferenceServerClient:
@@ -224,8 +268,8 @@ class InferenceServerClient(common.ClientBase):
         attempt = 1
         while True:
             try:
-                response = await getattr(self._client_stub, call.rpc)(
-                    request=call.request, metadata=metadata, timeout=client_timeout
+                data = await self._methods[call.rpc](
+                    call.request, metadata=metadata, timeout=client_timeout
                 )
                 break
             except grpc.RpcError as rpc_error:
@@ -234,6 +278,7 @@ class InferenceServerClient(common.ClientBase):
                 raise error
             await asyncio.sleep(policy.backoff(attempt))
             attempt += 1
+        response = common.parse_reply(call.rpc, data)
         self._log(call.done if call.done is not None else response)
         return call.convert(response)
 
@@ -480,8 +525,9 @@ class InferenceServerClient(common.ClientBase):
             timeout,
             parameters,
         )
+        requested = common.requested_outputs(outputs)
         try:
-            result: InferResult = await self._infer_method(
+            data = await self._infer_method(
                 parts,
                 metadata=metadata,
                 timeout=client_timeout,
@@ -489,6 +535,7 @@ class InferenceServerClient(common.ClientBase):
             )
         except grpc.RpcError as rpc_error:
             raise common.error_from_rpc(rpc_error) from None
+        result = common.parse_infer(data, requested)
         if self._verbose:
             print(result.get_response())
         return result
@@ -528,17 +575,22 @@ class InferenceServerClient(common.ClientBase):
         asynchronous iterator
             Async iterator that yields a tuple(:class:`InferResult`,
             :class:`InferenceServerException`) object for each response; exactly one of
-            them is None. It also has ``cancel()``, which cancels the stream and its
-            requests (iteration then ends).
+            them is None (a response whose outputs do not hold what they say is an error
+            pair; the stream goes on). It also has ``cancel()``, which cancels the stream and
+            its requests (iteration then ends).
 
         Raises
         ------
         InferenceServerException
-            If inputs_iterator does not yield the correct input, or the stream fails
-            (e.g. ``StatusCode.DEADLINE_EXCEEDED`` after ``stream_timeout``).
+            Once, ending the iteration: if inputs_iterator does not yield the correct input,
+            or the stream fails (e.g. ``StatusCode.DEADLINE_EXCEEDED`` after
+            ``stream_timeout``; a message that does not parse; the client closed; the server
+            ending the stream before inputs_iterator is exhausted, or without the final
+            response due to a request sent with ``enable_empty_final_response``: see
+            :class:`tritonclient._codec.grpc.StreamLedger` for the rule).
         """
         metadata = self._get_metadata(headers)
-        failure: list[BaseException] = []
+        state = _StreamState()
         verbose = self._verbose
 
         async def requests() -> AsyncIterator[bytes]:
@@ -547,10 +599,14 @@ class InferenceServerClient(common.ClientBase):
                     parts = common.infer_request_from_dict(item)
                     if verbose:
                         print(f"stream_infer\n{parts[0]}")
+                    state.ledger.sent(
+                        item.get("request_id", ""), bool(item.get("enable_empty_final_response"))
+                    )
                     yield common.serialize_request(parts)
             except Exception as error:
-                failure.append(error)
+                state.failure.append(error)
                 raise
+            state.done_sending = True
 
         try:
             call = self._stream_method(
@@ -561,4 +617,4 @@ class InferenceServerClient(common.ClientBase):
             )
         except grpc.RpcError as rpc_error:
             raise common.error_from_rpc(rpc_error) from None
-        return _ResponseIterator(call, failure, self._verbose)
+        return _ResponseIterator(call, state, self._verbose)
