@@ -1,22 +1,32 @@
-"""Failure behaviour of the four clients against small fault-injecting servers.
+"""Failure behaviour of the four clients against fault-injecting servers (``tests/faults.py``).
 
-HTTP: a raw asyncio server on a free loopback port that answers each request according to
-the scenario in its path (killed mid-call, silent, truncated or lying bodies, bad JSON,
-corrupt compression, unknown datatypes).  gRPC: a ``grpc.aio`` server whose servicer
-misbehaves (silent, UNAVAILABLE, undecodable responses, streams that end or stall mid-way,
-killed mid-call).  Every failure must reach the caller as an ``InferenceServerException``
-naming what went wrong, within the client's timeout.  Every wait has a timeout.
+The rule under test (issue 13): for every client (``grpc``, ``grpc.aio``, ``http``,
+``http.aio``) and call style (``infer``; ``async_infer`` with a callback or ``get_result``;
+a stream with its callback or async iterator; a non-inference method), every failure reaches
+the caller **exactly once**, as an ``InferenceServerException`` subclass whose message names
+what was wrong, within the call's timeout; a broken answer never passes for a result.
+
+The matrix is every fault that applies to a protocol, times every client of that protocol and
+call style: :data:`HTTP_FAULTS` x :data:`HTTP_STYLES` and :data:`GRPC_FAULTS` x
+:data:`GRPC_STYLES`, each case asserting the exception class and a message fragment.  Each
+probe collects *every* error the style delivers (a raised exception, each callback call, each
+error an iterator yields or raises) and the test asserts there is one.  Every wait is bounded
+(pytest-timeout marks, and explicit timeouts inside the probes), so that a regression fails
+instead of hanging.  Tests after the matrix cover what a matrix cell cannot: the connection
+after a lying answer, ``stop_stream()`` with its defaults against a stalled server, streams that
+end with requests unanswered, streams and their threads ending with the client.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import gc
 import queue
-import socket
+import ssl
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -24,10 +34,19 @@ import numpy as np
 import pytest
 
 import tritonclient.grpc as grpcclient
+import tritonclient.grpc._client as grpc_sync_module
 import tritonclient.grpc.aio as grpcaio
 import tritonclient.http as httpclient
 import tritonclient.http.aio as httpaio
-from tritonclient.grpc import service_pb2, service_pb2_grpc
+from tests.faults import (
+    GrpcFaultServer,
+    HttpFaultServer,
+    LoopThread,
+    T,
+    TcpProxy,
+    free_port,
+)
+from tests.tls import TlsFiles, make_tls_files
 from tritonclient.utils import (
     InferenceServerCancelledError,
     InferenceServerConnectionError,
@@ -35,145 +54,102 @@ from tritonclient.utils import (
     InferenceServerException,
     InferenceServerInternalError,
     InferenceServerProtocolError,
+    InferenceServerSSLError,
     InferenceServerUnavailableError,
 )
 
-T = 20.0  # bound of every wait
-SHORT = 0.5  # client timeouts in the "silent server" cases
+SHORT = 0.5  # the client timeout of the cases whose server never answers
+LONG = 10.0  # the client timeout of the others (never reached)
+#: How long a probe waits, after a stream style delivered its error, for a second one.
+SETTLE = 0.3
 
+pytestmark = pytest.mark.timeout(60)
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class _LoopThread:
-    """An asyncio loop in a daemon thread, for the fault servers."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def run(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(T)
-
-    def close(self) -> None:
-        async def cancel_all() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-        self.run(cancel_all())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(T)
-        self.loop.close()
-
-
-# -- the HTTP fault server -------------------------------------------------------------------------
-
-
-def _response(status: int, body: bytes, headers: dict[str, str] | None = None) -> bytes:
-    head = [f"HTTP/1.1 {status} X", f"Content-Length: {len(body)}"]
-    for k, v in (headers or {}).items():
-        head.append(f"{k}: {v}")
-    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
-
-
-def _infer_json(output: dict[str, Any]) -> bytes:
-    return json.dumps({"model_name": "m", "outputs": [output]}).encode()
-
-
-def _scenario(name: str) -> bytes | None:
-    """The bytes the server sends for scenario ``name`` (None: send nothing, close)."""
-    good = {"name": "OUT", "datatype": "INT32", "shape": [2], "data": [1, 2]}
-    if name == "kill":
-        return None
-    if name == "content_length_lie":
-        return b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b'{"name": "m"'
-    if name == "large_content_length_lie":  # a large answer is read into one buffer
-        return b"HTTP/1.1 200 OK\r\nContent-Length: 4000000\r\n\r\n" + b"x" * 1_500_000
-    if name == "header_length_beyond_body":
-        body = _infer_json(good)
-        return _response(200, body, {"Inference-Header-Content-Length": str(len(body) + 50)})
-    if name == "not_json":
-        return _response(200, b"<html>surprise</html>")
-    if name == "error_not_json":
-        return _response(500, b"upstream exploded")
-    if name == "binary_size_lie":
-        header = _infer_json(
-            {
-                "name": "OUT",
-                "datatype": "INT32",
-                "shape": [4],
-                "parameters": {"binary_data_size": 16},
-            }
-        )
-        return _response(
-            200, header + b"\x01\x00\x00\x00", {"Inference-Header-Content-Length": str(len(header))}
-        )
-    if name == "unknown_datatype":
-        return _response(
-            200, _infer_json({"name": "OUT", "datatype": "FP128", "shape": [2], "data": [1, 2]})
-        )
-    if name == "zlib_corrupt":
-        return _response(200, b"\x78\x9cthis is not deflate", {"Content-Encoding": "deflate"})
-    if name == "garbage":
-        return b"SMTP ready\r\n\r\n"
-    raise AssertionError(name)
-
-
-class HttpFaultServer:
-    """Answers ``/v2/models/<scenario>/...`` requests as :func:`_scenario` says; ``silent``
-    reads the request and never answers."""
-
-    def __init__(self) -> None:
-        self._lt = _LoopThread()
-        self._server: asyncio.Server = self._lt.run(
-            asyncio.start_server(self._handle, "127.0.0.1", 0)
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
-        self.url = f"127.0.0.1:{self.port}"
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                path = lines[0].split(" ")[1]
-                length = 0
-                for line in lines[1:]:
-                    if line.lower().startswith("content-length:"):
-                        length = int(line.split(":", 1)[1])
-                if length:
-                    await reader.readexactly(length)
-                scenario = path.split("/")[3] if path.startswith("/v2/models/") else "kill"
-                if scenario == "silent":
-                    await asyncio.sleep(3600)
-                data = _scenario(scenario)
-                if data is None:
-                    break
-                writer.write(data)
-                await writer.drain()
-                if scenario in ("content_length_lie", "large_content_length_lie", "garbage"):
-                    break
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-            pass
-        finally:
-            writer.close()
-
-    def close(self) -> None:
-        self._server.close()
-        self._lt.close()
+# -- servers -----------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def http_server() -> Iterator[HttpFaultServer]:
-    server = HttpFaultServer()
+def loop() -> Iterator[LoopThread]:
+    thread = LoopThread()
+    yield thread
+    thread.close()
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    return make_tls_files(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="module")
+def http_server(loop: LoopThread) -> Iterator[HttpFaultServer]:
+    server = HttpFaultServer(loop)
     yield server
     server.close()
+
+
+@pytest.fixture(scope="module")
+def https_server(loop: LoopThread, tls_files: TlsFiles) -> Iterator[HttpFaultServer]:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(tls_files.server_cert, tls_files.server_key)
+    server = HttpFaultServer(loop, context)
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def grpc_server(loop: LoopThread) -> Iterator[GrpcFaultServer]:
+    server = GrpcFaultServer(loop)
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def grpcs_server(loop: LoopThread, tls_files: TlsFiles) -> Iterator[GrpcFaultServer]:
+    credentials = grpc.ssl_server_credentials(
+        [(tls_files.server_key.read_bytes(), tls_files.server_cert.read_bytes())]
+    )
+    server = GrpcFaultServer(loop, credentials)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def grpc_proxy(loop: LoopThread, grpc_server: GrpcFaultServer) -> Iterator[TcpProxy]:
+    """A proxy in front of the gRPC fault server, killed by the ``kill`` scenario."""
+    proxy = TcpProxy(loop, grpc_server.port)
+    grpc_server.on_kill = proxy.kill_now
+    grpc_server.entered.clear()
+    yield proxy
+    grpc_server.on_kill = lambda: None
+    proxy.close()
+
+
+@pytest.fixture
+def http_proxy(loop: LoopThread, http_server: HttpFaultServer) -> Iterator[TcpProxy]:
+    proxy = TcpProxy(loop, http_server.port)
+    yield proxy
+    proxy.close()
+
+
+@pytest.fixture
+def silent(loop: LoopThread) -> Iterator[TcpProxy]:
+    """A server that accepts connections and never says anything."""
+    proxy = TcpProxy(loop, None)
+    yield proxy
+    proxy.close()
+
+
+@pytest.fixture(autouse=True)
+def no_stream_thread_left() -> Iterator[None]:
+    """No test leaves a stream thread of the sync gRPC client behind (bounded wait)."""
+    yield
+    deadline = time.monotonic() + T
+    while any(t.name == "tritonclient-grpc-stream" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "a stream thread outlived its client"
+        time.sleep(0.02)
+
+
+# -- what a call sends -------------------------------------------------------------------------
 
 
 def _inputs(mod: Any) -> list[Any]:
@@ -182,360 +158,796 @@ def _inputs(mod: Any) -> list[Any]:
     return [tensor]
 
 
-#: scenario -> exception class expected (at least)
-HTTP_CASES: dict[str, type[InferenceServerException]] = {
-    "kill": InferenceServerConnectionError,
-    "content_length_lie": InferenceServerConnectionError,
-    "large_content_length_lie": InferenceServerConnectionError,
-    "header_length_beyond_body": InferenceServerException,
-    "not_json": InferenceServerException,
-    "error_not_json": InferenceServerInternalError,
-    "binary_size_lie": InferenceServerException,
-    "unknown_datatype": InferenceServerException,
-    "zlib_corrupt": InferenceServerException,
-    "garbage": InferenceServerException,
+def _outputs(mod: Any) -> list[Any]:
+    return [mod.InferRequestedOutput("OUT")]
+
+
+# -- probes: one call in one style, every error it delivers ---------------------------------------
+
+
+@dataclass
+class Target:
+    """Where a probe goes and how long it lets a call take."""
+
+    url: str
+    timeout: float = LONG
+    ssl: bool = False
+
+
+def _http_sync(target: Target) -> httpclient.InferenceServerClient:
+    return httpclient.InferenceServerClient(
+        target.url,
+        connection_timeout=target.timeout,
+        network_timeout=target.timeout,
+        ssl=target.ssl,
+        insecure=True,
+    )
+
+
+def _http_aio(target: Target) -> httpaio.InferenceServerClient:
+    context = None
+    if target.ssl:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return httpaio.InferenceServerClient(
+        target.url, conn_timeout=target.timeout, ssl=target.ssl, ssl_context=context
+    )
+
+
+def probe_http_infer(target: Target, scenario: str) -> list[BaseException]:
+    with _http_sync(target) as client:
+        try:
+            client.infer(scenario, _inputs(httpclient), outputs=_outputs(httpclient))
+        except BaseException as error:
+            return [error]
+    return []
+
+
+def probe_http_async_infer(target: Target, scenario: str) -> list[BaseException]:
+    with _http_sync(target) as client:
+        request = client.async_infer(scenario, _inputs(httpclient), outputs=_outputs(httpclient))
+        try:
+            request.get_result(timeout=T)
+        except BaseException as error:
+            return [error]
+    return []
+
+
+def probe_http_other(target: Target, scenario: str) -> list[BaseException]:
+    with _http_sync(target) as client:
+        try:
+            client.get_model_metadata(scenario)
+        except BaseException as error:
+            return [error]
+    return []
+
+
+def _run_aio(body: Callable[[], Any]) -> list[BaseException]:
+    async def main() -> list[BaseException]:
+        try:
+            await body()
+        except BaseException as error:
+            return [error]
+        return []
+
+    return asyncio.run(asyncio.wait_for(main(), T))
+
+
+def probe_http_aio_infer(target: Target, scenario: str) -> list[BaseException]:
+    async def body() -> None:
+        async with _http_aio(target) as client:
+            await client.infer(scenario, _inputs(httpaio), outputs=_outputs(httpaio))
+
+    return _run_aio(body)
+
+
+def probe_http_aio_other(target: Target, scenario: str) -> list[BaseException]:
+    async def body() -> None:
+        async with _http_aio(target) as client:
+            await client.get_model_metadata(scenario)
+
+    return _run_aio(body)
+
+
+def _grpc_sync(target: Target) -> grpcclient.InferenceServerClient:
+    return grpcclient.InferenceServerClient(target.url, ssl=target.ssl)
+
+
+def probe_grpc_infer(target: Target, scenario: str) -> list[BaseException]:
+    with _grpc_sync(target) as client:
+        try:
+            client.infer(
+                scenario,
+                _inputs(grpcclient),
+                outputs=_outputs(grpcclient),
+                client_timeout=target.timeout,
+            )
+        except BaseException as error:
+            return [error]
+    return []
+
+
+def _drain(got: queue.Queue[tuple[Any, Any]], first: float) -> list[tuple[Any, Any]]:
+    """What a callback received: the first delivery (within ``first`` s), then any more
+    arriving within :data:`SETTLE` s."""
+    items = [got.get(timeout=first)]
+    while True:
+        try:
+            items.append(got.get(timeout=SETTLE))
+        except queue.Empty:
+            return items
+
+
+def probe_grpc_async_infer(target: Target, scenario: str) -> list[BaseException]:
+    got: queue.Queue[tuple[Any, Any]] = queue.Queue()
+    with _grpc_sync(target) as client:
+        client.async_infer(
+            scenario,
+            _inputs(grpcclient),
+            lambda result, error: got.put((result, error)),
+            outputs=_outputs(grpcclient),
+            client_timeout=target.timeout,
+        )
+        items = _drain(got, T)
+    return [error for _, error in items if error is not None]
+
+
+def _is_final(result: Any) -> bool:
+    param = result.get_response().parameters.get("triton_final_response")
+    return bool(param is not None and param.bool_param)
+
+
+def probe_grpc_stream(target: Target, scenario: str) -> list[BaseException]:
+    """start_stream + async_stream_infer; the errors the callback got until stop_stream()."""
+    got: queue.Queue[tuple[Any, Any]] = queue.Queue()
+    with _grpc_sync(target) as client:
+        client.start_stream(
+            lambda result, error: got.put((result, error)), stream_timeout=target.timeout
+        )
+        try:
+            client.async_stream_infer(
+                scenario,
+                _inputs(grpcclient),
+                outputs=_outputs(grpcclient),
+                request_id="r1",
+                enable_empty_final_response=True,
+            )
+        except InferenceServerException as refused:
+            # The stream failed before the request went out (nothing listens): the failure
+            # went to the callback, and the request is refused pointing there.
+            assert "reported through provided callback" in str(refused)
+        deadline = time.monotonic() + T
+        errors: list[BaseException] = []
+        while time.monotonic() < deadline:  # until an error, or the request's final response
+            try:
+                result, error = got.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                break
+            if error is not None:
+                errors.append(error)
+                break
+            if _is_final(result):
+                break
+        start = time.monotonic()
+        client.stop_stream(timeout=SHORT)
+        assert time.monotonic() - start < SHORT + 6
+    while not got.empty():  # nothing may come after the thread is gone
+        error = got.get_nowait()[1]
+        if error is not None:
+            errors.append(error)
+    return errors
+
+
+def probe_grpc_other(target: Target, scenario: str) -> list[BaseException]:
+    with _grpc_sync(target) as client:
+        try:
+            client.get_model_metadata(scenario, client_timeout=target.timeout)
+        except BaseException as error:
+            return [error]
+    return []
+
+
+def _grpc_aio(target: Target) -> grpcaio.InferenceServerClient:
+    return grpcaio.InferenceServerClient(target.url, ssl=target.ssl)
+
+
+def probe_grpc_aio_infer(target: Target, scenario: str) -> list[BaseException]:
+    async def body() -> None:
+        async with _grpc_aio(target) as client:
+            await client.infer(
+                scenario,
+                _inputs(grpcaio),
+                outputs=_outputs(grpcaio),
+                client_timeout=target.timeout,
+            )
+
+    return _run_aio(body)
+
+
+def probe_grpc_aio_stream(target: Target, scenario: str) -> list[BaseException]:
+    """stream_infer with an inputs iterator that stays open: every error it yields or raises."""
+
+    async def main() -> list[BaseException]:
+        errors: list[BaseException] = []
+
+        async def requests() -> AsyncIterator[dict[str, Any]]:
+            yield {
+                "model_name": scenario,
+                "inputs": _inputs(grpcaio),
+                "outputs": _outputs(grpcaio),
+                "request_id": "r1",
+                "enable_empty_final_response": True,
+            }
+            await asyncio.sleep(3600)  # the client's side stays open
+
+        async with _grpc_aio(target) as client:
+            iterator = client.stream_infer(requests(), stream_timeout=target.timeout)
+            try:
+                async for result, error in iterator:
+                    if error is not None:
+                        errors.append(error)
+                        break
+                    if _is_final(result):
+                        break
+            except BaseException as error:
+                errors.append(error)
+            else:
+                # After an error the stream may go on (a bad response): it must not raise.
+                try:
+                    await asyncio.wait_for(iterator.__anext__(), SETTLE)
+                except (asyncio.TimeoutError, StopAsyncIteration):
+                    pass
+                except BaseException as error:
+                    errors.append(error)
+            finally:
+                iterator.cancel()
+        return errors
+
+    return asyncio.run(asyncio.wait_for(main(), T))
+
+
+def probe_grpc_aio_other(target: Target, scenario: str) -> list[BaseException]:
+    async def body() -> None:
+        async with _grpc_aio(target) as client:
+            await client.get_model_metadata(scenario, client_timeout=target.timeout)
+
+    return _run_aio(body)
+
+
+Probe = Callable[[Target, str], list[BaseException]]
+
+HTTP_STYLES: dict[str, Probe] = {
+    "http/infer": probe_http_infer,
+    "http/async_infer": probe_http_async_infer,
+    "http/other": probe_http_other,
+    "http.aio/infer": probe_http_aio_infer,
+    "http.aio/other": probe_http_aio_other,
+}
+GRPC_STYLES: dict[str, Probe] = {
+    "grpc/infer": probe_grpc_infer,
+    "grpc/async_infer": probe_grpc_async_infer,
+    "grpc/stream": probe_grpc_stream,
+    "grpc/other": probe_grpc_other,
+    "grpc.aio/infer": probe_grpc_aio_infer,
+    "grpc.aio/stream": probe_grpc_aio_stream,
+    "grpc.aio/other": probe_grpc_aio_other,
+}
+INFER_STYLES = ("infer", "async_infer", "stream")  # the styles that read outputs
+
+# -- the faults ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault: which server, which scenario, what the caller must get.
+
+    Attributes
+    ----------
+    server : str
+        The fixture of the server (or ``refused``: nothing listens).
+    scenario : str
+        The model name sent.
+    error : type
+        The exception class every style must deliver (exactly once).
+    fragment : str or tuple of str
+        A part of its message (``str(e)``), or parts of which one is (where the clients
+        meet the fault at different stages).
+    timeout : float
+        The client timeout of the call.
+    styles : tuple of str
+        The call styles (by suffix) the fault applies to; all by default.
+    ssl : bool
+        Whether the client uses TLS.
+    """
+
+    server: str
+    scenario: str
+    error: type[InferenceServerException]
+    fragment: str | tuple[str, ...]
+    timeout: float = LONG
+    styles: tuple[str, ...] | None = None
+    ssl: bool = False
+
+
+OUTPUT_STYLES = ("infer", "async_infer")  # the request's own outputs are known there
+
+HTTP_FAULTS: dict[str, Fault] = {
+    "refused": Fault("refused", "m", InferenceServerConnectionError, "connection failed"),
+    "killed mid-call": Fault("http_server", "kill", InferenceServerConnectionError, "connection"),
+    "killed mid-body (truncated body)": Fault(
+        "http_server", "killed_mid_body", InferenceServerConnectionError, "connection"
+    ),
+    "stalled mid-body": Fault(
+        "http_server",
+        "stalled_mid_body",
+        InferenceServerDeadlineExceededError,
+        "timed out",
+        SHORT,
+    ),
+    "silent": Fault(
+        "http_server", "silent", InferenceServerDeadlineExceededError, "timed out", SHORT
+    ),
+    "silent socket": Fault("silent", "m", InferenceServerDeadlineExceededError, "timed out", SHORT),
+    "Content-Length beyond the body": Fault(
+        "http_server",
+        "content_length_long",
+        InferenceServerDeadlineExceededError,
+        "timed out",
+        SHORT,
+    ),
+    "Content-Length short of the body": Fault(
+        "http_server",
+        "content_length_short",
+        InferenceServerProtocolError,
+        # what a client reads of it: a truncated JSON, or bytes where a response should end
+        ("is not JSON", "invalid response from the server"),
+    ),
+    "malformed JSON": Fault(
+        "http_server", "malformed_json", InferenceServerProtocolError, "is not JSON"
+    ),
+    "invalid UTF-8": Fault(
+        "http_server", "invalid_utf8", InferenceServerProtocolError, "not valid UTF-8"
+    ),
+    "error body not JSON": Fault(
+        "http_server", "error_not_json", InferenceServerInternalError, "upstream exploded"
+    ),
+    "not HTTP": Fault(
+        "http_server", "garbage", InferenceServerException, "invalid response from the server"
+    ),
+    "TLS client, plain server": Fault(
+        "http_server", "ok", InferenceServerSSLError, "TLS failed", ssl=True
+    ),
+    "plain client, TLS server": Fault(
+        "https_server", "ok", InferenceServerConnectionError, "connection"
+    ),
+    "gRPC on the port": Fault("grpc_server", "ok", InferenceServerException, "/v2/models/ok"),
+    "data do not fit the shape": Fault(
+        "http_server",
+        "shape_lie",
+        InferenceServerProtocolError,
+        "output 'OUT' (INT32, shape [3]) needs 3 elements, its 'data' has 2",
+        styles=("infer", "async_infer"),
+    ),
+    "integer beyond the datatype": Fault(
+        "http_server",
+        "datatype_range",
+        InferenceServerProtocolError,
+        "element 300 in its 'data', outside the INT8 range",
+        styles=OUTPUT_STYLES,
+    ),
+    "strings for numbers": Fault(
+        "http_server",
+        "datatype_kind",
+        InferenceServerProtocolError,
+        "string '1' at index 0 of its 'data', expected integers",
+        styles=OUTPUT_STYLES,
+    ),
+    "unknown datatype": Fault(
+        "http_server",
+        "unknown_datatype",
+        InferenceServerProtocolError,
+        "datatype 'FP128'",
+        styles=OUTPUT_STYLES,
+    ),
+    "requested output missing": Fault(
+        "http_server",
+        "missing_output",
+        InferenceServerProtocolError,
+        "no output 'OUT', which the request asked for",
+        styles=OUTPUT_STYLES,
+    ),
+    "output without data": Fault(
+        "http_server",
+        "no_data",
+        InferenceServerProtocolError,
+        "output 'OUT' (INT32, shape [2]) came without data",
+        styles=OUTPUT_STYLES,
+    ),
+    "binary data missing bytes": Fault(
+        "http_server",
+        "binary_missing",
+        InferenceServerProtocolError,
+        "4 bytes are missing",
+        styles=OUTPUT_STYLES,
+    ),
+    "binary data with trailing bytes": Fault(
+        "http_server",
+        "binary_trailing",
+        InferenceServerProtocolError,
+        "5 bytes trail them",
+        styles=OUTPUT_STYLES,
+    ),
+    "binary data do not fit the shape": Fault(
+        "http_server",
+        "binary_shape_lie",
+        InferenceServerProtocolError,
+        "output 'OUT' (INT32, shape [4]) needs 16 bytes of data, the response has 8",
+        styles=OUTPUT_STYLES,
+    ),
+    "malformed BYTES": Fault(
+        "http_server",
+        "bytes_lie",
+        InferenceServerProtocolError,
+        "output 'OUT' (BYTES, shape [1]) is not a valid BYTES buffer",
+        styles=OUTPUT_STYLES,
+    ),
+    "corrupt compression": Fault(
+        "http_server",
+        "zlib_corrupt",
+        InferenceServerProtocolError,
+        "deflate",
+        styles=OUTPUT_STYLES,
+    ),
+}
+
+GRPC_FAULTS: dict[str, Fault] = {
+    "refused": Fault("refused", "ok", InferenceServerUnavailableError, "failed to connect"),
+    "killed mid-call": Fault("grpc_proxy", "kill", InferenceServerUnavailableError, ""),
+    "stalled": Fault(
+        "grpc_server", "stall", InferenceServerDeadlineExceededError, "Deadline Exceeded", SHORT
+    ),
+    "silent socket": Fault(
+        "silent", "ok", InferenceServerDeadlineExceededError, "Deadline Exceeded", SHORT
+    ),
+    "malformed protobuf": Fault(
+        "grpc_server", "malformed", InferenceServerProtocolError, "message does not parse"
+    ),
+    "truncated protobuf": Fault(
+        "grpc_server", "truncated", InferenceServerProtocolError, "message does not parse"
+    ),
+    "invalid UTF-8": Fault("grpc_server", "invalid_utf8", InferenceServerProtocolError, "UTF-8"),
+    "server error": Fault("grpc_server", "error", InferenceServerInternalError, "model exploded"),
+    "TLS client, plain server": Fault(
+        "grpc_server", "ok", InferenceServerUnavailableError, "", ssl=True
+    ),
+    "plain client, TLS server": Fault("grpcs_server", "ok", InferenceServerUnavailableError, ""),
+    "HTTP/1 on the port": Fault(
+        "http_server", "ok", InferenceServerUnavailableError, "http1.x server"
+    ),
+    "data do not fit the shape": Fault(
+        "grpc_server",
+        "shape_lie",
+        InferenceServerProtocolError,
+        "output 'OUT' (INT32, shape [2]) needs 8 bytes of data, the response has 3",
+        styles=INFER_STYLES,
+    ),
+    "unknown datatype": Fault(
+        "grpc_server",
+        "unknown_datatype",
+        InferenceServerProtocolError,
+        "datatype 'FP128'",
+        styles=INFER_STYLES,
+    ),
+    "malformed BYTES": Fault(
+        "grpc_server",
+        "bytes_lie",
+        InferenceServerProtocolError,
+        "output 'OUT' (BYTES, shape [1]) is not a valid BYTES buffer",
+        styles=INFER_STYLES,
+    ),
+    "raw entries do not match the outputs": Fault(
+        "grpc_server",
+        "raw_count",
+        InferenceServerProtocolError,
+        "2 raw_output_contents entries for 1 outputs",
+        styles=INFER_STYLES,
+    ),
+    "requested output missing": Fault(
+        "grpc_server",
+        "missing_output",
+        InferenceServerProtocolError,
+        "no output 'OUT', which the request asked for",
+        styles=OUTPUT_STYLES,
+    ),
+    "empty output not requested in shared memory": Fault(
+        "grpc_server",
+        "empty_raw",
+        InferenceServerProtocolError,
+        "output 'OUT' (INT32, shape [2]) came without data, and it was not requested in "
+        "shared memory",
+        styles=OUTPUT_STYLES,
+    ),
+    "killed mid-stream": Fault(
+        "grpc_proxy", "kill", InferenceServerUnavailableError, "", styles=("stream",)
+    ),
+    "stream ended early": Fault(
+        "grpc_server",
+        "early_end",
+        InferenceServerUnavailableError,
+        "the server ended the stream before",
+        styles=("stream",),
+    ),
 }
 
 
-def _infer_and_decode(client: Any, scenario: str, mod: Any) -> None:
-    result = client.infer(scenario, _inputs(mod))
-    result.as_numpy("OUT")  # a lazily decoded output must fail here, not return garbage
+def _cases(faults: dict[str, Fault], styles: dict[str, Probe]) -> list[Any]:
+    cases = []
+    for fault_name, fault in faults.items():
+        for style in styles:
+            if fault.styles is None or style.split("/")[1] in fault.styles:
+                cases.append(pytest.param(fault_name, style, id=f"{fault_name}-{style}"))
+    return cases
 
 
-@pytest.mark.parametrize("scenario", sorted(HTTP_CASES))
-def test_http_sync_faults(http_server: HttpFaultServer, scenario: str) -> None:
-    with httpclient.InferenceServerClient(
-        http_server.url, connection_timeout=T, network_timeout=T
-    ) as c:
-        with pytest.raises(HTTP_CASES[scenario]) as info:
-            _infer_and_decode(c, scenario, httpclient)
-        assert str(info.value)
-        if scenario in ("not_json", "garbage", "kill"):
-            with pytest.raises(InferenceServerException):
-                c.get_model_metadata(scenario)
+HTTP_CASES = _cases(HTTP_FAULTS, HTTP_STYLES)
+GRPC_CASES = _cases(GRPC_FAULTS, GRPC_STYLES)
 
 
-@pytest.mark.parametrize("scenario", sorted(HTTP_CASES))
-def test_http_aio_faults(http_server: HttpFaultServer, scenario: str) -> None:
-    async def run() -> None:
-        async with httpaio.InferenceServerClient(http_server.url, conn_timeout=T) as c:
-            with pytest.raises(HTTP_CASES[scenario]) as info:
-                result = await c.infer(scenario, _inputs(httpaio))
-                result.as_numpy("OUT")
-            assert str(info.value)
-            if scenario in ("not_json", "garbage", "kill"):
-                with pytest.raises(InferenceServerException):
-                    await c.get_model_metadata(scenario)
-
-    asyncio.run(asyncio.wait_for(run(), T))
+def _target(request: pytest.FixtureRequest, fault: Fault) -> Target:
+    if fault.server == "refused":
+        url = f"127.0.0.1:{free_port()}"
+    else:
+        url = request.getfixturevalue(fault.server).url
+    return Target(url, fault.timeout, fault.ssl)
 
 
-def test_http_protocol_error_types(http_server: HttpFaultServer) -> None:
-    with (
-        httpclient.InferenceServerClient(http_server.url) as c,
-        pytest.raises(InferenceServerProtocolError, match="not JSON"),
-    ):
-        c.get_model_metadata("not_json")
+def _check(errors: list[BaseException], fault: Fault, bound: float, elapsed: float) -> None:
+    assert len(errors) == 1, f"expected exactly one error, got {errors!r}"
+    error = errors[0]
+    assert isinstance(error, fault.error), f"{type(error).__name__}: {error}"
+    fragments = (fault.fragment,) if isinstance(fault.fragment, str) else fault.fragment
+    assert any(fragment in str(error) for fragment in fragments), str(error)
+    assert elapsed < bound, f"took {elapsed:.1f} s"
 
 
-def test_http_silent_server_bounded(http_server: HttpFaultServer) -> None:
-    with httpclient.InferenceServerClient(
-        http_server.url, connection_timeout=SHORT, network_timeout=SHORT
-    ) as c:
-        start = time.monotonic()
-        with pytest.raises(InferenceServerDeadlineExceededError):
-            c.infer("silent", _inputs(httpclient))
-        assert time.monotonic() - start < 5
-        request = c.async_infer("silent", _inputs(httpclient))
-        with pytest.raises(InferenceServerDeadlineExceededError):
-            request.get_result(timeout=T)
-
-    async def run() -> None:
-        async with httpaio.InferenceServerClient(http_server.url, conn_timeout=SHORT) as a:
-            with pytest.raises(InferenceServerDeadlineExceededError):
-                await a.get_model_metadata("silent")
-
+@pytest.mark.parametrize(("fault_name", "style"), HTTP_CASES)
+def test_http_fault_matrix(request: pytest.FixtureRequest, fault_name: str, style: str) -> None:
+    fault = HTTP_FAULTS[fault_name]
+    target = _target(request, fault)
     start = time.monotonic()
-    asyncio.run(asyncio.wait_for(run(), T))
-    assert time.monotonic() - start < 5
+    errors = HTTP_STYLES[style](target, fault.scenario)
+    # the client's timeout bounds the connection and the answer (2x), plus scheduling slack
+    _check(errors, fault, 2 * fault.timeout + 5, time.monotonic() - start)
 
 
-def test_http_refused() -> None:
-    url = f"127.0.0.1:{_free_port()}"
-    with httpclient.InferenceServerClient(url) as c:
-        with pytest.raises(InferenceServerConnectionError) as info:
-            c.is_server_live()
-        assert isinstance(info.value, ConnectionError)  # as NVIDIA's leaked socket error
-        with pytest.raises(InferenceServerConnectionError):
-            c.async_infer("m", _inputs(httpclient)).get_result(timeout=T)
-
-    async def run() -> None:
-        async with httpaio.InferenceServerClient(url) as a:
-            with pytest.raises(InferenceServerConnectionError):
-                await a.is_server_ready()
-
-    asyncio.run(asyncio.wait_for(run(), T))
+@pytest.mark.parametrize(("fault_name", "style"), GRPC_CASES)
+def test_grpc_fault_matrix(request: pytest.FixtureRequest, fault_name: str, style: str) -> None:
+    fault = GRPC_FAULTS[fault_name]
+    target = _target(request, fault)
+    start = time.monotonic()
+    errors = GRPC_STYLES[style](target, fault.scenario)
+    _check(errors, fault, fault.timeout + 8, time.monotonic() - start)
 
 
-# -- the gRPC fault server -------------------------------------------------------------------------
+def test_matrix_size() -> None:
+    """The matrix covers every fault with every client and call style it applies to."""
+    assert len(HTTP_CASES) + len(GRPC_CASES) >= 190
+    clients = {style.split("/")[0] for style in [*HTTP_STYLES, *GRPC_STYLES]}
+    assert clients == {"grpc", "grpc.aio", "http", "http.aio"}
 
 
-class _Servicer(service_pb2_grpc.GRPCInferenceServiceServicer):
-    """Misbehaving methods; ``entered`` is set once a ModelInfer call is inside."""
-
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-
-    async def ServerLive(self, request: Any, context: Any) -> Any:
-        return service_pb2.ServerLiveResponse(live=True)
-
-    async def ServerMetadata(self, request: Any, context: Any) -> Any:
-        await asyncio.sleep(3600)  # silent
-        raise AssertionError("unreachable")
-
-    async def ModelMetadata(self, request: Any, context: Any) -> Any:
-        await context.abort(grpc.StatusCode.UNAVAILABLE, "going away")
-
-    async def ModelInfer(self, request: Any, context: Any) -> Any:
-        response = service_pb2.ModelInferResponse(model_name=request.model_name, id=request.id)
-        out = response.outputs.add()
-        out.name = "OUT"
-        if request.model_name == "hang":
-            self.entered.set()
-            await asyncio.sleep(3600)
-        if request.model_name == "unknown_datatype":
-            out.datatype = "FP128"
-            out.shape.extend([2])
-            response.raw_output_contents.append(b"\x00" * 32)
-        elif request.model_name == "short_raw":
-            out.datatype = "FP32"
-            out.shape.extend([4])
-            response.raw_output_contents.append(b"\x00" * 3)
-        elif request.model_name == "bad_bytes":
-            out.datatype = "BYTES"
-            out.shape.extend([1])
-            response.raw_output_contents.append(b"\xff\xff\x00\x00abc")
-        return response
-
-    async def ModelStreamInfer(self, request_iterator: Any, context: Any) -> AsyncIterator[Any]:
-        async for request in request_iterator:
-            reply = service_pb2.ModelStreamInferResponse()
-            reply.infer_response.model_name = request.model_name
-            yield reply
-            if request.model_name == "end":
-                return  # ends the stream while the client still sends
-            if request.model_name == "abort":
-                await context.abort(grpc.StatusCode.INTERNAL, "stream broke")
-            if request.model_name == "stall":
-                await asyncio.sleep(3600)
+# -- the same scenarios answered correctly: the fault servers and probes are honest ----------------
 
 
-class GrpcFaultServer:
-    def __init__(self) -> None:
-        self.servicer = _Servicer()
-        self._lt = _LoopThread()
-
-        async def start() -> tuple[Any, int]:
-            server = grpc.aio.server()
-            service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(self.servicer, server)
-            port = server.add_insecure_port("127.0.0.1:0")
-            await server.start()
-            return server, port
-
-        self._server, port = self._lt.run(start())
-        self.url = f"127.0.0.1:{port}"
-        self._stopped = False
-
-    def stop(self) -> None:
-        if not self._stopped:
-            self._stopped = True
-            self._lt.run(self._server.stop(0))
-
-    def close(self) -> None:
-        self.stop()
-        self._lt.close()
+@pytest.mark.parametrize("style", list(HTTP_STYLES))
+def test_http_probes_succeed_on_a_correct_answer(http_server: HttpFaultServer, style: str) -> None:
+    assert HTTP_STYLES[style](Target(http_server.url), "ok") == []
 
 
-@pytest.fixture
-def grpc_server() -> Iterator[GrpcFaultServer]:
-    server = GrpcFaultServer()
-    yield server
-    server.close()
+@pytest.mark.parametrize("style", list(GRPC_STYLES))
+def test_grpc_probes_succeed_on_a_correct_answer(grpc_server: GrpcFaultServer, style: str) -> None:
+    assert GRPC_STYLES[style](Target(grpc_server.url), "ok") == []
 
 
-def _grpc_inputs() -> list[grpcclient.InferInput]:
-    tensor = grpcclient.InferInput("IN", [2], "INT32")
-    tensor.set_data_from_numpy(np.array([1, 2], dtype=np.int32))
-    return [tensor]
+# -- beyond one call ---------------------------------------------------------------------------
 
 
-GRPC_DECODE_CASES = ["unknown_datatype", "short_raw", "bad_bytes"]
-
-
-def test_grpc_sync_faults(grpc_server: GrpcFaultServer) -> None:
-    with grpcclient.InferenceServerClient(grpc_server.url) as c:
-        start = time.monotonic()
-        with pytest.raises(InferenceServerDeadlineExceededError):
-            c.get_server_metadata(client_timeout=SHORT)
-        assert time.monotonic() - start < 5
-        with pytest.raises(InferenceServerUnavailableError, match="going away"):
-            c.get_model_metadata("m", client_timeout=T)
-        for name in GRPC_DECODE_CASES:
-            with pytest.raises(InferenceServerException) as info:
-                c.infer(name, _grpc_inputs(), client_timeout=T).as_numpy("OUT")
-            assert str(info.value), name
-        # async_infer: a response that cannot be decoded reaches the callback
-        got: queue.Queue[tuple[Any, Any]] = queue.Queue()
-        for name in GRPC_DECODE_CASES:
-            c.async_infer(
-                name,
-                _grpc_inputs(),
-                lambda result, error: got.put((result, error)),
-                client_timeout=T,
-            )
-            result, error = got.get(timeout=T)
-            if error is None:
-                with pytest.raises(InferenceServerException):
-                    result.as_numpy("OUT")
-
-
-def test_grpc_aio_faults(grpc_server: GrpcFaultServer) -> None:
-    async def run() -> None:
-        async with grpcaio.InferenceServerClient(grpc_server.url) as c:
-            with pytest.raises(InferenceServerDeadlineExceededError):
-                await c.get_server_metadata(client_timeout=SHORT)
-            with pytest.raises(InferenceServerUnavailableError):
-                await c.get_model_metadata("m", client_timeout=T)
-            for name in GRPC_DECODE_CASES:
-                with pytest.raises(InferenceServerException):
-                    result = await c.infer(name, _grpc_inputs(), client_timeout=T)
-                    result.as_numpy("OUT")
-
-    asyncio.run(asyncio.wait_for(run(), T))
-
-
-def test_grpc_refused() -> None:
-    url = f"127.0.0.1:{_free_port()}"
-    with (
-        grpcclient.InferenceServerClient(url) as c,
-        pytest.raises(InferenceServerUnavailableError),
-    ):
-        c.is_server_live(client_timeout=T)
+def test_http_lying_content_length_does_not_poison_the_next_call(
+    http_server: HttpFaultServer,
+) -> None:
+    """The bytes past a short Content-Length are not read as the next answer."""
+    with _http_sync(Target(http_server.url)) as client:
+        for _ in range(2):
+            with pytest.raises(InferenceServerProtocolError):
+                client.infer("content_length_short", _inputs(httpclient))
+            result = client.infer("ok", _inputs(httpclient), outputs=_outputs(httpclient))
+            assert result.as_numpy("OUT").tolist() == [1, 2]
 
     async def run() -> None:
-        async with grpcaio.InferenceServerClient(url) as a:
-            with pytest.raises(InferenceServerUnavailableError):
-                await a.infer("m", _grpc_inputs(), client_timeout=T)
+        async with _http_aio(Target(http_server.url)) as client:
+            for _ in range(2):
+                with pytest.raises(InferenceServerProtocolError):
+                    await client.infer("content_length_short", _inputs(httpaio))
+                result = await client.infer("ok", _inputs(httpaio), outputs=_outputs(httpaio))
+                assert result.as_numpy("OUT").tolist() == [1, 2]
 
     asyncio.run(asyncio.wait_for(run(), T))
 
 
-def test_grpc_server_killed_mid_call(grpc_server: GrpcFaultServer) -> None:
-    with grpcclient.InferenceServerClient(grpc_server.url) as c:
-        got: queue.Queue[tuple[Any, Any]] = queue.Queue()
-        c.async_infer("hang", _grpc_inputs(), _put_into(got), client_timeout=T)
-        assert grpc_server.servicer.entered.wait(T)
-        grpc_server.stop()
-        _, error = got.get(timeout=T)
-        assert isinstance(error, InferenceServerUnavailableError | InferenceServerCancelledError)
-
-
-def _put_into(got: queue.Queue[tuple[Any, Any]]) -> Any:
-    return lambda result, error: got.put((result, error))
-
-
-def _stream(c: grpcclient.InferenceServerClient, **kw: Any) -> queue.Queue[tuple[Any, Any]]:
+def test_grpc_stream_goes_on_after_a_bad_response(grpc_server: GrpcFaultServer) -> None:
+    """A response whose outputs lie is that request's error; the stream stays usable."""
     got: queue.Queue[tuple[Any, Any]] = queue.Queue()
-    c.start_stream(lambda result, error: got.put((result, error)), **kw)
-    return got
+    with _grpc_sync(Target(grpc_server.url)) as client:
+        client.start_stream(lambda result, error: got.put((result, error)))
+        client.async_stream_infer("shape_lie", _inputs(grpcclient), request_id="bad")
+        client.async_stream_infer("ok", _inputs(grpcclient), request_id="good")
+        first, second = got.get(timeout=T), got.get(timeout=T)
+        client.stop_stream()
+    assert isinstance(first[1], InferenceServerProtocolError)
+    assert "request id 'bad'" in "".join(getattr(first[1], "__notes__", []))
+    assert second[1] is None and second[0].as_numpy("OUT").tolist() == [1, 2]
+    assert got.empty()
 
 
-def _next_error(got: queue.Queue[tuple[Any, Any]]) -> InferenceServerException:
-    deadline = time.monotonic() + T
-    while True:
-        _, error = got.get(timeout=max(deadline - time.monotonic(), 0.01))
-        if error is not None:
-            assert isinstance(error, InferenceServerException)
-            return error
-
-
-def test_grpc_stream_ends_or_breaks(grpc_server: GrpcFaultServer) -> None:
-    with grpcclient.InferenceServerClient(grpc_server.url) as c:
-        for name, expected in (
-            ("end", InferenceServerUnavailableError),
-            ("abort", InferenceServerInternalError),
-        ):
-            got = _stream(c)
-            c.async_stream_infer(name, _grpc_inputs())
-            error = _next_error(got)
-            assert isinstance(error, expected), (name, error)
-            start = time.monotonic()
-            c.stop_stream()
-            assert time.monotonic() - start < 5
-
-
-def test_grpc_stream_stalls(grpc_server: GrpcFaultServer) -> None:
-    with grpcclient.InferenceServerClient(grpc_server.url) as c:
-        # stream_timeout bounds a stalled stream
-        got = _stream(c, stream_timeout=SHORT)
-        c.async_stream_infer("stall", _grpc_inputs())
-        assert isinstance(_next_error(got), InferenceServerDeadlineExceededError)
-        c.stop_stream()
-        # stop_stream(timeout=...) returns although the server never ends the stream
-        got = _stream(c)
-        c.async_stream_infer("stall", _grpc_inputs())
-        assert got.get(timeout=T)[1] is None  # the first response arrives
+@pytest.mark.parametrize("cancel", [False, True])
+def test_grpc_stop_stream_default_is_bounded(
+    grpc_server: GrpcFaultServer, monkeypatch: pytest.MonkeyPatch, cancel: bool
+) -> None:
+    """stop_stream() with its defaults against a server that stalls the stream returns after
+    a bounded wait, cancels, and the callback gets one CANCELLED error naming what was
+    pending."""
+    monkeypatch.setattr(grpc_sync_module, "STOP_STREAM_TIMEOUT", 1.0)
+    got: queue.Queue[tuple[Any, Any]] = queue.Queue()
+    with _grpc_sync(Target(grpc_server.url)) as client:
+        client.start_stream(lambda result, error: got.put((result, error)))
+        client.async_stream_infer("stall", _inputs(grpcclient), request_id="slow")
+        assert got.get(timeout=T)[1] is None  # the first response
         start = time.monotonic()
-        c.stop_stream(timeout=SHORT)
-        assert time.monotonic() - start < 5
-        assert isinstance(_next_error(got), InferenceServerCancelledError)
-        # cancel_requests=True is prompt as well
-        got = _stream(c)
-        c.async_stream_infer("stall", _grpc_inputs())
-        start = time.monotonic()
-        c.stop_stream(cancel_requests=True)
-        assert time.monotonic() - start < 5
+        client.stop_stream(cancel_requests=cancel)
+        elapsed = time.monotonic() - start
+    assert elapsed < (1.0 if cancel else 1.0 + 5)
+    if not cancel:
+        assert elapsed >= 0.9
+    errors = [error for _, error in _drain(got, T)]
+    assert len(errors) == 1 and isinstance(errors[0], InferenceServerCancelledError)
+    assert "id 'slow'" in "".join(getattr(errors[0], "__notes__", []))
 
 
-def test_grpc_server_killed_mid_stream(grpc_server: GrpcFaultServer) -> None:
-    with grpcclient.InferenceServerClient(grpc_server.url) as c:
-        got = _stream(c)
-        c.async_stream_infer("stall", _grpc_inputs())
+def test_grpc_stop_stream_default_follows_stream_timeout(grpc_server: GrpcFaultServer) -> None:
+    """With a stream_timeout, the stream's own deadline bounds stop_stream()."""
+    got: queue.Queue[tuple[Any, Any]] = queue.Queue()
+    with _grpc_sync(Target(grpc_server.url)) as client:
+        client.start_stream(lambda result, error: got.put((result, error)), stream_timeout=1.0)
+        client.async_stream_infer("stall", _inputs(grpcclient))
         assert got.get(timeout=T)[1] is None
-        grpc_server.stop()
-        assert isinstance(
-            _next_error(got), InferenceServerUnavailableError | InferenceServerCancelledError
-        )
         start = time.monotonic()
-        c.stop_stream()
+        client.stop_stream()
         assert time.monotonic() - start < 5
+    errors = [error for _, error in _drain(got, T)]
+    assert len(errors) == 1 and isinstance(errors[0], InferenceServerDeadlineExceededError)
 
 
-def test_grpc_aio_stream_faults(grpc_server: GrpcFaultServer) -> None:
-    async def requests(name: str) -> AsyncIterator[dict[str, Any]]:
-        yield {"model_name": name, "inputs": _grpc_inputs()}
-        await asyncio.sleep(3600)  # keep the stream open from the client's side
+def test_grpc_close_and_gc_end_the_stream(grpc_server: GrpcFaultServer) -> None:
+    """A stream stalled by the server ends with close(), and with the client's collection."""
+    got: queue.Queue[tuple[Any, Any]] = queue.Queue()
+    client = _grpc_sync(Target(grpc_server.url))
+    client.start_stream(lambda result, error: got.put((result, error)))
+    client.async_stream_infer("stall", _inputs(grpcclient))
+    assert got.get(timeout=T)[1] is None
+    del client  # no close(): garbage collection cancels the stream
+    gc.collect()
+    errors = [error for _, error in _drain(got, T)]
+    assert len(errors) == 1 and isinstance(errors[0], InferenceServerCancelledError)
+    # (the autouse fixture checks that the stream thread is gone)
 
-    async def consume(
-        c: grpcaio.InferenceServerClient, name: str, **kw: Any
-    ) -> InferenceServerException:
-        iterator = c.stream_infer(requests(name), **kw)
-        try:
-            async for _result, error in iterator:
-                if error is not None:
-                    return error
-        except InferenceServerException as error:
-            return error
-        finally:
-            iterator.cancel()
-        raise AssertionError("the stream ended without an error")
+    async def run() -> InferenceServerException:
+        async def requests() -> AsyncIterator[dict[str, Any]]:
+            yield {"model_name": "stall", "inputs": _inputs(grpcaio)}
+            await asyncio.sleep(3600)
 
-    async def run() -> None:
-        async with grpcaio.InferenceServerClient(grpc_server.url) as c:
-            assert isinstance(await consume(c, "abort"), InferenceServerInternalError)
-            assert isinstance(
-                await consume(c, "stall", stream_timeout=SHORT),
-                InferenceServerDeadlineExceededError,
-            )
+        client = _grpc_aio(Target(grpc_server.url))
+        iterator = client.stream_infer(requests())
+        _, error = await iterator.__anext__()
+        assert error is None
+        await client.close()
+        with pytest.raises(InferenceServerCancelledError) as info:
+            await iterator.__anext__()
+        with pytest.raises(StopAsyncIteration):  # exactly once
+            await iterator.__anext__()
+        return info.value
 
-    asyncio.run(asyncio.wait_for(run(), T))
+    assert "client was closed" in str(asyncio.run(asyncio.wait_for(run(), T)))
+
+
+def test_grpc_stream_unanswered_requests(grpc_server: GrpcFaultServer) -> None:
+    """The client closes its side; the server ends the stream (OK) without the final response
+    due to a request sent with enable_empty_final_response: an error names its id.  A request
+    without the flag is not reported (a decoupled model may answer nothing)."""
+    got: queue.Queue[tuple[Any, Any]] = queue.Queue()
+    with _grpc_sync(Target(grpc_server.url)) as client:
+        client.start_stream(lambda result, error: got.put((result, error)))
+        client.async_stream_infer(
+            "unanswered", _inputs(grpcclient), request_id="lost", enable_empty_final_response=True
+        )
+        client.async_stream_infer("ok", _inputs(grpcclient), request_id="fine")
+        assert got.get(timeout=T)[1] is None
+        client.stop_stream()
+    errors = [error for _, error in _drain(got, T) if error is not None]
+    assert len(errors) == 1 and isinstance(errors[0], InferenceServerProtocolError)
+    assert "no final response for 1 request(s)" in str(errors[0])
+    assert "id 'lost'" in str(errors[0]) and "fine" not in str(errors[0])
+
+    got = queue.Queue()
+    with _grpc_sync(Target(grpc_server.url)) as client:  # no flag: nothing to report
+        client.start_stream(lambda result, error: got.put((result, error)))
+        client.async_stream_infer("unanswered", _inputs(grpcclient), request_id="quiet")
+        client.stop_stream()
+    assert got.empty()
+
+    async def run(flag: bool) -> list[Any]:
+        async def requests() -> AsyncIterator[dict[str, Any]]:
+            for name, rid in (("unanswered", "lost"), ("ok", "fine")):
+                yield {
+                    "model_name": name,
+                    "inputs": _inputs(grpcaio),
+                    "request_id": rid,
+                    "enable_empty_final_response": flag,
+                }
+
+        seen: list[Any] = []
+        async with _grpc_aio(Target(grpc_server.url)) as client:
+            try:
+                async for result, error in client.stream_infer(requests()):
+                    seen.append(error if error is not None else result.get_response().id)
+            except InferenceServerException as error:
+                seen.append(error)
+        return seen
+
+    seen = asyncio.run(asyncio.wait_for(run(True), T))
+    assert seen[0] == "fine" and len(seen) == 2
+    assert isinstance(seen[1], InferenceServerProtocolError) and "id 'lost'" in str(seen[1])
+    assert asyncio.run(asyncio.wait_for(run(False), T)) == ["fine"]
+
+
+def test_grpc_aio_stream_early_end_names_pending_ids(grpc_server: GrpcFaultServer) -> None:
+    async def run() -> list[Any]:
+        async def requests() -> AsyncIterator[dict[str, Any]]:
+            yield {"model_name": "unanswered", "inputs": _inputs(grpcaio), "request_id": "a"}
+            yield {"model_name": "early_end", "inputs": _inputs(grpcaio), "request_id": "b"}
+            await asyncio.sleep(3600)
+
+        seen: list[Any] = []
+        async with _grpc_aio(Target(grpc_server.url)) as client:
+            iterator = client.stream_infer(requests())
+            try:
+                async for result, error in iterator:
+                    seen.append(error if error is not None else result.get_response().id)
+            except InferenceServerException as error:
+                seen.append(error)
+            with pytest.raises(StopAsyncIteration):
+                await iterator.__anext__()
+        return seen
+
+    seen = asyncio.run(asyncio.wait_for(run(), T))
+    assert seen[0] == "b" and len(seen) == 2
+    error = seen[1]
+    assert isinstance(error, InferenceServerUnavailableError)
+    assert "inputs iterator was exhausted" in str(error) and "id 'a'" in str(error)
+
+
+def test_http_server_killed_while_the_client_waits(http_proxy: TcpProxy) -> None:
+    """An HTTP call whose server dies (every connection dropped) while it waits fails once,
+    promptly."""
+
+    def kill_soon() -> None:
+        time.sleep(0.3)
+        http_proxy.close()
+
+    killer = threading.Thread(target=kill_soon)
+    killer.start()
+    try:
+        errors = probe_http_infer(Target(http_proxy.url), "silent")
+    finally:
+        killer.join(T)
+    assert len(errors) == 1 and isinstance(errors[0], InferenceServerConnectionError)
