@@ -603,7 +603,13 @@ HTTP_FAULTS: dict[str, Fault] = {
 
 GRPC_FAULTS: dict[str, Fault] = {
     "refused": Fault("refused", "ok", InferenceServerUnavailableError, "failed to connect"),
-    "killed mid-call": Fault("grpc_proxy", "kill", InferenceServerUnavailableError, ""),
+    "killed mid-call": Fault(
+        "grpc_proxy",
+        "kill",
+        InferenceServerUnavailableError,
+        "",
+        styles=("infer", "async_infer", "other"),  # streams: "killed mid-stream"
+    ),
     "stalled": Fault(
         "grpc_server", "stall", InferenceServerDeadlineExceededError, "Deadline Exceeded", SHORT
     ),
