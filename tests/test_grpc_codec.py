@@ -18,7 +18,11 @@ from hypothesis.extra import numpy as hnp
 from mock_server.core.errors import ErrorKind
 from tritonclient._codec import grpc as codec
 from tritonclient.grpc import service_pb2 as pb
-from tritonclient.utils import InferenceServerException
+from tritonclient.utils import (
+    InferenceServerException,
+    InferenceServerProtocolError,
+    InferenceServerUnavailableError,
+)
 from tritonclient.utils._dtypes import DATATYPES
 
 FIXED = [name for name, info in DATATYPES.items() if info.byte_size is not None]
@@ -539,6 +543,118 @@ def test_output_without_data() -> None:
     response.raw_output_contents.append(b"\x00" * 6)
     with pytest.raises(InferenceServerException, match="cannot read a INT32 tensor"):
         codec.output_to_numpy(response, "O")
+
+
+def _response(*outputs: tuple[str, str, list[int]], raw: list[bytes] | None = None) -> Any:
+    response = pb.ModelInferResponse(model_name="m")
+    for name, datatype, shape in outputs:
+        response.outputs.add(name=name, datatype=datatype, shape=shape)
+    response.raw_output_contents.extend(raw or [])
+    return response
+
+
+def test_check_infer_response_decodes_once() -> None:
+    data = np.array([1, 2], np.int32).tobytes()
+    message = _response(("O", "INT32", [2]), ("B", "BYTES", [1]), raw=[data, b"\x01\0\0\0x"])
+    outputs = codec.check_infer_response(message, requested=codec.Requested(None))
+    first, again = outputs.get("O"), outputs.get("O")
+    assert first is not None and first.tolist() == [1, 2] and not first.flags.writeable
+    assert again is first  # a read-only view is shared
+    names = outputs.get("B")
+    assert names is not None and names.tolist() == [b"x"]
+    copy = outputs.get("B")  # a writable array: each later call gets its own
+    assert copy is not names and copy is not None and copy.tolist() == [b"x"]
+    assert outputs.get("missing") is None
+
+
+def test_check_infer_response_typed_contents() -> None:
+    message = _response(("O", "INT16", [2]))
+    message.outputs[0].contents.int_contents.extend([1, -2])
+    array = codec.check_infer_response(message).get("O")
+    assert array is not None and array.dtype == np.int16 and array.tolist() == [1, -2]
+    message.outputs[0].contents.int_contents.append(3)
+    with pytest.raises(InferenceServerProtocolError, match="needs 2 elements, its typed"):
+        codec.check_infer_response(message)
+    wrong = _response(("O", "INT16", [1]))
+    wrong.outputs[0].contents.fp32_contents.append(1.0)
+    with pytest.raises(InferenceServerProtocolError, match="'fp32_contents'"):
+        codec.check_infer_response(wrong)
+
+
+@pytest.mark.parametrize(
+    ("message", "requested", "fragment"),
+    [
+        (_response(("O", "INT32", [-1]), raw=[b""]), None, "shape [-1]"),
+        (_response(("O", "FP128", [1]), raw=[bytes(16)]), None, "datatype 'FP128'"),
+        (_response(("O", "INT32", [2]), raw=[bytes(9)]), None, "needs 8 bytes"),
+        (_response(("O", "BYTES", [2]), raw=[b"\0\0\0\0"]), None, "needs 2 elements"),
+        (_response(("O", "INT32", [1])), None, "came without data"),
+        (_response(("O", "INT32", [1]), raw=[bytes(4), b""]), None, "2 raw_output_contents"),
+        (_response(("O", "INT32", [1]), raw=[b""]), {"O": False}, "not requested in shared"),
+        (_response(("O", "INT32", [1]), raw=[bytes(4)]), {"P": False}, "no output 'P'"),
+    ],
+)
+def test_check_infer_response_faults(
+    message: Any, requested: dict[str, bool] | None, fragment: str
+) -> None:
+    with pytest.raises(InferenceServerProtocolError, match="invalid inference response") as info:
+        codec.check_infer_response(message, requested=codec.Requested(requested))
+    assert fragment in str(info.value)
+
+
+def test_check_infer_response_shared_memory() -> None:
+    """An empty entry for an output with elements: in shared memory when requested there (or
+    when nothing is known: a stream); a zero-element output needs no data at all."""
+    message = _response(("S", "INT32", [4]), ("Z", "FP32", [0]), raw=[b"", b""])
+    outputs = codec.check_infer_response(message, requested=codec.Requested({"S": True}))
+    assert outputs.get("S") is None
+    zero = outputs.get("Z")
+    assert zero is not None and zero.shape == (0,)
+    assert codec.check_infer_response(message).get("S") is None
+    marked = _response(("S", "INT32", [4]))  # other servers: a parameter, no raw at all
+    marked.outputs[0].parameters["shared_memory_region"].string_param = "r"
+    assert codec.check_infer_response(marked, requested=codec.Requested(None)).get("S") is None
+
+
+def _stream_reply(request_id: str, final: bool | None, error: str = "") -> Any:
+    message = pb.ModelStreamInferResponse(error_message=error)
+    message.infer_response.id = request_id
+    if final is not None:
+        message.infer_response.parameters[codec.FINAL_RESPONSE_PARAM].bool_param = final
+    return message
+
+
+def test_stream_ledger() -> None:
+    ledger = codec.StreamLedger()
+    ledger.sent("a", True)
+    ledger.sent("a", True)
+    ledger.sent("", False)
+    ledger.sent("d", False)
+    ledger.received(_stream_reply("a", False))  # not final: both "a" still due
+    ledger.received(_stream_reply("", None, error="refused"))  # an error completes
+    assert ledger.pending() == "id 'a' (2 requests), id 'd'"
+    early = ledger.ended(False, "stop_stream() was called")
+    assert isinstance(early, InferenceServerUnavailableError)
+    assert "before stop_stream() was called" in str(early) and "id 'd'" in str(early)
+    ledger.received(_stream_reply("a", True))
+    late = ledger.ended(True, "")
+    assert isinstance(late, InferenceServerProtocolError)
+    assert "for 1 request(s) sent with enable_empty_final_response=True: id 'a'" in str(late)
+    assert "'d'" not in str(late)  # no flag: a decoupled model may never answer it
+    ledger.received(_stream_reply("a", True))
+    ledger.received(_stream_reply("zzz", True))  # an id nobody sent: ignored
+    assert ledger.ended(True, "") is None
+
+
+def test_stream_ledger_shared_ids_never_over_report() -> None:
+    """With one id for a flagged and an unflagged request, a final response is the flagged
+    one's: the flagged request is never reported although it was answered."""
+    ledger = codec.StreamLedger()
+    ledger.sent("", False)  # a decoupled request that never marks its end
+    ledger.sent("", True)
+    ledger.received(_stream_reply("", False))
+    ledger.received(_stream_reply("", True))
+    assert ledger.ended(True, "") is None
 
 
 def test_stream_messages() -> None:

@@ -689,6 +689,70 @@ def test_decode_response_errors() -> None:
         codec.decode_infer_response(body + bytes(6), len(body))
 
 
+def _json_response(*outputs: dict[str, Any]) -> bytes:
+    return json.dumps({"model_name": "m", "outputs": list(outputs)}).encode()
+
+
+def test_decode_response_json_data() -> None:
+    body = _json_response(
+        {"name": "N", "datatype": "INT64", "shape": [2, 2], "data": [[1, 2], [3, 2**62]]},
+        {"name": "F", "datatype": "FP32", "shape": [3], "data": [1, 0.5, "NaN"]},
+        {"name": "B", "datatype": "BOOL", "shape": [1], "data": [True]},
+        {"name": "S", "datatype": "BYTES", "shape": [1], "data": ["x"]},
+    ).replace(b'"NaN"', b"NaN")
+    decoded = codec.decode_infer_response(body)
+    nested = decoded.as_numpy("N")
+    assert nested is not None and nested.tolist() == [[1, 2], [3, 2**62]]
+    floats = decoded.as_numpy("F")
+    assert floats is not None and floats.dtype == np.float32 and math.isnan(floats[2])
+    assert decoded.as_numpy("B").tolist() == [True]  # type: ignore[union-attr]
+    first = decoded.as_numpy("S")
+    assert first is not None and first.tolist() == ["x"]
+    assert decoded.as_numpy("S") is not first  # writable: each later call gets a copy
+
+
+@pytest.mark.parametrize(
+    ("output", "fragment"),
+    [
+        ({"datatype": "BOOL", "shape": [1], "data": [1]}, "number 1 at index 0"),
+        ({"datatype": "INT32", "shape": [1], "data": [True]}, "boolean True at index 0"),
+        ({"datatype": "UINT8", "shape": [1], "data": [-1]}, "outside the UINT8 range"),
+        ({"datatype": "INT64", "shape": [1], "data": [2**63]}, "outside the INT64 range"),
+        ({"datatype": "FP32", "shape": [1], "data": [1e300]}, "beyond the FP32 range"),
+        ({"datatype": "FP64", "shape": [1], "data": [10**400]}, "beyond FP64"),
+        ({"datatype": "BYTES", "shape": [1], "data": [None]}, "null None at index 0"),
+        ({"datatype": "INT32", "shape": [2], "data": 1}, "'data' of type number"),
+        ({"datatype": "INT32", "shape": [1.0], "data": [1]}, "shape [1.0]"),
+        ({"datatype": "INT32", "shape": [1], "data": [1], "parameters": []}, "parameters of"),
+    ],
+)
+def test_decode_response_json_faults(output: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(InferenceServerProtocolError, match="invalid inference response") as info:
+        codec.decode_infer_response(_json_response({"name": "O", **output}))
+    assert fragment in str(info.value)
+
+
+def test_decode_response_requested_outputs() -> None:
+    shm = _json_response({"name": "O", "datatype": "INT32", "shape": [2]})
+    assert codec.decode_infer_response(shm).as_numpy("O") is None  # nothing known: shm
+    asked = codec.Requested({"O": True})
+    assert codec.decode_infer_response(shm, requested=asked).as_numpy("O") is None
+    with pytest.raises(InferenceServerProtocolError, match="came without data"):
+        codec.decode_infer_response(shm, requested=codec.Requested(None))
+    with pytest.raises(InferenceServerProtocolError, match=r"no output 'P', .* \['O'\]"):
+        codec.decode_infer_response(shm, requested=codec.Requested({"O": True, "P": False}))
+    empty = _json_response({"name": "O", "datatype": "INT32", "shape": [0]})
+    assert codec.decode_infer_response(empty, requested=codec.Requested(None)).as_numpy("O") is None
+
+
+def test_client_json_is_strict() -> None:
+    assert codec.client_json(b'{"a": [1, NaN]}', "x")["a"][0] == 1
+    with pytest.raises(InferenceServerProtocolError, match="x is not JSON"):
+        codec.client_json(b'{"a": 1}\0', "x")  # unlike rapidjson, a NUL does not end it
+    with pytest.raises(InferenceServerProtocolError, match="x is not valid UTF-8: byte 0xc3"):
+        codec.client_json(b'"\xc3"', "x")
+
+
 # ---------------------------------------------------------------------------------------------
 # Raw binary requests
 # ---------------------------------------------------------------------------------------------
