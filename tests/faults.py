@@ -134,6 +134,10 @@ def http_scenario(name: str, infer: bool) -> HttpAnswer:
         "killed_mid_body": lambda: HttpAnswer(
             http_response(200, body[: len(body) // 2], length=len(body)), "close"
         ),
+        # a large answer is read into one buffer of the announced size (another code path)
+        "killed_mid_large_body": lambda: HttpAnswer(
+            http_response(200, b" " * 1_500_000, length=4_000_000), "close"
+        ),
         "stalled_mid_body": lambda: HttpAnswer(
             http_response(200, body[: len(body) // 2], length=len(body)), "stall"
         ),
@@ -177,6 +181,13 @@ def http_scenario(name: str, infer: bool) -> HttpAnswer:
             _binary(
                 _infer_json({**GOOD_BINARY, "datatype": "BYTES", "shape": [1]}),
                 b"\x09\x00\x00\x00abcd",
+            )
+        ),
+        "header_length_beyond_body": lambda: HttpAnswer(
+            http_response(
+                200,
+                _infer_json(GOOD_OUTPUT),
+                {"Inference-Header-Content-Length": str(len(_infer_json(GOOD_OUTPUT)) + 50)},
             )
         ),
         "zlib_corrupt": lambda: HttpAnswer(

@@ -478,6 +478,9 @@ HTTP_FAULTS: dict[str, Fault] = {
     "killed mid-body (truncated body)": Fault(
         "http_server", "killed_mid_body", InferenceServerConnectionError, "connection"
     ),
+    "killed mid-body, large answer": Fault(
+        "http_server", "killed_mid_large_body", InferenceServerConnectionError, "connection"
+    ),
     "stalled mid-body": Fault(
         "http_server",
         "stalled_mid_body",
@@ -590,6 +593,13 @@ HTTP_FAULTS: dict[str, Fault] = {
         "bytes_lie",
         InferenceServerProtocolError,
         "output 'OUT' (BYTES, shape [1]) is not a valid BYTES buffer",
+        styles=OUTPUT_STYLES,
+    ),
+    "JSON length beyond the body": Fault(
+        "http_server",
+        "header_length_beyond_body",
+        InferenceServerProtocolError,
+        "Inference-Header-Content-Length 172 is outside the body of 122 bytes",
         styles=OUTPUT_STYLES,
     ),
     "corrupt compression": Fault(

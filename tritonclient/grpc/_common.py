@@ -899,10 +899,14 @@ def requested_outputs(
     """What an inference call asked for, to check its response with (outputs already checked
     by :func:`build_infer` / :func:`encode_infer`)."""
     if outputs is None:
-        return Requested(None)
+        return _EVERY_OUTPUT
     if isinstance(outputs, InferRequestedOutput):
         outputs = [outputs]
     return Requested({out._name: out._shm is not None for out in outputs})
+
+
+#: A request that names no outputs: the server returns every one, none in shared memory.
+_EVERY_OUTPUT = Requested(None)
 
 
 def parse_infer(data: bytes, requested: Requested | None = None) -> InferResult:

@@ -9,6 +9,7 @@ transport (``grpc.aio``) differs.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -81,6 +82,10 @@ class _StreamState:
         self.done_sending = False
 
 
+#: Python 3.10 has no ``Task.cancelling()``.
+_NO_CANCELLING = sys.version_info < (3, 11)
+
+
 def _task_cancelling() -> bool:
     """Whether the running task is being cancelled (Python >= 3.11; False before)."""
     task = asyncio.current_task()
@@ -120,8 +125,12 @@ class _ResponseIterator:
         try:
             data = await self._call.read()
         except asyncio.CancelledError:
-            if _task_cancelling() or not self._call.cancelled():
+            if _task_cancelling():
                 raise  # the caller's task is cancelled: let it go
+            if _NO_CANCELLING and not (
+                self._state.failure or self._cancelled or self._call.cancelled()
+            ):
+                raise  # Python 3.10 cannot tell the caller's cancellation from the call's
             # The call was cancelled under the iterator (the client was closed).
             raise self._end(
                 common.cancelled_error("the stream was cancelled (the client was closed)")
