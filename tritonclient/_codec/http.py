@@ -286,7 +286,7 @@ def loads(data: Buffer) -> Any:
     # part of the document (so NUL padding after a complete document is accepted).
     text = text.partition("\0")[0]
     try:
-        return _JSON.decode(text)
+        return json.loads(text)
     except RecursionError:
         raise ValueError("JSON nesting is too deep") from None
 
@@ -348,7 +348,7 @@ def parse_json_document(data: Buffer) -> Any:
     # part of the document (so NUL padding after a complete document is accepted).
     text = text.partition("\0")[0]
     try:
-        return _JSON.decode(text)
+        return json.loads(text)
     except RecursionError:
         raise _internal(
             "failed to parse the request JSON buffer: JSON nesting is too deep"
