@@ -2,8 +2,8 @@
 
 :class:`GrpcFrontend` serves every RPC of the protocol (``docs/protocol.md`` section 4) over the
 server core, on the running asyncio event loop.  Tensors and parameters go through the sans-I/O
-codec :mod:`tritonclient._codec.grpc`, which the clients share; core error kinds map to status
-codes through its table (section 8).
+codec (:mod:`tritonclient._codec.grpc_server`, ``grpc_framing``, ``grpc_common``), which the
+clients share; core error kinds map to status codes through its table (section 8).
 
 Threads
     Handlers run on the event loop.  Model code never does: ``CoreServer.infer`` only validates
@@ -53,7 +53,8 @@ import grpc
 from google.protobuf import json_format
 from grpc_health.v1 import health_pb2  # type: ignore[import-untyped]  # ships no py.typed
 
-from tritonclient._codec import grpc as codec
+from tritonclient._codec import errors, grpc_common, grpc_framing, grpc_server, types
+from tritonclient._codec.raw import tensor_to_buffer
 from tritonclient._proto import service_pb2 as pb
 from tritonclient.utils import InferenceServerException
 
@@ -157,15 +158,15 @@ class KeepAliveOptions:
 
 def _status(kind: ErrorKind) -> Any:
     """The ``grpc.StatusCode`` of a core error kind."""
-    return grpc.StatusCode[codec.status_for_error_kind(kind.name)]
+    return grpc.StatusCode[grpc_common.status_for_error_kind(kind.name)]
 
 
 def _server_error(exc: BaseException) -> ServerError:
     """Any failure while serving a request, as a core error."""
     if isinstance(exc, ServerError):
         return exc
-    if isinstance(exc, codec.GrpcCodecError):
-        return ServerError(ErrorKind[exc.kind], exc.message)
+    if isinstance(exc, errors.CodecError):
+        return ServerError(ErrorKind[exc.kind], exc.message() or "")
     if isinstance(exc, InferenceServerException):
         return ServerError.internal(exc.message() or str(exc))
     log.exception("unexpected error in the gRPC frontend", exc_info=exc)
@@ -190,7 +191,7 @@ def _metadata(context: Any, key: str) -> str | None:
     return None
 
 
-def _parts_size(parts: tuple[Any, list[codec.Buffer]]) -> int:
+def _parts_size(parts: tuple[Any, list[types.Buffer]]) -> int:
     message, raw = parts
     return int(message.ByteSize()) + sum(
         (b.nbytes if isinstance(b, memoryview) else len(b)) + 16 for b in raw
@@ -202,12 +203,12 @@ def _serialize(message: Any) -> bytes:
     return data
 
 
-def _serialize_infer(parts: tuple[pb.ModelInferResponse, list[codec.Buffer]]) -> bytes:
-    return codec.serialize_infer_response(*parts)
+def _serialize_infer(parts: tuple[pb.ModelInferResponse, list[types.Buffer]]) -> bytes:
+    return grpc_framing.serialize_infer_response(*parts)
 
 
-def _serialize_stream(parts: tuple[pb.ModelStreamInferResponse, list[codec.Buffer]]) -> bytes:
-    return codec.serialize_stream_response(*parts)
+def _serialize_stream(parts: tuple[pb.ModelStreamInferResponse, list[types.Buffer]]) -> bytes:
+    return grpc_framing.serialize_stream_response(*parts)
 
 
 Unary = Callable[[Any, Any], Awaitable[Any]]
@@ -457,7 +458,7 @@ class GrpcFrontend:
         return pb.ServerReadyResponse(ready=self._core.ready())
 
     async def _model_ready(self, request: pb.ModelReadyRequest, context: Any) -> Any:
-        version = codec.parse_model_version(request.version, request.name)
+        version = grpc_server.parse_model_version(request.version, request.name)
         return pb.ModelReadyResponse(ready=self._core.model_ready(request.name, version))
 
     async def _server_metadata(self, request: pb.ServerMetadataRequest, context: Any) -> Any:
@@ -467,7 +468,7 @@ class GrpcFrontend:
         )
 
     async def _model_metadata(self, request: pb.ModelMetadataRequest, context: Any) -> Any:
-        version = codec.parse_model_version(request.version, request.name)
+        version = grpc_server.parse_model_version(request.version, request.name)
         metadata = self._core.model_metadata(request.name, version)
         response = pb.ModelMetadataResponse(
             name=metadata["name"], versions=metadata["versions"], platform=metadata["platform"]
@@ -478,14 +479,14 @@ class GrpcFrontend:
         return response
 
     async def _model_config(self, request: pb.ModelConfigRequest, context: Any) -> Any:
-        version = codec.parse_model_version(request.version, request.name)
+        version = grpc_server.parse_model_version(request.version, request.name)
         response = pb.ModelConfigResponse()
         response.config.CopyFrom(self._core.model_config(request.name, version))
         return response
 
     async def _model_statistics(self, request: pb.ModelStatisticsRequest, context: Any) -> Any:
         response = pb.ModelStatisticsResponse()
-        version = codec.parse_model_version(request.version, request.name)
+        version = grpc_server.parse_model_version(request.version, request.name)
         for stats in self._core.statistics(request.name, version):
             # The snapshot has the schema's field names and nesting: the JSON mapping fills it.
             json_format.ParseDict(asdict(stats), response.model_stats.add())
@@ -603,7 +604,7 @@ class GrpcFrontend:
     async def _trace_setting(self, request: pb.TraceSettingRequest, context: Any) -> Any:
         model = request.model_name or None
         if request.settings:
-            changes = codec.parse_trace_setting_request(request)
+            changes = grpc_server.parse_trace_setting_request(request)
             settings = self._core.update_trace_settings(changes, model)
         else:
             settings = self._core.trace_settings(model)
@@ -615,7 +616,7 @@ class GrpcFrontend:
 
     async def _log_settings(self, request: pb.LogSettingsRequest, context: Any) -> Any:
         if request.settings:
-            changes = codec.parse_log_settings_request(request)
+            changes = grpc_server.parse_log_settings_request(request)
             settings = self._core.log_settings.update(changes)
         else:
             settings = self._core.log_settings.get()
@@ -631,19 +632,19 @@ class GrpcFrontend:
         return response
 
     # -- inference helpers ---------------------------------------------------------------
-    def _shm_input(self, name: str, ref: codec.SharedMemoryRef) -> memoryview:
+    def _shm_input(self, name: str, ref: types.SharedMemoryRef) -> memoryview:
         return self._core.shm.read_input(ref.region, ref.offset, ref.byte_size)
 
     async def _prepare(
         self, request: pb.ModelInferRequest, raw: list[memoryview], *, unary: bool
-    ) -> tuple[codec.DecodedInferRequest, bool]:
+    ) -> tuple[grpc_server.DecodedInferRequest, bool]:
         """Look the model up, then decode the request; also says whether it is decoupled.
 
         In Triton's order: the model first, then (``unary``) the refusal of decoupled models,
         then the tensors.  Decoding runs in a worker thread when the request holds much
         BYTES or typed data.
         """
-        version = codec.parse_model_version(request.model_version, request.model_name)
+        version = grpc_server.parse_model_version(request.model_version, request.model_name)
         decoupled = bool(
             self._core.model_config(request.model_name, version).model_transaction_policy.decoupled
         )
@@ -652,7 +653,7 @@ class GrpcFrontend:
                 "ModelInfer RPC doesn't support models with decoupled transaction policy"
             )
         decode = functools.partial(
-            codec.decode_infer_request, request, raw, shm_resolver=self._shm_input
+            grpc_server.decode_infer_request, request, raw, shm_resolver=self._shm_input
         )
         heavy = False
         if any(i.datatype == "BYTES" or i.HasField("contents") for i in request.inputs):
@@ -669,7 +670,7 @@ class GrpcFrontend:
 
     @staticmethod
     def _core_request(
-        decoded: codec.DecodedInferRequest, forwarded: dict[str, ParamValue] | None = None
+        decoded: grpc_server.DecodedInferRequest, forwarded: dict[str, ParamValue] | None = None
     ) -> InferRequest:
         parameters = decoded.parameters
         if forwarded:
@@ -691,25 +692,25 @@ class GrpcFrontend:
         )
 
     def _write_shm_outputs(
-        self, response: InferResponse, decoded: codec.DecodedInferRequest
-    ) -> dict[str, codec.SharedMemoryRef] | None:
+        self, response: InferResponse, decoded: grpc_server.DecodedInferRequest
+    ) -> dict[str, types.SharedMemoryRef] | None:
         """Write the outputs requested in shared memory; return where and how much."""
         wanted = {o.name: o.shared_memory for o in decoded.outputs if o.shared_memory}
         if not wanted:
             return None
-        written: dict[str, codec.SharedMemoryRef] = {}
+        written: dict[str, types.SharedMemoryRef] = {}
         for tensor in response.outputs:
             ref = wanted.get(tensor.name)
             if ref is None:
                 continue
-            raw = codec.tensor_to_buffer(tensor.data, tensor.datatype)
+            raw = tensor_to_buffer(tensor.datatype, tensor.data)
             size = self._core.shm.write_output(
                 tensor.name, ref.region, ref.offset, ref.byte_size, raw
             )
-            written[tensor.name] = codec.SharedMemoryRef(ref.region, size, ref.offset)
+            written[tensor.name] = types.SharedMemoryRef(ref.region, size, ref.offset)
         return written
 
-    def _check_size(self, parts: tuple[Any, list[codec.Buffer]]) -> None:
+    def _check_size(self, parts: tuple[Any, list[types.Buffer]]) -> None:
         size = _parts_size(parts)
         if size > self._max_message_bytes:
             raise ServerError.invalid_arg(
@@ -718,14 +719,14 @@ class GrpcFrontend:
             )
 
     def _encode_unary(
-        self, response: InferResponse, decoded: codec.DecodedInferRequest
-    ) -> tuple[pb.ModelInferResponse, list[codec.Buffer]] | ServerError:
+        self, response: InferResponse, decoded: grpc_server.DecodedInferRequest
+    ) -> tuple[pb.ModelInferResponse, list[types.Buffer]] | ServerError:
         """Encode a unary response (runs on the thread that produced it)."""
         try:
             if response.error is not None:
                 return response.error
             shm = self._write_shm_outputs(response, decoded)
-            parts = codec.encode_infer_response_parts(response, shm_outputs=shm)
+            parts = grpc_server.encode_infer_response_parts(response, shm_outputs=shm)
             self._check_size(parts)
             return parts
         except Exception as exc:
@@ -836,13 +837,13 @@ def _lenient(message_type: Any) -> Callable[[bytes], Any]:
 
 
 def _parse_infer_request(data: bytes) -> _Parsed | _Malformed:
-    """:func:`codec.parse_infer_request`, turning a malformed message into a value.
+    """:func:`grpc_framing.parse_infer_request`, turning a malformed message into a value.
 
     grpc would answer a deserializer's exception with a bare UNKNOWN (unary) or fail the
     whole stream; as a value, the handler answers as Triton does (see :class:`_Malformed`).
     """
     try:
-        return codec.parse_infer_request(data)
+        return grpc_framing.parse_infer_request(data)
     except Exception as exc:  # DecodeError, ValueError: whatever the bytes were
         return _Malformed(f"failed to parse the ModelInferRequest message: {exc}")
 
@@ -923,11 +924,11 @@ class _Stream:
             # only for errors a model sends).
             error = _server_error(exc)
             self.queue.put_nowait(
-                (codec.encode_stream_error(error.message, request_id=request.id), [])
+                (grpc_server.encode_stream_error(error.message, request_id=request.id), [])
             )
 
     def _encode(
-        self, decoded: codec.DecodedInferRequest, decoupled: bool, response: InferResponse
+        self, decoded: grpc_server.DecodedInferRequest, decoupled: bool, response: InferResponse
     ) -> Any:
         """The stream message for ``response``: parts, None (nothing to send) or an error."""
         error = response.error
@@ -935,7 +936,7 @@ class _Stream:
             if decoupled and response.final and not response.outputs and not response.parameters:
                 if not decoded.enable_empty_final_response:
                     return None
-                message = codec.encode_empty_final_response(
+                message = grpc_server.encode_empty_final_response(
                     request_id=decoded.id,
                     model_name=decoded.model_name,
                     model_version=decoded.model_version_str,
@@ -943,7 +944,7 @@ class _Stream:
                 return (message, [])
             try:
                 shm = self._frontend._write_shm_outputs(response, decoded)
-                parts = codec.encode_stream_response_parts(
+                parts = grpc_server.encode_stream_response_parts(
                     response, final=response.final, shm_outputs=shm
                 )
                 self._frontend._check_size(parts)
@@ -952,7 +953,7 @@ class _Stream:
                 error = _server_error(exc)
         if self._error_mode:
             return error
-        message = codec.encode_stream_error(
+        message = grpc_server.encode_stream_error(
             error.message,
             request_id=decoded.id,
             model_name=decoded.model_name,
@@ -962,7 +963,11 @@ class _Stream:
         return (message, [])
 
     def _on_response_thread(
-        self, key: int, decoded: codec.DecodedInferRequest, decoupled: bool, response: InferResponse
+        self,
+        key: int,
+        decoded: grpc_server.DecodedInferRequest,
+        decoupled: bool,
+        response: InferResponse,
     ) -> None:
         """Response callback, on the thread that produced the response."""
         if key not in self._in_flight:

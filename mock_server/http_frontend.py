@@ -2,8 +2,9 @@
 
 :class:`HttpFrontend` serves every endpoint of ``docs/protocol.md`` section 3.2 over a
 :class:`~mock_server.core.server.CoreServer`.  The wire format (JSON bodies, the binary tensor
-extension, raw binary requests, compression, generate bodies) is :mod:`tritonclient._codec.http`,
-shared with the HTTP clients; this module only routes, moves bytes and maps errors.
+extension, raw binary requests, compression, generate bodies) is :mod:`tritonclient._codec`
+(``http_server``, ``http_control``, ``http_body``, ``generate``), shared with the HTTP clients;
+this module only routes, moves bytes and maps errors.
 
 Threads and the event loop
     Model code never runs on the event loop: :meth:`CoreServer.infer` validates and queues a
@@ -57,7 +58,16 @@ from typing import Any, TypeVar
 import numpy as np
 from aiohttp import web, web_log, web_protocol, web_runner
 
-from tritonclient._codec import http as codec
+from tritonclient._codec import (
+    errors,
+    generate,
+    http_body,
+    http_control,
+    http_server,
+    jsontext,
+    types,
+)
+from tritonclient._codec.raw import tensor_to_buffer
 
 from .core.config import datatype_of
 from .core.config_json import config_to_json
@@ -140,7 +150,7 @@ def _large_buffer(size: int) -> Any:
     return np.empty(size, dtype=np.uint8)
 
 
-_HEADER_LENGTH = codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH
+_HEADER_LENGTH = http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH
 _DECOUPLED_MESSAGE = "HTTP end point doesn't support models with decoupled transaction policy"
 
 _T = TypeVar("_T")
@@ -179,10 +189,10 @@ def _from_server_error(error: ServerError, content_type: str = _JSON) -> _HttpEr
     return _HttpError(_status_of(error), error.message, content_type=content_type)
 
 
-def _from_codec_error(error: codec.HttpCodecError, content_type: str = _JSON) -> _HttpError:
+def _from_codec_error(error: errors.HttpCodecError, content_type: str = _JSON) -> _HttpError:
     headers = {}
     if error.http_status == 501 and error.message() == "Unsupported compression type":
-        headers[codec.HEADER_ACCEPT_ENCODING] = "gzip, deflate"
+        headers[http_body.HEADER_ACCEPT_ENCODING] = "gzip, deflate"
     return _HttpError(error.http_status, str(error.message()), headers, content_type)
 
 
@@ -193,7 +203,7 @@ def _plain_errors() -> Iterator[None]:
         yield
     except ServerError as exc:
         raise _from_server_error(exc, _PLAIN) from None
-    except codec.HttpCodecError as exc:
+    except errors.HttpCodecError as exc:
         raise _from_codec_error(exc, _PLAIN) from None
     except _HttpError as exc:
         exc.content_type = _PLAIN
@@ -208,14 +218,14 @@ def _error_response(
 ) -> web.Response:
     return web.Response(
         status=status,
-        body=codec.encode_error(message),
+        body=http_server.encode_error(message),
         content_type=content_type,
         headers=headers,
     )
 
 
 def _json_response(obj: Any) -> web.Response:
-    return web.Response(body=codec.dumps(obj, raw_strings=True), content_type="application/json")
+    return web.Response(body=jsontext.dumps(obj, raw_strings=True), content_type="application/json")
 
 
 def _empty(status: int = 200, content_type: str = "application/json") -> web.Response:
@@ -433,7 +443,7 @@ class HttpFrontend:
             return await self._blocking(fn, *args)
         return fn(*args)
 
-    async def _read_body(self, request: web.BaseRequest) -> codec.Buffer:
+    async def _read_body(self, request: web.BaseRequest) -> types.Buffer:
         """The whole request body, read into one buffer (one copy from the socket).
 
         The buffer is read-only whichever way it was assembled, so input arrays decoded from it
@@ -483,19 +493,19 @@ class HttpFrontend:
         return fresh
 
     def _decompressed(
-        self, request: web.BaseRequest, body: codec.Buffer, limit: bool
-    ) -> codec.Buffer:
+        self, request: web.BaseRequest, body: types.Buffer, limit: bool
+    ) -> types.Buffer:
         try:
-            return codec.decompress(
+            return http_body.decompress(
                 body,
-                request.headers.get(codec.HEADER_CONTENT_ENCODING),
+                request.headers.get(http_body.HEADER_CONTENT_ENCODING),
                 max_size=self._max_input_size if limit else None,
                 lenient=True,
             )
-        except codec.HttpCodecError as exc:
+        except errors.HttpCodecError as exc:
             raise _from_codec_error(exc) from None
 
-    async def _json_body(self, request: web.BaseRequest) -> codec.Buffer:
+    async def _json_body(self, request: web.BaseRequest) -> types.Buffer:
         """The body of a JSON-only endpoint, size-checked (Triton decompresses only inference
         bodies: a compressed one here is parsed as it is, and fails as JSON)."""
         body = await self._read_body(request)
@@ -544,7 +554,7 @@ class HttpFrontend:
                 return _error_response(exc.status, exc.message, exc.headers, exc.content_type)
             except ServerError as exc:
                 return _error_response(_status_of(exc), exc.message)
-            except codec.HttpCodecError as exc:
+            except errors.HttpCodecError as exc:
                 error = _from_codec_error(exc)
                 return _error_response(error.status, error.message, error.headers)
             except (asyncio.CancelledError, ConnectionResetError):
@@ -621,13 +631,13 @@ class HttpFrontend:
             body = await self._maybe_blocking(
                 len(raw_body), self._decompressed, request, raw_body, True
             )
-            header_length = codec.parse_header_length(
+            header_length = http_body.parse_header_length(
                 request.headers.get(_HEADER_LENGTH), len(body)
             )
         if header_length == 0:
             self._check_size(len(body), "raw input")
             config = model.config
-            parsed = codec.parse_raw_request(
+            parsed = http_server.parse_raw_request(
                 body,
                 model_name=name,
                 inputs=[(i.name, datatype_of(i.data_type), list(i.dims)) for i in config.input],
@@ -640,7 +650,7 @@ class HttpFrontend:
             core_request, output_views = await self._maybe_blocking(
                 len(body), self._core_request, request, parsed, name, version
             )
-        except codec.HttpCodecError as exc:
+        except errors.HttpCodecError as exc:
             if exc.in_response:  # Triton finds this one while running the request
                 raise _from_codec_error(exc, _PLAIN) from None
             raise
@@ -652,7 +662,9 @@ class HttpFrontend:
             encoded = await self._maybe_blocking(
                 size, self._encode_response, final, parsed, output_views, name
             )
-        encoding = codec.negotiate_encoding(request.headers.get(codec.HEADER_ACCEPT_ENCODING))
+        encoding = http_body.negotiate_encoding(
+            request.headers.get(http_body.HEADER_ACCEPT_ENCODING)
+        )
         if encoding is not None:
             encoded = await self._maybe_blocking(encoded.nbytes, encoded.compressed, encoding)
         return await self._send(request, encoded)
@@ -660,10 +672,10 @@ class HttpFrontend:
     def _core_request(
         self,
         request: web.BaseRequest,
-        parsed: codec.ParsedInferRequest,
+        parsed: http_server.ParsedInferRequest,
         name: str,
         version: int,
-    ) -> tuple[InferRequest, dict[str, codec.SharedMemoryRef]]:
+    ) -> tuple[InferRequest, dict[str, types.SharedMemoryRef]]:
         """Turn a parsed request into a core request; resolve shared-memory placements."""
         inputs = []
         for each in parsed.inputs:
@@ -671,10 +683,10 @@ class HttpFrontend:
             buffer = (
                 self._core.shm.read_input(ref.region, ref.offset, ref.byte_size) if ref else None
             )
-            data = codec.decode_input(each, buffer, model_name=name, request_id=parsed.id)
+            data = http_server.decode_input(each, buffer, model_name=name, request_id=parsed.id)
             inputs.append(Tensor(each.name, each.datatype, tuple(each.shape), data))
         outputs = []
-        views: dict[str, codec.SharedMemoryRef] = {}
+        views: dict[str, types.SharedMemoryRef] = {}
         for wanted in parsed.outputs:
             parameters: dict[str, ParamValue] = {}
             if wanted.class_count:
@@ -736,22 +748,22 @@ class HttpFrontend:
     def _encode_response(
         self,
         final: InferResponse,
-        parsed: codec.ParsedInferRequest,
-        views: dict[str, codec.SharedMemoryRef],
+        parsed: http_server.ParsedInferRequest,
+        views: dict[str, types.SharedMemoryRef],
         name: str,
-    ) -> codec.EncodedBody:
+    ) -> http_body.EncodedBody:
         outputs = []
         for tensor in final.outputs:
             ref = views.get(tensor.name)
             if ref is not None:
-                raw = codec.tensor_to_buffer(tensor.datatype, tensor.data)
+                raw = tensor_to_buffer(tensor.datatype, tensor.data)
                 self._core.shm.write_output(tensor.name, ref.region, ref.offset, ref.byte_size, raw)
                 outputs.append(
-                    codec.ResponseOutput(tensor.name, tensor.datatype, tensor.shape, None)
+                    http_server.ResponseOutput(tensor.name, tensor.datatype, tensor.shape, None)
                 )
             else:
                 outputs.append(
-                    codec.ResponseOutput(
+                    http_server.ResponseOutput(
                         tensor.name,
                         tensor.datatype,
                         tensor.shape,
@@ -759,7 +771,7 @@ class HttpFrontend:
                         parsed.output_binary(tensor.name),
                     )
                 )
-        return codec.encode_infer_response(
+        return http_server.encode_infer_response(
             final.model_name or name,
             final.model_version,
             outputs,
@@ -767,7 +779,9 @@ class HttpFrontend:
             parameters=final.parameters,
         )
 
-    async def _send(self, request: web.BaseRequest, body: codec.EncodedBody) -> web.StreamResponse:
+    async def _send(
+        self, request: web.BaseRequest, body: http_body.EncodedBody
+    ) -> web.StreamResponse:
         headers = body.headers()
         if len(body.chunks) == 1 or body.nbytes <= _JOIN_BYTES:
             return web.Response(body=body.tobytes(), headers=headers)
@@ -786,13 +800,13 @@ class HttpFrontend:
         self, request: web.BaseRequest, name: str, version: int, *, stream: bool
     ) -> web.StreamResponse:
         metadata = await self._blocking(self._core.model_metadata, name, version)
-        encoding = request.headers.get(codec.HEADER_CONTENT_ENCODING, "")
+        encoding = request.headers.get(http_body.HEADER_CONTENT_ENCODING, "")
         if encoding not in ("", "identity"):
             raise _HttpError(400, "Unsupported content-encoding, only 'identity' is supported.")
         body = await self._read_body(request)
         self._check_size(len(body), "JSON")
         model_inputs = {i["name"]: (i["datatype"], i["shape"]) for i in metadata["inputs"]}
-        parsed = codec.parse_generate_request(body, model_inputs=model_inputs)
+        parsed = generate.parse_generate_request(body, model_inputs=model_inputs)
         core_request, _ = self._core_request(request, parsed, name, version)
         responses = self._submit(core_request)
         try:
@@ -807,17 +821,17 @@ class HttpFrontend:
     def _generate_payload(response: InferResponse, name: str, request_id: str) -> bytes:
         """A response's generate JSON, or its error object (an FP16 output, say)."""
         if response.error is not None:
-            return codec.encode_error(response.error.message)
+            return http_server.encode_error(response.error.message)
         try:
-            return codec.encode_generate_response(
+            return generate.encode_generate_response(
                 response.model_name or name,
                 response.model_version,
                 [(t.name, t.datatype, t.data) for t in response.outputs],
                 request_id=response.id or request_id,
                 parameters=response.parameters,
             )
-        except codec.HttpCodecError as exc:
-            return codec.encode_error(str(exc.message()))
+        except errors.HttpCodecError as exc:
+            return http_server.encode_error(str(exc.message()))
 
     @staticmethod
     def _is_flags_only(response: InferResponse) -> bool:
@@ -849,7 +863,7 @@ class HttpFrontend:
                 break
         if len(payloads) != 1:
             payloads = [
-                codec.encode_error(
+                http_server.encode_error(
                     "generate expects model to produce exactly 1 response, use generate stream "
                     "for model that generates various number of responses"
                 )
@@ -876,7 +890,7 @@ class HttpFrontend:
                 await stream.prepare(request)
             if not self._is_flags_only(response):
                 payload = self._generate_payload(response, name, core_request.id)
-                await stream.write(codec.encode_sse_event(payload))
+                await stream.write(generate.encode_sse_event(payload))
             if response.final:
                 break
         await stream.write_eof()
@@ -885,7 +899,7 @@ class HttpFrontend:
     # -- repository ----------------------------------------------------------------------
     async def _index(self, request: web.BaseRequest, repo: str | None = None) -> web.StreamResponse:
         self._check_method(request, "POST")
-        ready = codec.parse_index_request(await self._json_body(request))
+        ready = http_control.parse_index_request(await self._json_body(request))
         rows = await self._blocking(self._core.repository_index, ready)
         cleaned = [{k: v for k, v in row.items() if v not in ("", None)} for row in rows]
         return _json_response(cleaned)
@@ -899,10 +913,10 @@ class HttpFrontend:
         name = model
         body = await self._json_body(request)
         if action == "load":
-            config, files = codec.parse_load_request(body)
+            config, files = http_control.parse_load_request(body)
             await self._blocking(self._core.load_model, name, config, files)
         else:
-            dependents = codec.parse_unload_request(body)
+            dependents = http_control.parse_unload_request(body)
             await self._blocking(self._core.unload_model, name, dependents)
         return _empty()
 
@@ -932,10 +946,10 @@ class HttpFrontend:
             )
         body = await self._json_body(request)
         if kind == "system":
-            key, offset, byte_size = codec.parse_system_shm_register(body)
+            key, offset, byte_size = http_control.parse_system_shm_register(body)
             await self._blocking(shm.register_system, name, key, offset, byte_size)
         else:
-            raw_handle, device_id, byte_size = codec.parse_cuda_shm_register(body)
+            raw_handle, device_id, byte_size = http_control.parse_cuda_shm_register(body)
             await self._blocking(shm.register_cuda, name, raw_handle, device_id, byte_size)
         return _empty()
 
@@ -948,7 +962,7 @@ class HttpFrontend:
         if request.method == "GET":
             return _json_response(self._core.trace_settings(model))
         self._core.trace_settings(model)  # an unknown model is refused before the body is read
-        changes = codec.parse_trace_setting_request(await self._json_body(request))
+        changes = http_control.parse_trace_setting_request(await self._json_body(request))
         return _json_response(self._core.update_trace_settings(changes, model))
 
     async def _logging(self, request: web.BaseRequest) -> web.StreamResponse:
@@ -956,11 +970,11 @@ class HttpFrontend:
         settings = self._core.log_settings
         if request.method == "GET":
             return _json_response(settings.get())
-        changes = codec.parse_log_setting_request(await self._json_body(request))
+        changes = http_control.parse_log_setting_request(await self._json_body(request))
         return _json_response(settings.update(changes))
 
 
 def _parse_infer(
-    body: codec.Buffer, header_length: int | None, model_name: str
-) -> codec.ParsedInferRequest:
-    return codec.parse_infer_request(body, header_length, model_name=model_name)
+    body: types.Buffer, header_length: int | None, model_name: str
+) -> http_server.ParsedInferRequest:
+    return http_server.parse_infer_request(body, header_length, model_name=model_name)

@@ -34,7 +34,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -114,6 +114,8 @@ class RunningTritonServer:
     metrics_url: str
     pid: int
     log_path: Path
+    #: The exit status once the process has ended, else None (``Popen.poll``).
+    poll: Callable[[], int | None] = lambda: None
 
     def log(self) -> str:
         """Return the server log so far."""
@@ -400,6 +402,7 @@ def run_tritonserver(
             metrics_url=f"127.0.0.1:{metrics_port}",
             pid=proc.pid,
             log_path=log_path,
+            poll=proc.poll,
         )
         wait_until_ready("tritonserver", proc, server.http_url, log_path, startup_timeout)
         yield server

@@ -831,7 +831,7 @@ def test_cached_tensor_wire_follows_changes() -> None:
 
 @pytest.mark.parametrize("count", [4, 100_000])
 def test_small_and_large_responses_decode_alike(count: int) -> None:
-    from tritonclient._codec import grpc as codec
+    from tritonclient._codec import grpc_framing
     from tritonclient.grpc import _common as common
 
     response = service_pb2.ModelInferResponse(model_name="m", id="x")
@@ -840,7 +840,7 @@ def test_small_and_large_responses_decode_alike(count: int) -> None:
     out.shape.extend([1, count])
     response.raw_output_contents.append(values.tobytes())
     data = response.SerializeToString()
-    assert (len(data) <= codec.SMALL_MESSAGE_BYTES) == (count == 4)
+    assert (len(data) <= grpc_framing.SMALL_MESSAGE_BYTES) == (count == 4)
     result = common.parse_infer(data)
     array = result.as_numpy("OUT")
     assert array is not None

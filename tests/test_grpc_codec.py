@@ -16,7 +16,16 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from mock_server.core.errors import ErrorKind
-from tritonclient._codec import grpc as codec
+from tritonclient._codec import (
+    checks,
+    errors,
+    grpc_client,
+    grpc_common,
+    grpc_framing,
+    grpc_server,
+    types,
+)
+from tritonclient.grpc import InferResult
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.utils import (
     InferenceServerException,
@@ -90,25 +99,31 @@ def tensors(draw: st.DrawFn, datatype: str) -> np.ndarray:
 
 def roundtrip(arrays: dict[str, tuple[str, np.ndarray]], *, parts: bool) -> dict[str, np.ndarray]:
     """client build -> wire -> server decode -> server encode -> wire -> client decode."""
-    inputs = [codec.InputTensor(n, dt, a.shape, a) for n, (dt, a) in arrays.items()]
+    inputs = [grpc_client.InputTensor(n, dt, a.shape, a) for n, (dt, a) in arrays.items()]
     if parts:
-        message, raw = codec.build_infer_request_parts("m", inputs, request_id="rid")
-        request, views = codec.parse_infer_request(codec.serialize_infer_request(message, raw))
-        decoded = codec.decode_infer_request(request, views)
+        message, raw = grpc_client.build_infer_request_parts("m", inputs, request_id="rid")
+        request, views = grpc_framing.parse_infer_request(
+            grpc_framing.serialize_infer_request(message, raw)
+        )
+        decoded = grpc_server.decode_infer_request(request, views)
     else:
-        decoded = codec.decode_infer_request(wire(codec.build_infer_request("m", inputs)))
+        decoded = grpc_server.decode_infer_request(
+            wire(grpc_client.build_infer_request("m", inputs))
+        )
     response = Resp(outputs=[Out(t.name, t.datatype, t.shape, t.data) for t in decoded.inputs])
     if parts:
-        body, out_raw = codec.encode_infer_response_parts(response)
-        reply, out_views = codec.parse_infer_response(codec.serialize_infer_response(body, out_raw))
+        body, out_raw = grpc_server.encode_infer_response_parts(response)
+        reply, out_views = grpc_framing.parse_infer_response(
+            grpc_framing.serialize_infer_response(body, out_raw)
+        )
         return {
-            name: codec.output_to_numpy(reply, name, out_views)  # type: ignore[misc]
+            name: grpc_client.check_infer_response(reply, out_views).get(name)  # type: ignore[misc]
             for name in arrays
         }
     full = pb.ModelInferResponse.FromString(
-        codec.encode_infer_response(response).SerializeToString()
+        grpc_server.encode_infer_response(response).SerializeToString()
     )
-    return {name: codec.output_to_numpy(full, name) for name in arrays}  # type: ignore[misc]
+    return {name: grpc_client.check_infer_response(full).get(name) for name in arrays}  # type: ignore[misc]
 
 
 # -- round trips ---------------------------------------------------------------------------
@@ -144,13 +159,13 @@ def test_roundtrip_many_inputs_and_ranks() -> None:
 
 def test_raw_inputs_are_views_of_the_received_message() -> None:
     array = np.arange(1 << 16, dtype=np.float32)
-    message, raw = codec.build_infer_request_parts(
-        "m", [codec.InputTensor("X", "FP32", array.shape, array)]
+    message, raw = grpc_client.build_infer_request_parts(
+        "m", [grpc_client.InputTensor("X", "FP32", array.shape, array)]
     )
     assert isinstance(raw[0], memoryview) and raw[0].obj is not None  # no copy when building
-    data = codec.serialize_infer_request(message, raw)
-    request, views = codec.parse_infer_request(data)
-    decoded = codec.decode_infer_request(request, views)
+    data = grpc_framing.serialize_infer_request(message, raw)
+    request, views = grpc_framing.parse_infer_request(data)
+    decoded = grpc_server.decode_infer_request(request, views)
     x = decoded.inputs[0].data
     assert not x.flags.writeable and not x.flags.owndata
     assert np.array_equal(x, array)
@@ -178,18 +193,18 @@ def test_typed_contents_roundtrip(datatype: str) -> None:
         dtype = np.dtype(DATATYPES[datatype].numpy_type)
         array = expected = (rng.random((2, 3)) * 100).astype(dtype)
     request = wire(
-        codec.build_infer_request(
-            "m", [codec.InputTensor("X", datatype, array.shape, array)], typed_contents=True
+        grpc_client.build_infer_request(
+            "m", [grpc_client.InputTensor("X", datatype, array.shape, array)], typed_contents=True
         )
     )
     assert not request.raw_input_contents and request.inputs[0].HasField("contents")
-    decoded = codec.decode_infer_request(request)
+    decoded = grpc_server.decode_infer_request(request)
     assert same(decoded.inputs[0].data, expected)
     # The client reads typed contents too (servers other than Triton may send them).
     response = pb.ModelInferResponse()
     out = response.outputs.add(name="X", datatype=datatype, shape=array.shape)
     out.contents.CopyFrom(request.inputs[0].contents)
-    assert same(codec.output_to_numpy(response, "X"), expected)  # type: ignore[arg-type]
+    assert same(grpc_client.check_infer_response(response).get("X"), expected)  # type: ignore[arg-type]
 
 
 def test_typed_contents_keep_the_low_order_bytes() -> None:
@@ -198,7 +213,7 @@ def test_typed_contents_keep_the_low_order_bytes() -> None:
     tensor.contents.uint_contents.extend([300, 255, 256])
     signed = request.inputs.add(name="Y", datatype="INT8", shape=[2])
     signed.contents.int_contents.extend([-1, 200])
-    decoded = codec.decode_infer_request(request)
+    decoded = grpc_server.decode_infer_request(request)
     assert decoded.inputs[0].data.tolist() == [44, 255, 0]
     assert decoded.inputs[1].data.tolist() == [-1, -56]
 
@@ -207,8 +222,8 @@ def test_fp16_and_bf16_have_no_typed_contents() -> None:
     for datatype, dtype in (("FP16", np.float16), ("BF16", ml_dtypes.bfloat16)):
         array = np.zeros(2, dtype=dtype)
         with pytest.raises(InferenceServerException, match="no typed contents"):
-            codec.build_infer_request(
-                "m", [codec.InputTensor("X", datatype, [2], array)], typed_contents=True
+            grpc_client.build_infer_request(
+                "m", [grpc_client.InputTensor("X", datatype, [2], array)], typed_contents=True
             )
 
 
@@ -231,18 +246,18 @@ def test_bf16_from_float32_and_bfloat16() -> None:
 
 def test_dtype_mismatch_is_a_client_error() -> None:
     with pytest.raises(InferenceServerException, match="unexpected numpy dtype"):
-        codec.build_infer_request(
-            "m", [codec.InputTensor("X", "INT32", [2], np.zeros(2, dtype=np.int64))]
+        grpc_client.build_infer_request(
+            "m", [grpc_client.InputTensor("X", "INT32", [2], np.zeros(2, dtype=np.int64))]
         )
     with pytest.raises(InferenceServerException, match="neither data nor"):
-        codec.build_infer_request("m", [codec.InputTensor("X", "INT32", [2])])
+        grpc_client.build_infer_request("m", [grpc_client.InputTensor("X", "INT32", [2])])
 
 
 def test_raw_bytes_inputs_pass_through() -> None:
-    request = codec.build_infer_request(
-        "m", [codec.InputTensor("X", "INT32", [2], b"\x01\x00\x00\x00\x02\x00\x00\x00")]
+    request = grpc_client.build_infer_request(
+        "m", [grpc_client.InputTensor("X", "INT32", [2], b"\x01\x00\x00\x00\x02\x00\x00\x00")]
     )
-    assert codec.decode_infer_request(request).inputs[0].data.tolist() == [1, 2]
+    assert grpc_server.decode_infer_request(request).inputs[0].data.tolist() == [1, 2]
 
 
 # -- request parameters --------------------------------------------------------------------
@@ -254,27 +269,29 @@ def test_raw_bytes_inputs_pass_through() -> None:
 )
 def test_sequence_ids(sequence_id: int | str, expected: int | str) -> None:
     request = wire(
-        codec.build_infer_request(
+        grpc_client.build_infer_request(
             "m", [], sequence_id=sequence_id, sequence_start=True, sequence_end=False
         )
     )
     kind = request.parameters["sequence_id"].WhichOneof("parameter_choice")
     assert kind == ("string_param" if isinstance(sequence_id, str) else "int64_param")
-    decoded = codec.decode_infer_request(request)
+    decoded = grpc_server.decode_infer_request(request)
     assert decoded.correlation_id == expected
     assert (decoded.sequence_start, decoded.sequence_end) == (True, False)
 
 
 def test_no_sequence_parameters_for_id_zero() -> None:
     for sequence_id in (0, ""):
-        request = codec.build_infer_request("m", [], sequence_id=sequence_id, sequence_start=True)
+        request = grpc_client.build_infer_request(
+            "m", [], sequence_id=sequence_id, sequence_start=True
+        )
         assert "sequence_id" not in request.parameters
         assert "sequence_start" not in request.parameters
 
 
 def test_reserved_request_parameters() -> None:
     request = wire(
-        codec.build_infer_request(
+        grpc_client.build_infer_request(
             "m",
             [],
             priority=3,
@@ -285,7 +302,7 @@ def test_reserved_request_parameters() -> None:
     )
     assert request.parameters["priority"].WhichOneof("parameter_choice") == "uint64_param"
     assert request.parameters["timeout"].WhichOneof("parameter_choice") == "int64_param"
-    decoded = codec.decode_infer_request(request)
+    decoded = grpc_server.decode_infer_request(request)
     assert (decoded.priority, decoded.timeout_us) == (3, 1500)
     assert decoded.enable_empty_final_response
     assert decoded.parameters == {"flag": True, "n": -5, "x": 0.25, "s": "text"}
@@ -297,7 +314,7 @@ def test_reserved_request_parameters() -> None:
 )
 def test_client_refuses_reserved_custom_parameters(key: str) -> None:
     with pytest.raises(InferenceServerException, match="reserved parameter"):
-        codec.build_infer_request("m", [], parameters={key: 1})
+        grpc_client.build_infer_request("m", [], parameters={key: 1})
 
 
 param_values = st.one_of(
@@ -310,8 +327,8 @@ param_values = st.one_of(
 
 @given(value=param_values)
 def test_parameter_conversion_both_ways(value: Any) -> None:
-    param = pb.InferParameter.FromString(codec.to_infer_parameter(value).SerializeToString())
-    back = codec.from_infer_parameter(param)
+    param = pb.InferParameter.FromString(grpc_common.to_infer_parameter(value).SerializeToString())
+    back = grpc_common.from_infer_parameter(param)
     assert type(back) is type(value)
     if isinstance(value, float) and math.isnan(value):
         assert math.isnan(back)  # type: ignore[arg-type]
@@ -324,58 +341,58 @@ def test_parameter_conversion_both_ways(value: Any) -> None:
 
 
 def test_parameter_conversion_edges() -> None:
-    assert codec.from_infer_parameter(pb.InferParameter()) is None
-    assert codec.to_infer_parameter(np.int16(3)).int64_param == 3
-    assert codec.to_infer_parameter(np.bool_(True)).bool_param is True
+    assert grpc_common.from_infer_parameter(pb.InferParameter()) is None
+    assert grpc_common.to_infer_parameter(np.int16(3)).int64_param == 3
+    assert grpc_common.to_infer_parameter(np.bool_(True)).bool_param is True
     for bad in (2**64, -(2**63) - 1, b"bytes", None, [1]):
         with pytest.raises(InferenceServerException):
-            codec.to_infer_parameter(bad)
+            grpc_common.to_infer_parameter(bad)
     message = pb.ModelInferResponse()
-    codec.set_parameters(message.parameters, {"a": 1, "b": "x"})
+    grpc_common.set_parameters(message.parameters, {"a": 1, "b": "x"})
     message.parameters["unset"].SetInParent()
-    assert codec.get_parameters(message.parameters) == {"a": 1, "b": "x"}
+    assert grpc_common.get_parameters(message.parameters) == {"a": 1, "b": "x"}
 
 
 def test_tensor_parameters_and_outputs() -> None:
-    ref = codec.SharedMemoryRef("region", 64, 16)
+    ref = types.SharedMemoryRef("region", 64, 16)
     request = wire(
-        codec.build_infer_request(
+        grpc_client.build_infer_request(
             "m",
             [
-                codec.InputTensor("A", "INT32", [16], shared_memory=ref),
-                codec.InputTensor(
+                grpc_client.InputTensor("A", "INT32", [16], shared_memory=ref),
+                grpc_client.InputTensor(
                     "B", "INT32", [1], np.zeros(1, np.int32), parameters={"custom": 5}
                 ),
             ],
             [
-                codec.RequestedOutput("O0", class_count=3),
-                codec.RequestedOutput("O1", shared_memory=codec.SharedMemoryRef("out", 8)),
+                grpc_client.RequestedOutput("O0", class_count=3),
+                grpc_client.RequestedOutput("O1", shared_memory=types.SharedMemoryRef("out", 8)),
             ],
         )
     )
     assert len(request.raw_input_contents) == 1
     assert "shared_memory_offset" not in request.outputs[1].parameters  # only when non-zero
-    seen: list[tuple[str, codec.SharedMemoryRef]] = []
+    seen: list[tuple[str, types.SharedMemoryRef]] = []
 
-    def resolver(name: str, where: codec.SharedMemoryRef) -> bytes:
+    def resolver(name: str, where: types.SharedMemoryRef) -> bytes:
         seen.append((name, where))
         return bytes(64)
 
-    decoded = codec.decode_infer_request(request, shm_resolver=resolver)
+    decoded = grpc_server.decode_infer_request(request, shm_resolver=resolver)
     assert seen == [("A", ref)]
     a, b = decoded.inputs
     assert a.shared_memory == ref and a.data.tolist() == [0] * 16 and a.parameters == {}
     assert b.parameters == {"custom": 5} and b.shared_memory is None
     assert decoded.outputs[0].parameters == {"classification": 3}
-    assert decoded.outputs[1].shared_memory == codec.SharedMemoryRef("out", 8, 0)
+    assert decoded.outputs[1].shared_memory == types.SharedMemoryRef("out", 8, 0)
 
 
 # -- server-side errors (Triton's messages) -------------------------------------------------
 
 
 def fails(request: pb.ModelInferRequest, match: str, kind: str = "INVALID_ARG", **kw: Any) -> None:
-    with pytest.raises(codec.GrpcCodecError, match=match) as info:
-        codec.decode_infer_request(request, **kw)
+    with pytest.raises(errors.GrpcCodecError, match=match) as info:
+        grpc_server.decode_infer_request(request, **kw)
     assert info.value.kind == kind
 
 
@@ -391,7 +408,7 @@ def test_count_mismatch() -> None:
     fails(two_inputs(bytes(8)), r"unable to find data for input tensor 'B' for model 'm'")
     fails(two_inputs(), r"unable to find data for input tensor 'A' for model 'm' in request\.")
     # Extra raw entries are ignored, as Triton 2.51 does.
-    assert len(codec.decode_infer_request(two_inputs(bytes(8), bytes(8), b"x")).inputs) == 2
+    assert len(grpc_server.decode_infer_request(two_inputs(bytes(8), bytes(8), b"x")).inputs) == 2
 
 
 def test_size_mismatch() -> None:
@@ -401,7 +418,7 @@ def test_size_mismatch() -> None:
         r"Expected 8, got 7",
     )
     # A whole number of elements that does not match the shape is left to the core's check.
-    decoded = codec.decode_infer_request(two_inputs(bytes(8), bytes(12)))
+    decoded = grpc_server.decode_infer_request(two_inputs(bytes(8), bytes(12)))
     assert decoded.inputs[1].data.shape == (3,)
 
 
@@ -485,7 +502,7 @@ def test_element_count_mismatch_is_left_to_the_core() -> None:
     request = pb.ModelInferRequest(model_name="m")
     request.inputs.add(name="S", datatype="BYTES", shape=[3])
     request.raw_input_contents.append(b"\x01\x00\x00\x00a\x00\x00\x00\x00")
-    assert codec.decode_infer_request(request).inputs[0].data.tolist() == [b"a", b""]
+    assert grpc_server.decode_infer_request(request).inputs[0].data.tolist() == [b"a", b""]
 
 
 def test_unknown_datatype_and_negative_dims_are_left_to_the_core() -> None:
@@ -493,17 +510,17 @@ def test_unknown_datatype_and_negative_dims_are_left_to_the_core() -> None:
     request.inputs.add(name="A", datatype="FLOAT", shape=[2])
     request.inputs.add(name="B", datatype="INT32", shape=[-3])
     request.raw_input_contents.extend([bytes(8), bytes(12)])
-    a, b = codec.decode_infer_request(request).inputs
+    a, b = grpc_server.decode_infer_request(request).inputs
     assert a.data.size == 0 and b.data.size == 0 and b.shape == (-3,)
 
 
 def test_model_versions() -> None:
-    assert codec.parse_model_version("", "m") == -1
-    assert codec.parse_model_version("3", "m") == 3
-    with pytest.raises(codec.GrpcCodecError, match="failed to get model version from specified"):
-        codec.parse_model_version("x", "m")
-    with pytest.raises(codec.GrpcCodecError, match="invalid model version specified '-1'"):
-        codec.parse_model_version("-1", "m")
+    assert grpc_server.parse_model_version("", "m") == -1
+    assert grpc_server.parse_model_version("3", "m") == 3
+    with pytest.raises(errors.GrpcCodecError, match="failed to get model version from specified"):
+        grpc_server.parse_model_version("x", "m")
+    with pytest.raises(errors.GrpcCodecError, match="invalid model version specified '-1'"):
+        grpc_server.parse_model_version("-1", "m")
     fails(pb.ModelInferRequest(model_name="m", model_version="v2"), "version string 'v2'")
 
 
@@ -519,30 +536,30 @@ def test_response_encoding() -> None:
         ],
         parameters={"p": 1.5, "q": "x"},
     )
-    shm = {"S": codec.SharedMemoryRef("out", 16, 8)}
-    message = codec.encode_infer_response(response, shm_outputs=shm)
+    shm = {"S": types.SharedMemoryRef("out", 16, 8)}
+    message = grpc_server.encode_infer_response(response, shm_outputs=shm)
     assert (message.model_name, message.model_version, message.id) == ("m", "1", "rid")
     assert list(message.raw_output_contents) == [b"\x01\x00\x00\x00\x02\x00\x00\x00", b"", b""]
-    assert codec.response_parameters(message) == {"p": 1.5, "q": "x"}
+    assert grpc_client.response_parameters(message) == {"p": 1.5, "q": "x"}
     # Triton marks an output written to shared memory with nothing but its empty entry.
-    assert codec.get_parameters(message.outputs[2].parameters) == {}
-    assert codec.output_to_numpy(message, "S") is None  # data are in shared memory
-    assert codec.output_to_numpy(message, "Z").shape == (0,)  # type: ignore[union-attr]
-    assert codec.output_to_numpy(message, "missing") is None
-    assert not codec.is_final_response(message)
-    with pytest.raises(codec.GrpcCodecError) as info:
-        codec.encode_infer_response(Resp(parameters={"b": b"raw"}))
+    assert grpc_common.get_parameters(message.outputs[2].parameters) == {}
+    assert grpc_client.check_infer_response(message).get("S") is None  # data are in shared memory
+    assert grpc_client.check_infer_response(message).get("Z").shape == (0,)  # type: ignore[union-attr]
+    assert grpc_client.check_infer_response(message).get("missing") is None
+    assert not grpc_client.is_final_response(message)
+    with pytest.raises(errors.GrpcCodecError) as info:
+        grpc_server.encode_infer_response(Resp(parameters={"b": b"raw"}))
     assert info.value.kind == "UNSUPPORTED"
 
 
-def test_output_without_data() -> None:
+def test_result_made_from_a_message_is_checked_as_the_clients_check() -> None:
     response = pb.ModelInferResponse()
     response.outputs.add(name="O", datatype="INT32", shape=[2])
-    with pytest.raises(InferenceServerException, match="no data for output 'O'"):
-        codec.output_to_numpy(response, "O")
+    # No data for an output with elements: taken as written to shared memory.
+    assert grpc_client.check_infer_response(response).get("O") is None
     response.raw_output_contents.append(b"\x00" * 6)
-    with pytest.raises(InferenceServerException, match="cannot read a INT32 tensor"):
-        codec.output_to_numpy(response, "O")
+    with pytest.raises(InferenceServerException, match="needs 8 bytes of data, the response has 6"):
+        InferResult(response).as_numpy("O")
 
 
 def _response(*outputs: tuple[str, str, list[int]], raw: list[bytes] | None = None) -> Any:
@@ -556,7 +573,7 @@ def _response(*outputs: tuple[str, str, list[int]], raw: list[bytes] | None = No
 def test_check_infer_response_decodes_once() -> None:
     data = np.array([1, 2], np.int32).tobytes()
     message = _response(("O", "INT32", [2]), ("B", "BYTES", [1]), raw=[data, b"\x01\0\0\0x"])
-    outputs = codec.check_infer_response(message, requested=codec.Requested(None))
+    outputs = grpc_client.check_infer_response(message, requested=checks.Requested(None))
     first, again = outputs.get("O"), outputs.get("O")
     assert first is not None and first.tolist() == [1, 2] and not first.flags.writeable
     assert again is first  # a read-only view is shared
@@ -570,15 +587,15 @@ def test_check_infer_response_decodes_once() -> None:
 def test_check_infer_response_typed_contents() -> None:
     message = _response(("O", "INT16", [2]))
     message.outputs[0].contents.int_contents.extend([1, -2])
-    array = codec.check_infer_response(message).get("O")
+    array = grpc_client.check_infer_response(message).get("O")
     assert array is not None and array.dtype == np.int16 and array.tolist() == [1, -2]
     message.outputs[0].contents.int_contents.append(3)
     with pytest.raises(InferenceServerProtocolError, match="needs 2 elements, its typed"):
-        codec.check_infer_response(message)
+        grpc_client.check_infer_response(message)
     wrong = _response(("O", "INT16", [1]))
     wrong.outputs[0].contents.fp32_contents.append(1.0)
     with pytest.raises(InferenceServerProtocolError, match="'fp32_contents'"):
-        codec.check_infer_response(wrong)
+        grpc_client.check_infer_response(wrong)
 
 
 @pytest.mark.parametrize(
@@ -598,7 +615,7 @@ def test_check_infer_response_faults(
     message: Any, requested: dict[str, bool] | None, fragment: str
 ) -> None:
     with pytest.raises(InferenceServerProtocolError, match="invalid inference response") as info:
-        codec.check_infer_response(message, requested=codec.Requested(requested))
+        grpc_client.check_infer_response(message, requested=checks.Requested(requested))
     assert fragment in str(info.value)
 
 
@@ -606,26 +623,28 @@ def test_check_infer_response_shared_memory() -> None:
     """An empty entry for an output with elements: in shared memory when requested there (or
     when nothing is known: a stream); a zero-element output needs no data at all."""
     message = _response(("S", "INT32", [4]), ("Z", "FP32", [0]), raw=[b"", b""])
-    outputs = codec.check_infer_response(message, requested=codec.Requested({"S": True}))
+    outputs = grpc_client.check_infer_response(message, requested=checks.Requested({"S": True}))
     assert outputs.get("S") is None
     zero = outputs.get("Z")
     assert zero is not None and zero.shape == (0,)
-    assert codec.check_infer_response(message).get("S") is None
+    assert grpc_client.check_infer_response(message).get("S") is None
     marked = _response(("S", "INT32", [4]))  # other servers: a parameter, no raw at all
     marked.outputs[0].parameters["shared_memory_region"].string_param = "r"
-    assert codec.check_infer_response(marked, requested=codec.Requested(None)).get("S") is None
+    assert (
+        grpc_client.check_infer_response(marked, requested=checks.Requested(None)).get("S") is None
+    )
 
 
 def _stream_reply(request_id: str, final: bool | None, error: str = "") -> Any:
     message = pb.ModelStreamInferResponse(error_message=error)
     message.infer_response.id = request_id
     if final is not None:
-        message.infer_response.parameters[codec.FINAL_RESPONSE_PARAM].bool_param = final
+        message.infer_response.parameters[grpc_common.FINAL_RESPONSE_PARAM].bool_param = final
     return message
 
 
 def test_stream_ledger() -> None:
-    ledger = codec.StreamLedger()
+    ledger = grpc_client.StreamLedger()
     ledger.sent("a", True)
     ledger.sent("a", True)
     ledger.sent("", False)
@@ -649,7 +668,7 @@ def test_stream_ledger() -> None:
 def test_stream_ledger_shared_ids_never_over_report() -> None:
     """With one id for a flagged and an unflagged request, a final response is the flagged
     one's: the flagged request is never reported although it was answered."""
-    ledger = codec.StreamLedger()
+    ledger = grpc_client.StreamLedger()
     ledger.sent("", False)  # a decoupled request that never marks its end
     ledger.sent("", True)
     ledger.received(_stream_reply("", False))
@@ -658,29 +677,35 @@ def test_stream_ledger_shared_ids_never_over_report() -> None:
 
 
 def test_stream_messages() -> None:
-    body, raw = codec.encode_stream_response_parts(
+    body, raw = grpc_server.encode_stream_response_parts(
         Resp(outputs=[Out("O", "UINT8", (3,), np.array([1, 2, 3], np.uint8))]), final=False
     )
-    data = codec.serialize_stream_response(body, raw)
+    data = grpc_framing.serialize_stream_response(body, raw)
     full = pb.ModelStreamInferResponse.FromString(data)
     assert list(full.infer_response.raw_output_contents) == [b"\x01\x02\x03"]
-    assert not codec.is_final_response(full.infer_response)
-    parsed, views = codec.parse_stream_response(data)
+    assert not grpc_client.is_final_response(full.infer_response)
+    parsed, views = grpc_framing.parse_stream_response(data)
     assert parsed.infer_response.id == "rid" and not parsed.infer_response.raw_output_contents
-    assert codec.output_to_numpy(parsed.infer_response, "O", views).tolist() == [1, 2, 3]  # type: ignore[union-attr]
+    assert grpc_client.check_infer_response(parsed.infer_response, views).get("O").tolist() == [
+        1,
+        2,
+        3,
+    ]  # type: ignore[union-attr]
 
-    error = codec.encode_stream_error("boom", request_id="r1")
+    error = grpc_server.encode_stream_error("boom", request_id="r1")
     assert error.error_message == "boom" and error.infer_response.id == "r1"
     assert not error.infer_response.parameters and not error.infer_response.model_name
-    model_error = codec.encode_stream_error(
+    model_error = grpc_server.encode_stream_error(
         "bad", request_id="r2", model_name="m", model_version="", final=True
     )
-    assert codec.is_final_response(model_error.infer_response)
-    empty = codec.encode_empty_final_response(request_id="r3", model_name="m", model_version="")
-    assert codec.is_final_response(empty.infer_response) and not empty.infer_response.outputs
-    exc = codec.exception_from_stream_error(error.error_message)
+    assert grpc_client.is_final_response(model_error.infer_response)
+    empty = grpc_server.encode_empty_final_response(
+        request_id="r3", model_name="m", model_version=""
+    )
+    assert grpc_client.is_final_response(empty.infer_response) and not empty.infer_response.outputs
+    exc = grpc_common.exception_from_stream_error(error.error_message)
     assert exc.message() == "boom" and exc.status() is None
-    parsed, views = codec.parse_stream_response(empty.SerializeToString())
+    parsed, views = grpc_framing.parse_stream_response(empty.SerializeToString())
     assert parsed == empty and views == []
 
 
@@ -688,41 +713,41 @@ def test_stream_messages() -> None:
 
 
 def test_framing_matches_protobuf() -> None:
-    message = codec.build_infer_request(
+    message = grpc_client.build_infer_request(
         "m",
         [
-            codec.InputTensor("A", "INT32", [2], np.array([1, 2], np.int32)),
-            codec.InputTensor("B", "BYTES", [1], np.array([b"x" * 300], np.object_)),
+            grpc_client.InputTensor("A", "INT32", [2], np.array([1, 2], np.int32)),
+            grpc_client.InputTensor("B", "BYTES", [1], np.array([b"x" * 300], np.object_)),
         ],
         request_id="id",
         parameters={"k": "v"},
     )
     data = message.SerializeToString()
-    parsed, views = codec.parse_infer_request(data)
+    parsed, views = grpc_framing.parse_infer_request(data)
     assert [bytes(v) for v in views] == list(message.raw_input_contents)
     parsed.raw_input_contents.extend(bytes(v) for v in views)
     assert parsed == message
     # Raw entries first, or interleaved, parse the same way.
     head = pb.ModelInferRequest(raw_input_contents=[b"first"]).SerializeToString()
-    parsed, views = codec.parse_infer_request(head + data)
+    parsed, views = grpc_framing.parse_infer_request(head + data)
     assert [bytes(v) for v in views] == [b"first", *message.raw_input_contents]
     # The framed form is what protobuf reads as the complete message.
-    body, raw = codec.build_infer_request_parts(
-        "m", [codec.InputTensor("A", "INT32", [2], np.array([1, 2], np.int32))]
+    body, raw = grpc_client.build_infer_request_parts(
+        "m", [grpc_client.InputTensor("A", "INT32", [2], np.array([1, 2], np.int32))]
     )
-    framed = codec.serialize_infer_request(body, raw)
-    assert pb.ModelInferRequest.FromString(framed) == codec.build_infer_request(
-        "m", [codec.InputTensor("A", "INT32", [2], np.array([1, 2], np.int32))]
+    framed = grpc_framing.serialize_infer_request(body, raw)
+    assert pb.ModelInferRequest.FromString(framed) == grpc_client.build_infer_request(
+        "m", [grpc_client.InputTensor("A", "INT32", [2], np.array([1, 2], np.int32))]
     )
 
 
 def test_framing_rejects_malformed_data() -> None:
-    good = codec.build_infer_request(
-        "m", [codec.InputTensor("A", "INT32", [1], np.zeros(1, np.int32))]
+    good = grpc_client.build_infer_request(
+        "m", [grpc_client.InputTensor("A", "INT32", [1], np.zeros(1, np.int32))]
     ).SerializeToString()
     for bad in (good[:-2], b"\x3a\xff", b"\xff" * 11, b"\x0b\x00"):
         with pytest.raises(ValueError):
-            codec.parse_infer_request(bad)
+            grpc_framing.parse_infer_request(bad)
 
 
 # -- status codes and exceptions --------------------------------------------------------------
@@ -739,22 +764,22 @@ def test_error_kinds_map_to_grpc_status_codes() -> None:
         "ALREADY_EXISTS": "ALREADY_EXISTS",
         "CANCELLED": "CANCELLED",
     }
-    assert {kind.name for kind in ErrorKind} == set(codec.ERROR_KIND_TO_STATUS)
+    assert {kind.name for kind in ErrorKind} == set(grpc_common.ERROR_KIND_TO_STATUS)
     for kind, status in expected.items():
-        assert codec.status_for_error_kind(kind) == status
-        assert codec.error_kind_for_status(grpc.StatusCode[status]) == kind
+        assert grpc_common.status_for_error_kind(kind) == status
+        assert grpc_common.error_kind_for_status(grpc.StatusCode[status]) == kind
     for code in grpc.StatusCode:
-        assert codec.GRPC_STATUS_CODES[code.name] == code.value[0]
-        assert codec.status_name(code) == code.name
-        assert codec.status_name(code.value[0]) == code.name
-        assert codec.status_name(str(code)) == code.name
-    assert codec.error_kind_for_status("DEADLINE_EXCEEDED") == "UNKNOWN"
-    assert codec.status_for_error_kind("NOPE") == "UNKNOWN"
-    assert codec.status_name(99) == codec.status_name("nope") == "UNKNOWN"
+        assert grpc_common.GRPC_STATUS_CODES[code.name] == code.value[0]
+        assert grpc_common.status_name(code) == code.name
+        assert grpc_common.status_name(code.value[0]) == code.name
+        assert grpc_common.status_name(str(code)) == code.name
+    assert grpc_common.error_kind_for_status("DEADLINE_EXCEEDED") == "UNKNOWN"
+    assert grpc_common.status_for_error_kind("NOPE") == "UNKNOWN"
+    assert grpc_common.status_name(99) == grpc_common.status_name("nope") == "UNKNOWN"
 
 
 def test_exceptions_from_grpc_errors() -> None:
-    exc = codec.exception_from_status(grpc.StatusCode.NOT_FOUND, "no model", "debug")
+    exc = grpc_common.exception_from_status(grpc.StatusCode.NOT_FOUND, "no model", "debug")
     assert exc.status() == str(grpc.StatusCode.NOT_FOUND) == "StatusCode.NOT_FOUND"
     assert (exc.message(), exc.debug_details()) == ("no model", "debug")
     assert str(exc) == "[StatusCode.NOT_FOUND] no model"
@@ -769,26 +794,26 @@ def test_exceptions_from_grpc_errors() -> None:
         def debug_error_string(self) -> str:
             return "dbg"
 
-    exc = codec.exception_from_rpc_error(FakeRpcError())
+    exc = grpc_common.exception_from_rpc_error(FakeRpcError())
     assert exc.status() == "StatusCode.DEADLINE_EXCEEDED" and exc.message() == "Deadline Exceeded"
     assert exc.debug_details() == "dbg"
-    exc = codec.exception_from_rpc_error(RuntimeError("odd"))
+    exc = grpc_common.exception_from_rpc_error(RuntimeError("odd"))
     assert exc.status() == "StatusCode.UNKNOWN" and exc.message() == "odd"
 
 
 @pytest.mark.parametrize("count", [3, 40_000])
 def test_parse_infer_request_small_and_large_alike(count: int) -> None:
     values = np.arange(count, dtype=np.int32)
-    request = codec.build_infer_request(
+    request = grpc_client.build_infer_request(
         "m",
         [
-            codec.InputTensor("A", "INT32", [count], values),
-            codec.InputTensor("B", "INT32", [count], values[::-1].copy()),
+            grpc_client.InputTensor("A", "INT32", [count], values),
+            grpc_client.InputTensor("B", "INT32", [count], values[::-1].copy()),
         ],
     )
     data = request.SerializeToString()
-    assert (len(data) <= codec.SMALL_MESSAGE_BYTES) == (count == 3)
-    message, raw = codec.parse_infer_request(data)
+    assert (len(data) <= grpc_framing.SMALL_MESSAGE_BYTES) == (count == 3)
+    message, raw = grpc_framing.parse_infer_request(data)
     assert not message.raw_input_contents
     assert [bytes(b) for b in raw] == list(request.raw_input_contents)
     assert all(isinstance(b, memoryview) for b in raw)

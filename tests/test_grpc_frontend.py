@@ -31,7 +31,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
 from mock_server.grpc_frontend import GrpcFrontend
 from shm import posix
-from tritonclient._codec import grpc as codec
+from tritonclient._codec import grpc_client, grpc_common, types
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 from tritonclient.utils._dtypes import DATATYPES
@@ -107,18 +107,20 @@ def fails(call: Callable[..., Any], request: Any, code: grpc.StatusCode, match: 
 
 def output(response: Any, name: str) -> np.ndarray:
     """The output ``name`` of a ``ModelInferResponse`` (which must carry it)."""
-    array = codec.output_to_numpy(response, name)
+    array = grpc_client.check_infer_response(response).get(name)
     assert array is not None, name
     return array
 
 
-def tensor(name: str, array: np.ndarray, datatype: str | None = None) -> codec.InputTensor:
+def tensor(name: str, array: np.ndarray, datatype: str | None = None) -> grpc_client.InputTensor:
     dt = datatype or {np.dtype(np.int32): "INT32", np.dtype(np.uint32): "UINT32"}[array.dtype]
-    return codec.InputTensor(name, dt, array.shape, array)
+    return grpc_client.InputTensor(name, dt, array.shape, array)
 
 
 def simple_request(a: np.ndarray, b: np.ndarray, **kw: Any) -> pb.ModelInferRequest:
-    return codec.build_infer_request("simple", [tensor("INPUT0", a), tensor("INPUT1", b)], **kw)
+    return grpc_client.build_infer_request(
+        "simple", [tensor("INPUT0", a), tensor("INPUT1", b)], **kw
+    )
 
 
 def repeat_request(values: list[int], delay_ms: int, request_id: str, **kw: Any) -> Any:
@@ -127,7 +129,7 @@ def repeat_request(values: list[int], delay_ms: int, request_id: str, **kw: Any)
         tensor("DELAY", np.array([delay_ms], dtype=np.uint32)),
         tensor("WAIT", np.array([0], dtype=np.uint32)),
     ]
-    return codec.build_infer_request("repeat_int32", inputs, request_id=request_id, **kw)
+    return grpc_client.build_infer_request("repeat_int32", inputs, request_id=request_id, **kw)
 
 
 def slow_request(delay_ms: int, request_id: str = "") -> pb.ModelInferRequest:
@@ -135,7 +137,7 @@ def slow_request(delay_ms: int, request_id: str = "") -> pb.ModelInferRequest:
         tensor("INPUT0", np.array([7], dtype=np.int32)),
         tensor("DELAY_MS", np.array([delay_ms], dtype=np.uint32)),
     ]
-    return codec.build_infer_request("slow", inputs, request_id=request_id)
+    return grpc_client.build_infer_request("slow", inputs, request_id=request_id)
 
 
 A = np.arange(16, dtype=np.int32).reshape(1, 16)
@@ -338,25 +340,25 @@ def test_infer_simple(stub: Any) -> None:
     assert len(response.raw_output_contents) == 2
     assert np.array_equal(output(response, "OUTPUT0"), A + B)
     assert np.array_equal(output(response, "OUTPUT1"), A - B)
-    only = codec.build_infer_request(
+    only = grpc_client.build_infer_request(
         "simple",
         [tensor("INPUT0", A), tensor("INPUT1", B)],
-        [codec.RequestedOutput("OUTPUT1")],
+        [grpc_client.RequestedOutput("OUTPUT1")],
     )
     assert [o.name for o in stub.ModelInfer(only, timeout=T).outputs] == ["OUTPUT1"]
 
 
 def test_infer_typed_contents_and_classification(stub: Any) -> None:
-    typed = codec.build_infer_request(
+    typed = grpc_client.build_infer_request(
         "simple", [tensor("INPUT0", A), tensor("INPUT1", B)], typed_contents=True
     )
     response = stub.ModelInfer(typed, timeout=T)
     assert len(response.raw_output_contents) == 2  # outputs always in raw contents
     assert np.array_equal(output(response, "OUTPUT0"), A + B)
-    classify = codec.build_infer_request(
+    classify = grpc_client.build_infer_request(
         "simple",
         [tensor("INPUT0", A), tensor("INPUT1", B)],
-        [codec.RequestedOutput("OUTPUT0", class_count=2)],
+        [grpc_client.RequestedOutput("OUTPUT0", class_count=2)],
     )
     response = stub.ModelInfer(classify, timeout=T)
     assert response.outputs[0].datatype == "BYTES"
@@ -366,7 +368,7 @@ def test_infer_typed_contents_and_classification(stub: Any) -> None:
 def test_infer_strings_and_sequence(stub: Any) -> None:
     a = np.array([[str(i) for i in range(16)]], dtype=np.object_)
     b = np.array([["1"] * 16], dtype=np.object_)
-    request = codec.build_infer_request(
+    request = grpc_client.build_infer_request(
         "simple_string", [tensor("INPUT0", a, "BYTES"), tensor("INPUT1", b, "BYTES")]
     )
     out = output(stub.ModelInfer(request, timeout=T), "OUTPUT0")
@@ -374,7 +376,7 @@ def test_infer_strings_and_sequence(stub: Any) -> None:
 
     def step(corr: int | str, value: int, start: bool = False, end: bool = False) -> int:
         data = np.array([[value]], dtype=np.int32)
-        request = codec.build_infer_request(
+        request = grpc_client.build_infer_request(
             "simple_sequence",
             [tensor("INPUT", data)],
             sequence_id=corr,
@@ -398,8 +400,9 @@ def test_identity_every_datatype(stub: Any, datatype: str) -> None:
     else:
         dtype = np.dtype(DATATYPES[datatype].numpy_type)
         array = expected = (rng.random((2, 3)) * 100).astype(dtype)
-    request = codec.build_infer_request(
-        f"identity_{datatype.lower()}", [codec.InputTensor("INPUT0", datatype, array.shape, array)]
+    request = grpc_client.build_infer_request(
+        f"identity_{datatype.lower()}",
+        [grpc_client.InputTensor("INPUT0", datatype, array.shape, array)],
     )
     out = output(stub.ModelInfer(request, timeout=T), "OUTPUT0")
     assert out is not None and out.dtype == expected.dtype and out.shape == expected.shape
@@ -409,7 +412,7 @@ def test_identity_every_datatype(stub: Any, datatype: str) -> None:
 def test_infer_errors(stub: Any) -> None:
     fails(
         stub.ModelInfer,
-        codec.build_infer_request("nope", []),
+        grpc_client.build_infer_request("nope", []),
         Code.NOT_FOUND,
         "Request for unknown model: 'nope' is not found",
     )
@@ -440,7 +443,7 @@ def test_infer_errors(stub: Any) -> None:
     )
     fails(
         stub.ModelInfer,
-        codec.build_infer_request("simple", [tensor("INPUT0", A)]),
+        grpc_client.build_infer_request("simple", [tensor("INPUT0", A)]),
         Code.INVALID_ARGUMENT,
         "expected 2 inputs but got 1 inputs for model 'simple'",
     )
@@ -458,7 +461,7 @@ def test_infer_errors(stub: Any) -> None:
     reserved = simple_request(A, B)
     reserved.parameters["triton_x"].bool_param = True
     fails(stub.ModelInfer, reserved, Code.INVALID_ARGUMENT, "reserved for Triton usage")
-    bad_string = codec.build_infer_request(
+    bad_string = grpc_client.build_infer_request(
         "simple_string",
         [
             tensor("INPUT0", np.array([["x"] * 16], dtype=np.object_), "BYTES"),
@@ -486,8 +489,8 @@ def test_deadline_cancels_the_request(stub: Any) -> None:
 def test_large_tensor(stub: Any) -> None:
     size = 64 << 20
     array = np.random.default_rng(2).integers(0, 255, size=(1, size), dtype=np.uint8)
-    request = codec.build_infer_request(
-        "identity_uint8", [codec.InputTensor("INPUT0", "UINT8", array.shape, array)]
+    request = grpc_client.build_infer_request(
+        "identity_uint8", [grpc_client.InputTensor("INPUT0", "UINT8", array.shape, array)]
     )
     response = stub.ModelInfer(request, timeout=120)
     out = output(response, "OUTPUT0")
@@ -535,7 +538,7 @@ def test_stream_decoupled_many_in_flight(stub: Any) -> None:
         for opt_in in (False, True):
             request_id = f"sq-{n}-{opt_in}"
             requests.append(
-                codec.build_infer_request(
+                grpc_client.build_infer_request(
                     "square_int32",
                     inputs,
                     request_id=request_id,
@@ -562,21 +565,21 @@ def test_stream_decoupled_many_in_flight(stub: Any) -> None:
         if request_id.startswith("rep-"):
             idx = [int(output(r, "IDX").item()) for r in data]
             assert idx == list(range(len(values)))
-        assert not any(codec.is_final_response(r) for r in data), request_id
+        assert not any(grpc_client.is_final_response(r) for r in data), request_id
         if opt_in:
             final = responses[-1]
-            assert codec.is_final_response(final) and not final.outputs
+            assert grpc_client.is_final_response(final) and not final.outputs
             assert not final.raw_output_contents and final.model_name
             assert final.model_version == ""  # copied from the request
     (plain,) = by_id["plain"]
-    assert codec.is_final_response(plain) and plain.model_version == "1"
+    assert grpc_client.is_final_response(plain) and plain.model_version == "1"
     assert np.array_equal(output(plain, "OUTPUT0"), A + B)
 
 
 def test_stream_sequence(stub: Any) -> None:
     values = [0, 11, 7, 5]
     requests = [
-        codec.build_infer_request(
+        grpc_client.build_infer_request(
             "simple_sequence",
             [tensor("INPUT", np.array([[v]], dtype=np.int32))],
             request_id=str(i),
@@ -592,7 +595,7 @@ def test_stream_sequence(stub: Any) -> None:
 
 
 def test_stream_errors_do_not_close_it(stub: Any) -> None:
-    bad_string = codec.build_infer_request(
+    bad_string = grpc_client.build_infer_request(
         "simple_string",
         [
             tensor("INPUT0", np.array([["x"] * 16], dtype=np.object_), "BYTES"),
@@ -602,7 +605,7 @@ def test_stream_errors_do_not_close_it(stub: Any) -> None:
     )
     requests = [
         simple_request(A, B, request_id="ok-1"),
-        codec.build_infer_request("nope", [], request_id="unknown"),
+        grpc_client.build_infer_request("nope", [], request_id="unknown"),
         simple_request(A[:, :8], B[:, :8], request_id="bad-shape"),
         bad_string,
         simple_request(A, B, request_id="ok-2"),
@@ -616,21 +619,21 @@ def test_stream_errors_do_not_close_it(stub: Any) -> None:
     assert "unexpected shape" in by_id["bad-shape"].error_message
     model_error = by_id["model-error"]
     assert model_error.error_message and model_error.infer_response.model_name == "simple_string"
-    assert codec.is_final_response(model_error.infer_response)
+    assert grpc_client.is_final_response(model_error.infer_response)
 
 
 def test_stream_error_mode_ends_the_stream_at_a_model_error(stub: Any) -> None:
     # As Triton 2.51: a request the server refuses is still reported in the stream; an error
     # a model sends ends the stream with that error's status.
     strings = np.array([[b"x"] * 16], dtype=np.object_)
-    failing = codec.build_infer_request(
+    failing = grpc_client.build_infer_request(
         "simple_string",
         [tensor("INPUT0", strings, "BYTES"), tensor("INPUT1", strings, "BYTES")],
         request_id="bad",
     )
     feed = StreamFeed()
     call = stub.ModelStreamInfer(iter(feed), timeout=T, metadata=[("triton_grpc_error", "true")])
-    feed.send(codec.build_infer_request("nope", [], request_id="unknown"))
+    feed.send(grpc_client.build_infer_request("nope", [], request_id="unknown"))
     refused = next(call)
     assert refused.infer_response.id == "unknown" and "unknown model" in refused.error_message
     feed.send(failing)
@@ -675,14 +678,16 @@ def test_stream_cancel_of_decoupled_request(stub: Any) -> None:
 # -- shared memory -----------------------------------------------------------------------------
 
 
-def shm_in(name: str, region: str, offset: int, size: int = 64) -> codec.InputTensor:
-    return codec.InputTensor(
-        name, "INT32", [1, 16], shared_memory=codec.SharedMemoryRef(region, size, offset)
+def shm_in(name: str, region: str, offset: int, size: int = 64) -> grpc_client.InputTensor:
+    return grpc_client.InputTensor(
+        name, "INT32", [1, 16], shared_memory=types.SharedMemoryRef(region, size, offset)
     )
 
 
-def shm_out(name: str, region: str, offset: int, size: int = 64) -> codec.RequestedOutput:
-    return codec.RequestedOutput(name, shared_memory=codec.SharedMemoryRef(region, size, offset))
+def shm_out(name: str, region: str, offset: int, size: int = 64) -> grpc_client.RequestedOutput:
+    return grpc_client.RequestedOutput(
+        name, shared_memory=types.SharedMemoryRef(region, size, offset)
+    )
 
 
 def test_system_shared_memory_end_to_end(stub: Any) -> None:
@@ -722,7 +727,7 @@ def test_system_shared_memory_end_to_end(stub: Any) -> None:
             "Unable to find system shared memory region: 'nope'",
         )
 
-        request = codec.build_infer_request(
+        request = grpc_client.build_infer_request(
             "simple",
             [shm_in("INPUT0", "in", 0), shm_in("INPUT1", "in", 64)],
             [shm_out("OUTPUT0", "out", 0), shm_out("OUTPUT1", "out", 64)],
@@ -730,17 +735,17 @@ def test_system_shared_memory_end_to_end(stub: Any) -> None:
         assert not request.raw_input_contents
         response = stub.ModelInfer(request, timeout=T)
         assert list(response.raw_output_contents) == [b"", b""]
-        assert codec.output_to_numpy(response, "OUTPUT0") is None
+        assert grpc_client.check_infer_response(response).get("OUTPUT0") is None
         # As Triton: nothing in the response marks the outputs, their entries are empty.
-        assert codec.get_parameters(response.outputs[1].parameters) == {}
+        assert grpc_common.get_parameters(response.outputs[1].parameters) == {}
         result = np.frombuffer(out_region.buffer[128:256], dtype=np.int32).reshape(2, 16)
         assert np.array_equal(result[0], (A + B)[0]) and np.array_equal(result[1], (A - B)[0])
 
         # Mixed: one input in shared memory, one raw; one output in the response.
-        mixed = codec.build_infer_request(
+        mixed = grpc_client.build_infer_request(
             "simple",
             [shm_in("INPUT0", "in", 0), tensor("INPUT1", B * 3)],
-            [shm_out("OUTPUT0", "out", 0), codec.RequestedOutput("OUTPUT1")],
+            [shm_out("OUTPUT0", "out", 0), grpc_client.RequestedOutput("OUTPUT1")],
         )
         response = stub.ModelInfer(mixed, timeout=T)
         assert np.array_equal(output(response, "OUTPUT1"), A - 3 * B)
@@ -748,10 +753,12 @@ def test_system_shared_memory_end_to_end(stub: Any) -> None:
 
         # The same through the stream.
         (message,) = stream_all(stub, [request])
-        assert not message.error_message and codec.is_final_response(message.infer_response)
+        assert not message.error_message and grpc_client.is_final_response(message.infer_response)
 
-        def bad(inputs: list[codec.InputTensor], outputs: list[codec.RequestedOutput]) -> Any:
-            return codec.build_infer_request("simple", inputs, outputs)
+        def bad(
+            inputs: list[grpc_client.InputTensor], outputs: list[grpc_client.RequestedOutput]
+        ) -> Any:
+            return grpc_client.build_infer_request("simple", inputs, outputs)
 
         raw_in = [tensor("INPUT0", A), tensor("INPUT1", B)]
         fails(
@@ -893,7 +900,9 @@ def test_compression(loop: asyncio.AbstractEventLoop, core: CoreServer, stub: An
                 response = target.ModelInfer(simple_request(A, B), timeout=T, compression=algorithm)
                 assert np.array_equal(output(response, "OUTPUT0"), A + B)
         words = np.array([["a" * 1000] * 4], dtype=np.object_)
-        request = codec.build_infer_request("identity_bytes", [tensor("INPUT0", words, "BYTES")])
+        request = grpc_client.build_infer_request(
+            "identity_bytes", [tensor("INPUT0", words, "BYTES")]
+        )
         (message,) = stream_all(compressed.stub, [request], compression=grpc.Compression.Gzip)
         out = output(message.infer_response, "OUTPUT0")
         assert out is not None and out.tolist() == [[b"a" * 1000] * 4]
@@ -946,13 +955,13 @@ def test_message_size_limit(loop: asyncio.AbstractEventLoop, core: CoreServer) -
     small = Served(loop, core, max_message_bytes=1 << 20)
     try:
         fits = np.zeros((1, 1000), dtype=np.uint8)
-        request = codec.build_infer_request(
-            "identity_uint8", [codec.InputTensor("INPUT0", "UINT8", fits.shape, fits)]
+        request = grpc_client.build_infer_request(
+            "identity_uint8", [grpc_client.InputTensor("INPUT0", "UINT8", fits.shape, fits)]
         )
         assert output(small.stub.ModelInfer(request, timeout=T), "OUTPUT0").shape == (1, 1000)
         big = np.zeros((1, 2 << 20), dtype=np.uint8)
-        request = codec.build_infer_request(
-            "identity_uint8", [codec.InputTensor("INPUT0", "UINT8", big.shape, big)]
+        request = grpc_client.build_infer_request(
+            "identity_uint8", [grpc_client.InputTensor("INPUT0", "UINT8", big.shape, big)]
         )
         fails(small.stub.ModelInfer, request, Code.RESOURCE_EXHAUSTED)
     finally:

@@ -15,7 +15,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from tritonclient._codec import http as codec
+from tritonclient._codec import (
+    checks,
+    errors,
+    generate,
+    http_body,
+    http_client,
+    http_control,
+    http_server,
+    jsontext,
+    raw,
+    types,
+)
 from tritonclient.utils import InferenceServerException, InferenceServerProtocolError
 from tritonclient.utils._dtypes import DATATYPES
 
@@ -51,22 +62,24 @@ def to_bytes_elements(array: np.ndarray) -> np.ndarray:
 
 
 def round_trip(
-    inputs: list[codec.RequestInput], binary_out: bool, **kw: Any
-) -> tuple[codec.ParsedInferRequest, list[np.ndarray], codec.DecodedResponse]:
+    inputs: list[http_client.RequestInput], binary_out: bool, **kw: Any
+) -> tuple[http_server.ParsedInferRequest, list[np.ndarray], http_client.DecodedResponse]:
     """Client encode -> server parse/decode -> server encode (identity) -> client decode."""
-    body = codec.encode_infer_request(inputs, **kw)
+    body = http_client.encode_infer_request(inputs, **kw)
     wire = body.tobytes()
-    header = body.headers().get(codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH)
-    parsed = codec.parse_infer_request(
-        wire, codec.parse_header_length(header, len(wire)), model_name="m"
+    header = body.headers().get(http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH)
+    parsed = http_server.parse_infer_request(
+        wire, http_body.parse_header_length(header, len(wire)), model_name="m"
     )
-    arrays = [codec.decode_input(p, model_name="m", request_id=parsed.id) for p in parsed.inputs]
+    arrays = [
+        http_server.decode_input(p, model_name="m", request_id=parsed.id) for p in parsed.inputs
+    ]
     outputs = [
-        codec.ResponseOutput(p.name, p.datatype, p.shape, a, binary_out)
+        http_server.ResponseOutput(p.name, p.datatype, p.shape, a, binary_out)
         for p, a in zip(parsed.inputs, arrays, strict=True)
     ]
-    response = codec.encode_infer_response("m", "1", outputs, request_id=parsed.id)
-    decoded = codec.decode_infer_response(response.tobytes(), response.json_size)
+    response = http_server.encode_infer_response("m", "1", outputs, request_id=parsed.id)
+    decoded = http_client.decode_infer_response(response.tobytes(), response.json_size)
     return parsed, arrays, decoded
 
 
@@ -94,7 +107,7 @@ def test_fixed_size_round_trip(
     array = data.draw(fixed_arrays(datatype))
     if datatype in ("FP16", "BF16") and not (binary_in and binary_out):
         return  # JSON is refused for these; see the error tests
-    item = codec.encode_input("IN", datatype, array.shape, array, binary_data=binary_in)
+    item = http_client.encode_input("IN", datatype, array.shape, array, binary_data=binary_in)
     parsed, arrays, decoded = round_trip([item], binary_out, request_id="rid")
     assert parsed.id == "rid"
     assert same(arrays[0], array, bits=binary_in)
@@ -117,7 +130,7 @@ def test_bytes_round_trip_text(binary_out: bool, shape: tuple[int, ...], data: A
     array[:] = items
     array = array.reshape(shape)
     for binary_in in (True, False):
-        item = codec.encode_input("S", "BYTES", shape, array, binary_data=binary_in)
+        item = http_client.encode_input("S", "BYTES", shape, array, binary_data=binary_in)
         _, arrays, decoded = round_trip([item], binary_out)
         assert same(arrays[0], to_bytes_elements(array))
         out = decoded.as_numpy("S")
@@ -139,7 +152,7 @@ def test_bytes_round_trip_arbitrary_bytes(shape: tuple[int, ...], data: Any) -> 
     array = np.empty(count, dtype=np.object_)
     array[:] = items
     array = array.reshape(shape)
-    item = codec.encode_input("S", "BYTES", shape, array)
+    item = http_client.encode_input("S", "BYTES", shape, array)
     _, arrays, decoded = round_trip([item], True)
     assert same(arrays[0], array) and same(decoded.as_numpy("S"), array)
     try:
@@ -156,8 +169,8 @@ def test_bytes_round_trip_arbitrary_bytes(shape: tuple[int, ...], data: Any) -> 
 
 def test_non_utf8_json_output_is_raw_in_the_body() -> None:
     words = np.array([b"\xff\xfe", b'q"\\'], dtype=np.object_)
-    body = codec.encode_infer_response(
-        "m", "1", [codec.ResponseOutput("S", "BYTES", [2], words, False)]
+    body = http_server.encode_infer_response(
+        "m", "1", [http_server.ResponseOutput("S", "BYTES", [2], words, False)]
     ).tobytes()
     assert b'"data":["\xff\xfe","q\\"\\\\"]' in body
     with pytest.raises(UnicodeDecodeError):
@@ -170,12 +183,12 @@ def test_mixed_binary_and_json_inputs_keep_order() -> None:
     c = np.array([b"x", b"yz"], dtype=np.object_)
     d = np.linspace(0, 1, 4, dtype=np.float64)
     inputs = [
-        codec.encode_input("A", "INT32", a.shape, a),
-        codec.encode_input("B", "BOOL", b.shape, b, binary_data=False),
-        codec.encode_input("C", "BYTES", c.shape, c),
-        codec.encode_input("D", "FP64", d.shape, d, binary_data=False),
+        http_client.encode_input("A", "INT32", a.shape, a),
+        http_client.encode_input("B", "BOOL", b.shape, b, binary_data=False),
+        http_client.encode_input("C", "BYTES", c.shape, c),
+        http_client.encode_input("D", "FP64", d.shape, d, binary_data=False),
     ]
-    body = codec.encode_infer_request(inputs)
+    body = http_client.encode_infer_request(inputs)
     header = json.loads(body.chunks[0])
     assert header["parameters"] == {"binary_data_output": True}
     assert body.json_size == len(body.chunks[0]) and len(body.chunks) == 3
@@ -189,27 +202,29 @@ def test_mixed_binary_and_json_inputs_keep_order() -> None:
 
 def test_json_only_request_has_no_header_length() -> None:
     a = np.array([1, 2], dtype=np.int64)
-    body = codec.encode_infer_request([codec.encode_input("A", "INT64", [2], a, binary_data=False)])
+    body = http_client.encode_infer_request(
+        [http_client.encode_input("A", "INT64", [2], a, binary_data=False)]
+    )
     assert body.json_size is None and len(body.chunks) == 1
-    assert codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH not in body.headers()
+    assert http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH not in body.headers()
     assert body.headers()["Content-Type"] == "application/json"
 
 
 def test_zero_copy_both_ways() -> None:
     array = np.arange(1024, dtype=np.float32).reshape(32, 32)
-    item = codec.encode_input("A", "FP32", array.shape, array)
+    item = http_client.encode_input("A", "FP32", array.shape, array)
     assert isinstance(item.raw, memoryview)
     assert np.shares_memory(np.frombuffer(item.raw, dtype=np.float32), array)
-    body = bytearray(codec.encode_infer_request([item]).tobytes())
-    parsed = codec.parse_infer_request(body, len(body) - array.nbytes)
-    decoded = codec.decode_input(parsed.inputs[0])
+    body = bytearray(http_client.encode_infer_request([item]).tobytes())
+    parsed = http_server.parse_infer_request(body, len(body) - array.nbytes)
+    decoded = http_server.decode_input(parsed.inputs[0])
     assert np.shares_memory(decoded, np.frombuffer(body, dtype=np.uint8))
-    response = codec.encode_infer_response(
-        "m", "1", [codec.ResponseOutput("A", "FP32", array.shape, decoded, True)]
+    response = http_server.encode_infer_response(
+        "m", "1", [http_server.ResponseOutput("A", "FP32", array.shape, decoded, True)]
     )
     assert np.shares_memory(np.frombuffer(response.chunks[1], dtype=np.float32), decoded)
     wire = bytearray(response.tobytes())
-    out = codec.decode_infer_response(wire, response.json_size).as_numpy("A")
+    out = http_client.decode_infer_response(wire, response.json_size).as_numpy("A")
     assert out is not None and np.shares_memory(out, np.frombuffer(wire, dtype=np.uint8))
 
 
@@ -219,8 +234,8 @@ def test_non_contiguous_and_big_endian_inputs() -> None:
     big = np.arange(4, dtype=">i4")
     _, arrays, _ = round_trip(
         [
-            codec.encode_input("S", "INT32", strided.shape, strided),
-            codec.encode_input("B", "INT32", big.shape, big),
+            http_client.encode_input("S", "INT32", strided.shape, strided),
+            http_client.encode_input("B", "INT32", big.shape, big),
         ],
         True,
     )
@@ -231,37 +246,37 @@ def test_non_contiguous_and_big_endian_inputs() -> None:
 def test_bf16_takes_bfloat16_refuses_float32_and_returns_bfloat16() -> None:
     values = np.array([1.5, -2.0, 3.140625], dtype=np.float32)
     with pytest.raises(InferenceServerException, match=r"expected BF16\. Since r26\.06"):
-        codec.encode_input("X", "BF16", [3], values)
+        http_client.encode_input("X", "BF16", [3], values)
     bf16 = values.astype(ml_dtypes.bfloat16)
-    _, arrays, decoded = round_trip([codec.encode_input("X", "BF16", [3], bf16)], True)
+    _, arrays, decoded = round_trip([http_client.encode_input("X", "BF16", [3], bf16)], True)
     assert arrays[0].dtype == ml_dtypes.bfloat16
     assert decoded.as_numpy("X").astype(np.float32).tolist() == values.tolist()
 
 
 def test_json_number_rules() -> None:
     # wider values wrap modulo 2**bits (Triton's behaviour), uint64 beyond 2**63 is exact
-    assert codec.tensor_from_json("INT8", [2], [300, -129]).tolist() == [44, 127]
-    assert codec.tensor_from_json("UINT64", [1], [2**64 - 1]).tolist() == [2**64 - 1]
-    assert codec.tensor_from_json("INT64", [1], [-(2**63)]).tolist() == [-(2**63)]
-    assert codec.tensor_from_json("FP32", [3], [1, 0.5, -0.0]).tolist() == [1.0, 0.5, -0.0]
-    nested = codec.tensor_from_json("INT32", [2, 2], [[1, 2], [3, 4]])
+    assert jsontext.tensor_from_json("INT8", [2], [300, -129]).tolist() == [44, 127]
+    assert jsontext.tensor_from_json("UINT64", [1], [2**64 - 1]).tolist() == [2**64 - 1]
+    assert jsontext.tensor_from_json("INT64", [1], [-(2**63)]).tolist() == [-(2**63)]
+    assert jsontext.tensor_from_json("FP32", [3], [1, 0.5, -0.0]).tolist() == [1.0, 0.5, -0.0]
+    nested = jsontext.tensor_from_json("INT32", [2, 2], [[1, 2], [3, 4]])
     assert nested.tolist() == [[1, 2], [3, 4]]
-    assert codec.tensor_from_json("INT32", [0], []).shape == (0,)
-    special = codec.tensor_from_json("FP64", [3], [math.nan, math.inf, -math.inf])
+    assert jsontext.tensor_from_json("INT32", [0], []).shape == (0,)
+    special = jsontext.tensor_from_json("FP64", [3], [math.nan, math.inf, -math.inf])
     assert np.isnan(special[0]) and special[1] == math.inf and special[2] == -math.inf
     # FP32 outputs are widened to double and printed shortest-round-trip
-    assert codec.tensor_to_json("FP32", np.array([0.1, 1.0], np.float32)) == [
+    assert jsontext.tensor_to_json("FP32", np.array([0.1, 1.0], np.float32)) == [
         0.10000000149011612,
         1.0,
     ]
-    body = codec.encode_infer_response(
+    body = http_server.encode_infer_response(
         "m",
         "1",
-        [codec.ResponseOutput("X", "FP64", [3], np.array([math.nan, math.inf, -math.inf]))],
+        [http_server.ResponseOutput("X", "FP64", [3], np.array([math.nan, math.inf, -math.inf]))],
     ).tobytes()
     assert b"[NaN,Infinity,-Infinity]" in body
-    big = codec.encode_infer_response(
-        "m", "1", [codec.ResponseOutput("X", "INT64", [1], np.array([2**63 - 1]))]
+    big = http_server.encode_infer_response(
+        "m", "1", [http_server.ResponseOutput("X", "INT64", [1], np.array([2**63 - 1]))]
     ).tobytes()
     assert b"[9223372036854775807]" in big
 
@@ -285,23 +300,23 @@ def test_json_number_rules() -> None:
 )
 def test_json_data_errors(datatype: str, data: list[Any], status: int, message: str) -> None:
     shape = [2] if "Shape" in message else [len(data)]
-    with pytest.raises(codec.HttpCodecError) as info:
-        codec.tensor_from_json(datatype, shape, data, name="X")
+    with pytest.raises(errors.HttpCodecError) as info:
+        jsontext.tensor_from_json(datatype, shape, data, name="X")
     assert info.value.http_status == status and message in str(info.value.message())
     assert info.value.status() == str(status)
 
 
 def test_json_nesting_limit() -> None:
     deep: Any = [1]
-    for _ in range(codec.MAX_JSON_DEPTH):
+    for _ in range(jsontext.MAX_JSON_DEPTH):
         deep = [deep]
-    with pytest.raises(codec.HttpCodecError, match="depth") as info:
-        codec.tensor_from_json("INT32", [1], deep)
+    with pytest.raises(errors.HttpCodecError, match="depth") as info:
+        jsontext.tensor_from_json("INT32", [1], deep)
     assert info.value.http_status == 500
     ok: Any = [1]
     for _ in range(49):
         ok = [ok]
-    assert codec.tensor_from_json("INT32", [1], ok).tolist() == [1]
+    assert jsontext.tensor_from_json("INT32", [1], ok).tolist() == [1]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,10 +324,10 @@ def test_json_nesting_limit() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def parse(obj: Any, tail: bytes = b"") -> codec.ParsedInferRequest:
+def parse(obj: Any, tail: bytes = b"") -> http_server.ParsedInferRequest:
     header = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
     body = header + tail
-    return codec.parse_infer_request(body, len(header) if tail else None, model_name="m")
+    return http_server.parse_infer_request(body, len(header) if tail else None, model_name="m")
 
 
 def input_json(**kw: Any) -> dict[str, Any]:
@@ -400,7 +415,7 @@ def input_json(**kw: Any) -> dict[str, Any]:
     ],
 )
 def test_request_errors(request_obj: Any, status: int, message: str) -> None:
-    with pytest.raises(codec.HttpCodecError) as info:
+    with pytest.raises(errors.HttpCodecError) as info:
         parse(request_obj)
     assert info.value.http_status == status
     assert message in str(info.value.message())
@@ -415,19 +430,19 @@ def test_request_errors(request_obj: Any, status: int, message: str) -> None:
 )
 def test_json_data_errors_come_when_the_data_are_read(datatype: str, message: str) -> None:
     parsed = parse({"inputs": [input_json(datatype=datatype, data=[1.0, 2.0])]})
-    with pytest.raises(codec.HttpCodecError, match=message) as info:
-        codec.decode_input(parsed.inputs[0])
+    with pytest.raises(errors.HttpCodecError, match=message) as info:
+        http_server.decode_input(parsed.inputs[0])
     assert info.value.http_status == 400
     # An empty tensor's data are never read (Triton reads none), so no error for it.
     empty = parse({"inputs": [input_json(datatype=datatype, shape=[0], data=[])]})
-    assert codec.decode_input(empty.inputs[0]).size == 0
+    assert http_server.decode_input(empty.inputs[0]).size == 0
 
 
 def test_shared_memory_input_without_byte_size_has_size_zero() -> None:
     # Triton reads an absent shared_memory_byte_size as 0; the region's bounds check refuses
     # it then ("Invalid offset + byte size for shared memory region").
     parsed = parse({"inputs": [input_json(data=None, parameters={"shared_memory_region": "r"})]})
-    assert parsed.inputs[0].shared_memory == codec.SharedMemoryRef("r", 0, 0)
+    assert parsed.inputs[0].shared_memory == types.SharedMemoryRef("r", 0, 0)
 
 
 def test_request_parameters_are_interpreted() -> None:
@@ -458,46 +473,46 @@ def test_request_parameters_are_interpreted() -> None:
 
 def test_binary_chunk_accounting() -> None:
     header = {"inputs": [input_json(data=None, parameters={"binary_data_size": 8})]}
-    assert codec.decode_input(parse(header, bytes(8)).inputs[0]).tolist() == [0, 0]
+    assert http_server.decode_input(parse(header, bytes(8)).inputs[0]).tolist() == [0, 0]
     # Triton says how many bytes are missing, not how many the input needs.
-    with pytest.raises(codec.HttpCodecError, match="expecting 3 additional bytes for model 'm'"):
+    with pytest.raises(errors.HttpCodecError, match="expecting 3 additional bytes for model 'm'"):
         parse(header, bytes(5))
-    with pytest.raises(codec.HttpCodecError, match="unexpected additional input data for model"):
+    with pytest.raises(errors.HttpCodecError, match="unexpected additional input data for model"):
         parse(header, bytes(9))
     # without the header the whole body is the JSON part: bytes after it are a JSON error...
     wire = json.dumps(header).encode() + b"x" * 8
-    with pytest.raises(codec.HttpCodecError, match="must not be followed by other values") as info:
-        codec.parse_infer_request(wire, None, model_name="m")
+    with pytest.raises(errors.HttpCodecError, match="must not be followed by other values") as info:
+        http_server.parse_infer_request(wire, None, model_name="m")
     assert info.value.http_status == 500
     # ...except after a NUL, which ends rapidjson's input: then the binary data are missing
     wire = json.dumps(header).encode() + bytes(8)
-    with pytest.raises(codec.HttpCodecError, match="expecting 8 additional bytes") as info:
-        codec.parse_infer_request(wire, None, model_name="m")
+    with pytest.raises(errors.HttpCodecError, match="expecting 8 additional bytes") as info:
+        http_server.parse_infer_request(wire, None, model_name="m")
     assert info.value.http_status == 400
     short = {"inputs": [input_json(data=None, parameters={"binary_data_size": 4})]}
-    with pytest.raises(codec.HttpCodecError) as info:
-        codec.decode_input(parse(short, bytes(4)).inputs[0], model_name="m", request_id="r")
+    with pytest.raises(errors.HttpCodecError) as info:
+        http_server.decode_input(parse(short, bytes(4)).inputs[0], model_name="m", request_id="r")
     assert info.value.http_status == 400
     assert str(info.value.message()) == (
         "[request id: r] input byte size mismatch for input 'X' for model 'm'. Expected 8, got 4"
     )
     zero = {"inputs": [input_json(shape=[0], data=None, parameters={"binary_data_size": 0})]}
-    assert codec.decode_input(parse(zero, b"").inputs[0]).shape == (0,)
+    assert http_server.decode_input(parse(zero, b"").inputs[0]).shape == (0,)
 
 
 def test_header_length_parsing() -> None:
     # Triton reads the header with atoi: absent means the whole body, text that starts with no
     # number means 0 (a raw binary request), a number ends at its first non-digit.
-    assert codec.parse_header_length(None, 10) == 10
-    assert codec.parse_header_length("0", 10) == 0
-    assert codec.parse_header_length(" 7 ", 10) == 7
-    assert codec.parse_header_length("x", 10) == 0
-    assert codec.parse_header_length("1.5", 10) == 1
+    assert http_body.parse_header_length(None, 10) == 10
+    assert http_body.parse_header_length("0", 10) == 0
+    assert http_body.parse_header_length(" 7 ", 10) == 7
+    assert http_body.parse_header_length("x", 10) == 0
+    assert http_body.parse_header_length("1.5", 10) == 1
     for bad in ("-1", "11", str(2**31)):  # 2**31 wraps to a negative int
         with pytest.raises(
-            codec.HttpCodecError, match=rf"should be in range \(0, 10\), got: {bad}"
+            errors.HttpCodecError, match=rf"should be in range \(0, 10\), got: {bad}"
         ):
-            codec.parse_header_length(bad, 10)
+            http_body.parse_header_length(bad, 10)
 
 
 @pytest.mark.parametrize(
@@ -513,8 +528,8 @@ def test_header_length_parsing() -> None:
     ],
 )
 def test_bytes_buffer_errors(buffer: bytes, message: str) -> None:
-    with pytest.raises(codec.HttpCodecError, match=message):
-        codec.tensor_from_buffer("BYTES", [2], buffer, name="S", model_name="m")
+    with pytest.raises(errors.HttpCodecError, match=message):
+        raw.tensor_from_buffer("BYTES", [2], buffer, name="S", model_name="m")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -524,12 +539,14 @@ def test_bytes_buffer_errors(buffer: bytes, message: str) -> None:
 
 def test_output_selection_rules() -> None:
     outputs = [
-        codec.encode_output("A"),
-        codec.encode_output("B", binary_data=False),
-        codec.encode_output("C", class_count=3),
-        codec.encode_output("D", shared_memory=codec.SharedMemoryRef("r", 64, 8)),
+        http_client.encode_output("A"),
+        http_client.encode_output("B", binary_data=False),
+        http_client.encode_output("C", class_count=3),
+        http_client.encode_output("D", shared_memory=types.SharedMemoryRef("r", 64, 8)),
     ]
-    body = codec.encode_infer_request([], outputs, priority=1, timeout=5, parameters={"k": "v"})
+    body = http_client.encode_infer_request(
+        [], outputs, priority=1, timeout=5, parameters={"k": "v"}
+    )
     header = json.loads(body.tobytes())
     assert header["parameters"] == {"priority": 1, "timeout": 5, "k": "v"}
     assert header["outputs"][3]["parameters"] == {
@@ -538,10 +555,10 @@ def test_output_selection_rules() -> None:
         "shared_memory_byte_size": 64,
         "shared_memory_offset": 8,
     }
-    parsed = codec.parse_infer_request(body.tobytes())
+    parsed = http_server.parse_infer_request(body.tobytes())
     assert [o.binary_data for o in parsed.outputs] == [True, False, True, False]
     assert parsed.outputs[2].class_count == 3
-    assert parsed.outputs[3].shared_memory == codec.SharedMemoryRef("r", 64, 8)
+    assert parsed.outputs[3].shared_memory == types.SharedMemoryRef("r", 64, 8)
     assert not parsed.output_binary("E")  # unlisted while others are listed: JSON
     listed = parse(
         {"inputs": [], "outputs": [{"name": "A"}], "parameters": {"binary_data_output": True}}
@@ -553,26 +570,26 @@ def test_shared_memory_input_and_output() -> None:
     region = bytearray(64)
     values = np.arange(4, dtype=np.int32)
     region[16:32] = values.tobytes()
-    item = codec.encode_input_shm("X", "INT32", [4], "reg", 16, 16)
+    item = http_client.encode_input_shm("X", "INT32", [4], "reg", 16, 16)
     assert item.parameters == {
         "shared_memory_region": "reg",
         "shared_memory_byte_size": 16,
         "shared_memory_offset": 16,
     }
-    body = codec.encode_infer_request([item])
+    body = http_client.encode_infer_request([item])
     assert body.json_size is None
-    parsed = codec.parse_infer_request(body.tobytes())
+    parsed = http_server.parse_infer_request(body.tobytes())
     ref = parsed.inputs[0].shared_memory
-    assert ref == codec.SharedMemoryRef("reg", 16, 16)
+    assert ref == types.SharedMemoryRef("reg", 16, 16)
     view = memoryview(region)[ref.offset : ref.offset + ref.byte_size]
-    array = codec.decode_input(parsed.inputs[0], view)
+    array = http_server.decode_input(parsed.inputs[0], view)
     assert array.tolist() == [0, 1, 2, 3] and np.shares_memory(
         array, np.frombuffer(region, np.uint8)
     )
-    response = codec.encode_infer_response(
-        "m", "1", [codec.ResponseOutput("Y", "INT32", [4], None)]
+    response = http_server.encode_infer_response(
+        "m", "1", [http_server.ResponseOutput("Y", "INT32", [4], None)]
     )
-    decoded = codec.decode_infer_response(response.tobytes(), response.json_size)
+    decoded = http_client.decode_infer_response(response.tobytes(), response.json_size)
     assert decoded.get_output("Y") == {"name": "Y", "datatype": "INT32", "shape": [4]}
     assert decoded.as_numpy("Y") is None and decoded.as_numpy("missing") is None
 
@@ -580,10 +597,10 @@ def test_shared_memory_input_and_output() -> None:
 def test_classification_output_round_trip() -> None:
     classes = np.array([[b"3.300000:1:dog", b"2.400000:3:fish"]], dtype=np.object_)
     for binary in (True, False):
-        response = codec.encode_infer_response(
-            "m", "1", [codec.ResponseOutput("P", "BYTES", [1, 2], classes, binary)]
+        response = http_server.encode_infer_response(
+            "m", "1", [http_server.ResponseOutput("P", "BYTES", [1, 2], classes, binary)]
         )
-        decoded = codec.decode_infer_response(response.tobytes(), response.json_size)
+        decoded = http_client.decode_infer_response(response.tobytes(), response.json_size)
         out = decoded.as_numpy("P")
         assert out is not None
         assert [x if isinstance(x, bytes) else x.encode() for x in out.ravel()] == [
@@ -595,17 +612,19 @@ def test_classification_output_round_trip() -> None:
 @pytest.mark.parametrize("datatype", ["FP16", "BF16"])
 def test_half_precision_output_as_json_is_refused(datatype: str) -> None:
     array = np.zeros(0, dtype=np_dtype(datatype))
-    with pytest.raises(codec.HttpCodecError) as info:
-        codec.encode_infer_response("m", "1", [codec.ResponseOutput("Y", datatype, [0], array)])
+    with pytest.raises(errors.HttpCodecError) as info:
+        http_server.encode_infer_response(
+            "m", "1", [http_server.ResponseOutput("Y", datatype, [0], array)]
+        )
     assert info.value.http_status == 400
     assert f"sending {datatype} data via JSON is not supported" in str(info.value.message())
 
 
 def test_response_key_order_and_parameters() -> None:
-    response = codec.encode_infer_response(
+    response = http_server.encode_infer_response(
         "m",
         "3",
-        [codec.ResponseOutput("Y", "INT32", [1], np.array([7], np.int32))],
+        [http_server.ResponseOutput("Y", "INT32", [1], np.array([7], np.int32))],
         request_id="42",
         parameters={"p": 1},
     )
@@ -614,7 +633,7 @@ def test_response_key_order_and_parameters() -> None:
         '{"id":"42","model_name":"m","model_version":"3","parameters":{"p":1},'
         '"outputs":[{"name":"Y","datatype":"INT32","shape":[1],"data":[7]}]}'
     )
-    without_id = codec.encode_infer_response("m", "1", []).tobytes()
+    without_id = http_server.encode_infer_response("m", "1", []).tobytes()
     assert without_id == b'{"model_name":"m","model_version":"1","outputs":[]}'
 
 
@@ -626,57 +645,59 @@ def test_response_key_order_and_parameters() -> None:
 def test_client_encoding_errors() -> None:
     a = np.zeros((2, 2), np.float32)
     with pytest.raises(InferenceServerException, match="unexpected datatype FP32"):
-        codec.encode_input("X", "INT32", [2, 2], a)
+        http_client.encode_input("X", "INT32", [2, 2], a)
     with pytest.raises(InferenceServerException, match="unexpected numpy array shape"):
-        codec.encode_input("X", "FP32", [4], a)
+        http_client.encode_input("X", "FP32", [4], a)
     with pytest.raises(InferenceServerException, match="must be a numpy array"):
-        codec.encode_input("X", "FP32", [2], [1.0, 2.0])  # type: ignore[arg-type]
+        http_client.encode_input("X", "FP32", [2], [1.0, 2.0])  # type: ignore[arg-type]
     bf = np.zeros(2, ml_dtypes.bfloat16)
     with pytest.raises(InferenceServerException, match="BF16 inputs must be sent as binary"):
-        codec.encode_input("X", "BF16", [2], bf, binary_data=False)
+        http_client.encode_input("X", "BF16", [2], bf, binary_data=False)
     raw = np.array([b"\xff"], dtype=np.object_)
     with pytest.raises(InferenceServerException, match="UTF-8"):
-        codec.encode_input("X", "BYTES", [1], raw, binary_data=False)
+        http_client.encode_input("X", "BYTES", [1], raw, binary_data=False)
     for key in ("sequence_id", "binary_data_output", "triton_x", "headers"):
         with pytest.raises(InferenceServerException, match="reserved parameter"):
-            codec.encode_infer_request([], parameters={key: 1})
+            http_client.encode_infer_request([], parameters={key: 1})
     # FP16 as JSON goes out as numbers (tritonclient does the same; the server refuses it)
-    half = codec.encode_input("X", "FP16", [2], np.array([1.5, 2], np.float16), binary_data=False)
+    half = http_client.encode_input(
+        "X", "FP16", [2], np.array([1.5, 2], np.float16), binary_data=False
+    )
     assert half.data == [1.5, 2.0]
 
 
 def test_sequence_parameters_as_tritonclient_writes_them() -> None:
-    body = codec.encode_infer_request([], [codec.encode_output("Y")], sequence_id="s1")
+    body = http_client.encode_infer_request([], [http_client.encode_output("Y")], sequence_id="s1")
     assert json.loads(body.tobytes())["parameters"] == {
         "sequence_id": "s1",
         "sequence_start": False,
         "sequence_end": False,
     }
-    body = codec.encode_infer_request([], [codec.encode_output("Y")], sequence_id=0)
+    body = http_client.encode_infer_request([], [http_client.encode_output("Y")], sequence_id=0)
     assert "parameters" not in json.loads(body.tobytes())
 
 
 def test_raw_input_and_requests_of_raw_bytes() -> None:
-    item = codec.encode_input_raw("X", "INT32", [2], b"\x01\x00\x00\x00\x02\x00\x00\x00")
+    item = http_client.encode_input_raw("X", "INT32", [2], b"\x01\x00\x00\x00\x02\x00\x00\x00")
     _, arrays, _ = round_trip([item], True)
     assert arrays[0].tolist() == [1, 2]
 
 
 def test_error_from_response() -> None:
-    assert codec.error_from_response(200, b"") is None
-    error = codec.error_from_response(404, b'{"error":"Not Found"}')
+    assert http_client.error_from_response(200, b"") is None
+    error = http_client.error_from_response(404, b'{"error":"Not Found"}')
     assert error is not None and error.status() == "404" and error.message() == "Not Found"
-    empty = codec.error_from_response(400, b"")
+    empty = http_client.error_from_response(400, b"")
     assert empty is not None and empty.status() == "400"
-    garbage = codec.error_from_response(502, b"<html>")
+    garbage = http_client.error_from_response(502, b"<html>")
     assert garbage is not None and garbage.debug_details() == "<html>"
 
 
 def test_decode_response_errors() -> None:
     with pytest.raises(InferenceServerProtocolError, match="is not JSON"):
-        codec.decode_infer_response(b"{", None)
+        http_client.decode_infer_response(b"{", None)
     with pytest.raises(InferenceServerProtocolError, match="outside the body"):
-        codec.decode_infer_response(b"{}", 9)
+        http_client.decode_infer_response(b"{}", 9)
     body = (
         b'{"outputs":[{"name":"Y","datatype":"INT32","shape":[1],'
         b'"parameters":{"binary_data_size":4}}]}'
@@ -684,9 +705,9 @@ def test_decode_response_errors() -> None:
     with pytest.raises(
         InferenceServerProtocolError, match=r"declare 4 bytes .* 3 bytes are missing"
     ):
-        codec.decode_infer_response(body + b"\x00", len(body))
+        http_client.decode_infer_response(body + b"\x00", len(body))
     with pytest.raises(InferenceServerProtocolError, match="2 bytes trail them"):
-        codec.decode_infer_response(body + bytes(6), len(body))
+        http_client.decode_infer_response(body + bytes(6), len(body))
 
 
 def _json_response(*outputs: dict[str, Any]) -> bytes:
@@ -700,7 +721,7 @@ def test_decode_response_json_data() -> None:
         {"name": "B", "datatype": "BOOL", "shape": [1], "data": [True]},
         {"name": "S", "datatype": "BYTES", "shape": [1], "data": ["x"]},
     ).replace(b'"NaN"', b"NaN")
-    decoded = codec.decode_infer_response(body)
+    decoded = http_client.decode_infer_response(body)
     nested = decoded.as_numpy("N")
     assert nested is not None and nested.tolist() == [[1, 2], [3, 2**62]]
     floats = decoded.as_numpy("F")
@@ -728,29 +749,32 @@ def test_decode_response_json_data() -> None:
 )
 def test_decode_response_json_faults(output: dict[str, Any], fragment: str) -> None:
     with pytest.raises(InferenceServerProtocolError, match="invalid inference response") as info:
-        codec.decode_infer_response(_json_response({"name": "O", **output}))
+        http_client.decode_infer_response(_json_response({"name": "O", **output}))
     assert fragment in str(info.value)
 
 
 def test_decode_response_requested_outputs() -> None:
     shm = _json_response({"name": "O", "datatype": "INT32", "shape": [2]})
-    assert codec.decode_infer_response(shm).as_numpy("O") is None  # nothing known: shm
-    asked = codec.Requested({"O": True})
-    assert codec.decode_infer_response(shm, requested=asked).as_numpy("O") is None
+    assert http_client.decode_infer_response(shm).as_numpy("O") is None  # nothing known: shm
+    asked = checks.Requested({"O": True})
+    assert http_client.decode_infer_response(shm, requested=asked).as_numpy("O") is None
     with pytest.raises(InferenceServerProtocolError, match="came without data"):
-        codec.decode_infer_response(shm, requested=codec.Requested(None))
+        http_client.decode_infer_response(shm, requested=checks.Requested(None))
     with pytest.raises(InferenceServerProtocolError, match=r"no output 'P', .* \['O'\]"):
-        codec.decode_infer_response(shm, requested=codec.Requested({"O": True, "P": False}))
+        http_client.decode_infer_response(shm, requested=checks.Requested({"O": True, "P": False}))
     empty = _json_response({"name": "O", "datatype": "INT32", "shape": [0]})
-    assert codec.decode_infer_response(empty, requested=codec.Requested(None)).as_numpy("O") is None
+    assert (
+        http_client.decode_infer_response(empty, requested=checks.Requested(None)).as_numpy("O")
+        is None
+    )
 
 
 def test_client_json_is_strict() -> None:
-    assert codec.client_json(b'{"a": [1, NaN]}', "x")["a"][0] == 1
+    assert jsontext.client_json(b'{"a": [1, NaN]}', "x")["a"][0] == 1
     with pytest.raises(InferenceServerProtocolError, match="x is not JSON"):
-        codec.client_json(b'{"a": 1}\0', "x")  # unlike rapidjson, a NUL does not end it
+        jsontext.client_json(b'{"a": 1}\0', "x")  # unlike rapidjson, a NUL does not end it
     with pytest.raises(InferenceServerProtocolError, match="x is not valid UTF-8: byte 0xc3"):
-        codec.client_json(b'"\xc3"', "x")
+        jsontext.client_json(b'"\xc3"', "x")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -760,17 +784,17 @@ def test_client_json_is_strict() -> None:
 
 def test_raw_request_deduces_shape() -> None:
     body = np.arange(8, dtype=np.float32).tobytes()
-    parsed = codec.parse_raw_request(
+    parsed = http_server.parse_raw_request(
         body, model_name="m", inputs=[("IN", "FP32", [-1, 4])], max_batch_size=8
     )
     assert parsed.raw_binary and parsed.output_binary("anything")
     assert parsed.inputs[0].shape == [1, 2, 4]
-    assert codec.decode_input(parsed.inputs[0]).reshape(-1).tolist() == list(range(8))
-    fixed = codec.parse_raw_request(body, model_name="m", inputs=[("IN", "FP32", [8])])
+    assert http_server.decode_input(parsed.inputs[0]).reshape(-1).tolist() == list(range(8))
+    fixed = http_server.parse_raw_request(body, model_name="m", inputs=[("IN", "FP32", [8])])
     assert fixed.inputs[0].shape == [8]
     # A BYTES input's one element is the whole body (Triton puts the length in front of it).
-    strings = codec.parse_raw_request(b"hi", model_name="m", inputs=[("S", "BYTES", [1])])
-    assert codec.decode_input(strings.inputs[0]).tolist() == [b"hi"]
+    strings = http_server.parse_raw_request(b"hi", model_name="m", inputs=[("S", "BYTES", [1])])
+    assert http_server.decode_input(strings.inputs[0]).tolist() == [b"hi"]
 
 
 @pytest.mark.parametrize(
@@ -782,8 +806,8 @@ def test_raw_request_deduces_shape() -> None:
     ],
 )
 def test_raw_request_errors(inputs: list[Any], body: bytes, message: str) -> None:
-    with pytest.raises(codec.HttpCodecError) as info:
-        codec.parse_raw_request(body, model_name="m", inputs=inputs)
+    with pytest.raises(errors.HttpCodecError) as info:
+        http_server.parse_raw_request(body, model_name="m", inputs=inputs)
     assert info.value.http_status == 400
     assert str(info.value.message()).startswith("[request id: <id_unknown>] ")
     assert message in str(info.value.message())
@@ -798,9 +822,11 @@ def test_raw_request_byte_count_that_does_not_fit(
 ) -> None:
     # The variable dimension takes the byte count rounded down; the byte-size check then
     # names the model's input, as Triton's does.
-    parsed = codec.parse_raw_request(bytes(size), model_name="m", inputs=[("A", "FP32", dims)])
-    with pytest.raises(codec.HttpCodecError) as info:
-        codec.decode_input(parsed.inputs[0], model_name="m")
+    parsed = http_server.parse_raw_request(
+        bytes(size), model_name="m", inputs=[("A", "FP32", dims)]
+    )
+    with pytest.raises(errors.HttpCodecError) as info:
+        http_server.decode_input(parsed.inputs[0], model_name="m")
     assert f"input byte size mismatch for input 'A' for model 'm'. {expected}" in str(
         info.value.message()
     )
@@ -815,39 +841,43 @@ def test_raw_request_byte_count_that_does_not_fit(
 @given(chunks=st.lists(st.binary(max_size=300), max_size=5))
 def test_compression_round_trip(chunks: list[bytes]) -> None:
     joined = b"".join(chunks)
-    for algorithm in codec.SUPPORTED_ENCODINGS:
-        packed = codec.compress(chunks, algorithm)
-        assert bytes(codec.decompress(packed, algorithm)) == joined
-    assert gzip.decompress(codec.compress(chunks, "gzip")) == joined
-    assert zlib.decompress(codec.compress(chunks, "deflate")) == joined
+    for algorithm in http_body.SUPPORTED_ENCODINGS:
+        packed = http_body.compress(chunks, algorithm)
+        assert bytes(http_body.decompress(packed, algorithm)) == joined
+    assert gzip.decompress(http_body.compress(chunks, "gzip")) == joined
+    assert zlib.decompress(http_body.compress(chunks, "deflate")) == joined
 
 
 def test_decompress_rules() -> None:
     data = b"x" * 1000
-    assert codec.decompress(data, None) is data and codec.decompress(data, "identity") is data
+    assert (
+        http_body.decompress(data, None) is data and http_body.decompress(data, "identity") is data
+    )
     raw_deflate = zlib.compressobj(wbits=-15)
     packed = raw_deflate.compress(data) + raw_deflate.flush()
-    assert codec.decompress(packed, "deflate") == data
-    assert codec.decompress(gzip.compress(data), "deflate") == data  # auto-detected
-    with pytest.raises(codec.HttpCodecError) as info:
-        codec.decompress(data, "br")
+    assert http_body.decompress(packed, "deflate") == data
+    assert http_body.decompress(gzip.compress(data), "deflate") == data  # auto-detected
+    with pytest.raises(errors.HttpCodecError) as info:
+        http_body.decompress(data, "br")
     assert info.value.http_status == 501 and info.value.message() == "Unsupported compression type"
-    with pytest.raises(codec.HttpCodecError) as info:
-        codec.decompress(b"not gzip", "gzip")
+    with pytest.raises(errors.HttpCodecError) as info:
+        http_body.decompress(b"not gzip", "gzip")
     assert info.value.http_status == 500
-    with pytest.raises(codec.HttpCodecError, match="exceeds the maximum"):
-        codec.decompress(gzip.compress(data), "gzip", max_size=100)
+    with pytest.raises(errors.HttpCodecError, match="exceeds the maximum"):
+        http_body.decompress(gzip.compress(data), "gzip", max_size=100)
     with pytest.raises(InferenceServerException, match="unsupported compression"):
-        codec.compress(data, "br")
+        http_body.compress(data, "br")
 
 
 def test_compressed_body_keeps_json_size() -> None:
     a = np.arange(100, dtype=np.int64)
-    body = codec.encode_infer_request([codec.encode_input("A", "INT64", [100], a)])
+    body = http_client.encode_infer_request([http_client.encode_input("A", "INT64", [100], a)])
     packed = body.compressed("gzip")
     assert packed.json_size == body.json_size and packed.headers()["Content-Encoding"] == "gzip"
-    parsed = codec.parse_infer_request(codec.decompress(packed.tobytes(), "gzip"), body.json_size)
-    assert codec.decode_input(parsed.inputs[0]).tolist() == a.tolist()
+    parsed = http_server.parse_infer_request(
+        http_body.decompress(packed.tobytes(), "gzip"), body.json_size
+    )
+    assert http_server.decode_input(parsed.inputs[0]).tolist() == a.tolist()
     assert body.compressed(None) is body
 
 
@@ -868,7 +898,7 @@ def test_compressed_body_keeps_json_size() -> None:
     ],
 )
 def test_negotiate_encoding(header: str | None, expected: str | None) -> None:
-    assert codec.negotiate_encoding(header) == expected
+    assert http_body.negotiate_encoding(header) == expected
 
 
 # ---------------------------------------------------------------------------------------------
@@ -887,14 +917,14 @@ def test_generate_request_and_response() -> None:
         }
     ).encode()
     model_inputs = {"IN": ("INT32", [-1]), "DELAY": ("UINT32", [-1]), "WAIT": ("UINT32", [1])}
-    parsed = codec.parse_generate_request(body, model_inputs=model_inputs)
+    parsed = generate.parse_generate_request(body, model_inputs=model_inputs)
     assert parsed.id == "g1"
     shapes = {p.name: p.shape for p in parsed.inputs}
     assert shapes == {"IN": [3], "WAIT": [1], "DELAY": [3]}
-    assert codec.decode_input(parsed.inputs[1]).tolist() == [5]
+    assert http_server.decode_input(parsed.inputs[1]).tolist() == [5]
     # Every other key is a plain parameter, reserved names included (as in Triton).
     assert parsed.parameters.custom == {"temperature": 0.5, "mode": "x", "sequence_id": 7}
-    payload = codec.encode_generate_response(
+    payload = generate.encode_generate_response(
         "m",
         "1",
         [
@@ -906,9 +936,9 @@ def test_generate_request_and_response() -> None:
     )
     # One object, members in byte order of their names (Triton builds it from a std::map).
     assert payload == b'{"OUT":4,"S":"hi","V":[1,2],"id":"g1","model_name":"m","model_version":"1"}'
-    assert codec.encode_sse_event(b"{}") == b"data: {}\n\n"
-    with pytest.raises(codec.HttpCodecError) as info:
-        codec.parse_generate_request(b"", model_inputs={})
+    assert generate.encode_sse_event(b"{}") == b"data: {}\n\n"
+    with pytest.raises(errors.HttpCodecError) as info:
+        generate.parse_generate_request(b"", model_inputs={})
     assert info.value.http_status == 500
 
 
@@ -923,78 +953,86 @@ def test_generate_request_and_response() -> None:
 )
 def test_generate_input_shapes(value: Any, dims: list[int], shape: list[int]) -> None:
     body = json.dumps({"X": value}).encode()
-    parsed = codec.parse_generate_request(body, model_inputs={"X": ("INT32", dims)})
+    parsed = generate.parse_generate_request(body, model_inputs={"X": ("INT32", dims)})
     assert parsed.inputs[0].shape == shape
 
 
 def test_generate_input_that_does_not_fit() -> None:
     body = json.dumps({"X": [[1, 2]]}).encode()
-    with pytest.raises(codec.HttpCodecError, match="can not convert input 'X' to tensor"):
-        codec.parse_generate_request(body, model_inputs={"X": ("INT32", [-1, 16])})
+    with pytest.raises(errors.HttpCodecError, match="can not convert input 'X' to tensor"):
+        generate.parse_generate_request(body, model_inputs={"X": ("INT32", [-1, 16])})
 
 
 def test_repository_bodies() -> None:
-    assert codec.encode_index_request() == b""
-    assert codec.parse_index_request(b"") is False
-    assert codec.parse_index_request(codec.encode_index_request(True)) is True
-    with pytest.raises(codec.HttpCodecError) as info:
-        codec.parse_index_request(b'{"ready": 1}')
+    assert http_client.encode_index_request() == b""
+    assert http_control.parse_index_request(b"") is False
+    assert http_control.parse_index_request(http_client.encode_index_request(True)) is True
+    with pytest.raises(errors.HttpCodecError) as info:
+        http_control.parse_index_request(b'{"ready": 1}')
     assert info.value.http_status == 500  # Triton 2.51
-    body = codec.encode_load_request('{"name":"m"}', {"file:1/model.py": b"\x00code"})
-    assert codec.parse_load_request(body) == ('{"name":"m"}', {"file:1/model.py": b"\x00code"})
-    assert codec.parse_load_request(b"") == (None, {})
-    assert codec.parse_load_request(codec.encode_load_request()) == (None, {})
+    body = http_client.encode_load_request('{"name":"m"}', {"file:1/model.py": b"\x00code"})
+    assert http_control.parse_load_request(body) == (
+        '{"name":"m"}',
+        {"file:1/model.py": b"\x00code"},
+    )
+    assert http_control.parse_load_request(b"") == (None, {})
+    assert http_control.parse_load_request(http_client.encode_load_request()) == (None, {})
     for bad, message in [
         (b'{"parameters":{"other":"x"}}', "unexpected error on creating Triton parameter"),
         (b'{"parameters":{"config":1}}', "attempt to access JSON non-string as string"),
     ]:
-        with pytest.raises(codec.HttpCodecError, match=message) as info:
-            codec.parse_load_request(bad)
+        with pytest.raises(errors.HttpCodecError, match=message) as info:
+            http_control.parse_load_request(bad)
         assert info.value.http_status == 500
     # Base64 is decoded as Triton's libb64 decodes it: characters outside the alphabet skip.
-    assert codec.parse_load_request(b'{"parameters":{"file:1/a":"!!QU*JD"}}')[1] == {
+    assert http_control.parse_load_request(b'{"parameters":{"file:1/a":"!!QU*JD"}}')[1] == {
         "file:1/a": b"ABC"
     }
-    assert codec.parse_unload_request(codec.encode_unload_request(True)) is True
-    assert codec.parse_unload_request(b"") is False
+    assert http_control.parse_unload_request(http_client.encode_unload_request(True)) is True
+    assert http_control.parse_unload_request(b"") is False
     # Triton 2.51 ignores an unload_dependents that is not a bool.
-    assert codec.parse_unload_request(b'{"parameters":{"unload_dependents":"yes"}}') is False
+    assert http_control.parse_unload_request(b'{"parameters":{"unload_dependents":"yes"}}') is False
 
 
 def test_shared_memory_bodies_and_paths() -> None:
-    body = codec.encode_system_shm_register("/k", 8, 64)
-    assert codec.parse_system_shm_register(body) == ("/k", 8, 64)
-    assert codec.parse_system_shm_register(b'{"key":"/k","byte_size":4}') == ("/k", 0, 4)
+    body = http_client.encode_system_shm_register("/k", 8, 64)
+    assert http_control.parse_system_shm_register(body) == ("/k", 8, 64)
+    assert http_control.parse_system_shm_register(b'{"key":"/k","byte_size":4}') == ("/k", 0, 4)
     for bad, message in [
         (b'{"byte_size":4}', "has no 'key' field"),
         (b'{"key":"/k"}', "has no 'byte_size' field"),
     ]:
-        with pytest.raises(codec.HttpCodecError, match=message) as info:
-            codec.parse_system_shm_register(bad)
+        with pytest.raises(errors.HttpCodecError, match=message) as info:
+            http_control.parse_system_shm_register(bad)
         assert info.value.http_status == 400
     handle = bytes(range(64))
-    assert codec.parse_cuda_shm_register(codec.encode_cuda_shm_register(handle, 1, 32)) == (
+    assert http_control.parse_cuda_shm_register(
+        http_client.encode_cuda_shm_register(handle, 1, 32)
+    ) == (
         handle,
         1,
         32,
     )
-    with pytest.raises(codec.HttpCodecError, match="valid base64 encoded cudaIpcMemHandle_t"):
-        codec.parse_cuda_shm_register(b'{"raw_handle":{"b64":"%%"},"device_id":0,"byte_size":1}')
-    assert codec.system_shm_path("status") == "/v2/systemsharedmemory/status"
+    with pytest.raises(errors.HttpCodecError, match="valid base64 encoded cudaIpcMemHandle_t"):
+        http_control.parse_cuda_shm_register(
+            b'{"raw_handle":{"b64":"%%"},"device_id":0,"byte_size":1}'
+        )
+    assert http_body.system_shm_path("status") == "/v2/systemsharedmemory/status"
     assert (
-        codec.system_shm_path("register", "a b") == "/v2/systemsharedmemory/region/a%20b/register"
+        http_body.system_shm_path("register", "a b")
+        == "/v2/systemsharedmemory/region/a%20b/register"
     )
-    assert codec.cuda_shm_path("unregister", "r") == "/v2/cudasharedmemory/region/r/unregister"
-    assert codec.encode_query({"a": 1, "b": ["x y", "z"]}) == "a=1&b=x+y&b=z"
-    assert codec.encode_query(None) == ""
-    assert codec.model_path("simple") == "/v2/models/simple"
-    assert codec.model_path("a b", "2", "infer") == "/v2/models/a%20b/versions/2/infer"
+    assert http_body.cuda_shm_path("unregister", "r") == "/v2/cudasharedmemory/region/r/unregister"
+    assert http_body.encode_query({"a": 1, "b": ["x y", "z"]}) == "a=1&b=x+y&b=z"
+    assert http_body.encode_query(None) == ""
+    assert http_body.model_path("simple") == "/v2/models/simple"
+    assert http_body.model_path("a b", "2", "infer") == "/v2/models/a%20b/versions/2/infer"
 
 
 def test_codec_error_pickles() -> None:
     import pickle
 
-    error = codec.HttpCodecError("bad", 501)
+    error = errors.HttpCodecError("bad", 501)
     again = pickle.loads(pickle.dumps(error))
     assert again.http_status == 501 and again.message() == "bad" and again.status() == "501"
 
@@ -1022,9 +1060,11 @@ def edge_values(datatype: str) -> np.ndarray:
 @pytest.mark.parametrize("datatype", NUMBER_TYPES)
 def test_json_input_numbers_are_exact_and_list_is_lazy(datatype: str) -> None:
     array = edge_values(datatype).reshape(1, -1)
-    encoded = codec.encode_input("X", datatype, list(array.shape), array, binary_data=False)
+    encoded = http_client.encode_input("X", datatype, list(array.shape), array, binary_data=False)
     assert encoded.text is not None and encoded.raw is None
-    body = codec.encode_infer_request([encoded], [codec.encode_output("Y")], request_id="r")
+    body = http_client.encode_infer_request(
+        [encoded], [http_client.encode_output("Y")], request_id="r"
+    )
     assert body.json_size is None
     doc = json.loads(body.tobytes())
     assert list(doc) == ["id", "inputs", "outputs"]
@@ -1043,7 +1083,7 @@ def test_json_input_numbers_are_exact_and_list_is_lazy(datatype: str) -> None:
 def tensor_list(datatype: str, flat: np.ndarray) -> list[Any]:
     if datatype in ("FP16", "FP32"):
         return flat.astype(np.float64).tolist()  # type: ignore[no-any-return]
-    return codec.tensor_to_json(datatype, flat)
+    return jsontext.tensor_to_json(datatype, flat)
 
 
 def test_json_input_body_matches_plain_json_dumps() -> None:
@@ -1051,27 +1091,31 @@ def test_json_input_body_matches_plain_json_dumps() -> None:
     ints = rng.integers(-50, 50, (2, 3)).astype(np.int32)
     floats = rng.standard_normal(7).astype(np.float64)
     inputs = [
-        codec.encode_input("I", "INT32", [2, 3], ints, binary_data=False),
-        codec.encode_input("B", "BOOL", [2], np.array([True, False]), binary_data=False),
-        codec.encode_input("F", "FP64", [7], floats, binary_data=False),
-        codec.encode_input("S", "BYTES", [1], np.array([b"x"], np.object_), binary_data=False),
-        codec.encode_input("R", "INT8", [2], np.array([1, 2], np.int8)),
+        http_client.encode_input("I", "INT32", [2, 3], ints, binary_data=False),
+        http_client.encode_input("B", "BOOL", [2], np.array([True, False]), binary_data=False),
+        http_client.encode_input("F", "FP64", [7], floats, binary_data=False),
+        http_client.encode_input(
+            "S", "BYTES", [1], np.array([b"x"], np.object_), binary_data=False
+        ),
+        http_client.encode_input("R", "INT8", [2], np.array([1, 2], np.int8)),
     ]
-    body = codec.encode_infer_request(inputs, sequence_id=3, parameters={"p": "v"})
+    body = http_client.encode_infer_request(inputs, sequence_id=3, parameters={"p": "v"})
     expected = {
         "inputs": [each.to_json() for each in inputs],
         "parameters": {"sequence_id": 3, "sequence_start": False, "sequence_end": False},
     }
     expected["parameters"].update({"binary_data_output": True, "p": "v"})
-    header = codec.dumps(expected)
+    header = jsontext.dumps(expected)
     assert body.tobytes()[: body.json_size] == header and body.json_size == len(header)
 
 
 def test_json_input_is_a_snapshot() -> None:
     array = np.arange(4, dtype=np.float32)
-    encoded = codec.encode_input("X", "FP32", [4], array, binary_data=False)
+    encoded = http_client.encode_input("X", "FP32", [4], array, binary_data=False)
     array[:] = 9
-    assert json.loads(codec.encode_infer_request([encoded]).tobytes())["inputs"][0]["data"] == [
+    assert json.loads(http_client.encode_infer_request([encoded]).tobytes())["inputs"][0][
+        "data"
+    ] == [
         0.0,
         1.0,
         2.0,
@@ -1081,19 +1125,21 @@ def test_json_input_is_a_snapshot() -> None:
 
 def test_json_input_float32_text_is_short() -> None:
     array = np.array([0.1, 2.5, -3e-7], np.float32)
-    encoded = codec.encode_input("X", "FP32", [3], array, binary_data=False)
-    assert b'"data":[0.1,2.5,-3e-07]' in codec.encode_infer_request([encoded]).tobytes()
+    encoded = http_client.encode_input("X", "FP32", [3], array, binary_data=False)
+    assert b'"data":[0.1,2.5,-3e-07]' in http_client.encode_infer_request([encoded]).tobytes()
     assert encoded.data == array.astype(np.float64).tolist()
 
 
 def test_json_input_non_contiguous_and_empty() -> None:
     base = np.arange(24, dtype=np.int64).reshape(4, 6)
     view = base[::2, ::-3]
-    encoded = codec.encode_input("X", "INT64", [2, 2], view, binary_data=False)
-    doc = json.loads(codec.encode_infer_request([encoded]).tobytes())
+    encoded = http_client.encode_input("X", "INT64", [2, 2], view, binary_data=False)
+    doc = json.loads(http_client.encode_infer_request([encoded]).tobytes())
     assert doc["inputs"][0]["data"] == view.reshape(-1).tolist()
-    empty = codec.encode_input("E", "FP32", [0, 3], np.zeros((0, 3), np.float32), binary_data=False)
-    doc = json.loads(codec.encode_infer_request([empty]).tobytes())
+    empty = http_client.encode_input(
+        "E", "FP32", [0, 3], np.zeros((0, 3), np.float32), binary_data=False
+    )
+    doc = json.loads(http_client.encode_infer_request([empty]).tobytes())
     assert doc["inputs"][0]["data"] == [] and doc["inputs"][0]["shape"] == [0, 3]
 
 
@@ -1115,25 +1161,25 @@ def test_infer_input_keeps_its_json_data() -> None:
 def test_json_output_text_is_unchanged(datatype: str) -> None:
     array = edge_values(datatype)
     outputs = [
-        codec.ResponseOutput("A", datatype, [array.size], array),
-        codec.ResponseOutput("B", "BYTES", [1], np.array([b"\xc3\xa9z"], np.object_)),
-        codec.ResponseOutput("C", datatype, [array.size], array, True),
-        codec.ResponseOutput("D", datatype, [array.size], array[::-1]),
+        http_server.ResponseOutput("A", datatype, [array.size], array),
+        http_server.ResponseOutput("B", "BYTES", [1], np.array([b"\xc3\xa9z"], np.object_)),
+        http_server.ResponseOutput("C", datatype, [array.size], array, True),
+        http_server.ResponseOutput("D", datatype, [array.size], array[::-1]),
     ]
-    body = codec.encode_infer_response("m", "1", outputs, request_id="q", parameters={"k": 1})
+    body = http_server.encode_infer_response("m", "1", outputs, request_id="q", parameters={"k": 1})
     entries = []
     for each in outputs:
         entry: dict[str, Any] = {"name": each.name, "datatype": datatype, "shape": [array.size]}
         if each.binary:
             entry["parameters"] = {"binary_data_size": array.nbytes}
         else:
-            entry["data"] = codec.tensor_to_json(
+            entry["data"] = jsontext.tensor_to_json(
                 each.datatype, each.data, bytes_as="surrogateescape"
             )  # type: ignore[arg-type]
         entry["datatype"] = each.datatype
         entries.append(entry)
     entries[1]["shape"] = [1]
-    expected = codec.dumps(
+    expected = jsontext.dumps(
         {
             "id": "q",
             "model_name": "m",
@@ -1144,5 +1190,5 @@ def test_json_output_text_is_unchanged(datatype: str) -> None:
         raw_strings=True,
     )
     assert body.tobytes()[: body.json_size] == expected
-    decoded = codec.decode_infer_response(body.tobytes(), str(body.json_size))
+    decoded = http_client.decode_infer_response(body.tobytes(), str(body.json_size))
     assert same(decoded.as_numpy("A"), array, bits=False)  # type: ignore[arg-type]

@@ -12,7 +12,6 @@ import shutil
 import socket
 import ssl
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -30,7 +29,7 @@ import pytest
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
 from mock_server.http_frontend import HttpFrontend
 from shm import posix
-from tritonclient._codec import http as codec
+from tritonclient._codec import http_body, http_client, jsontext, types
 from tritonclient.utils import InferenceServerProtocolError
 from tritonclient.utils._dtypes import DATATYPES
 
@@ -69,7 +68,7 @@ class Reply:
     body: bytes
 
     def json(self) -> Any:
-        return codec.loads(self.body)
+        return jsontext.loads(self.body)
 
     @property
     def error(self) -> str:
@@ -102,23 +101,23 @@ class Endpoint:
     def infer(
         self,
         model: str,
-        inputs: list[codec.RequestInput],
-        outputs: list[codec.RequestOutput] | None = None,
+        inputs: list[http_client.RequestInput],
+        outputs: list[http_client.RequestOutput] | None = None,
         headers: dict[str, str] | None = None,
         **kw: Any,
-    ) -> codec.DecodedResponse:
-        body = codec.encode_infer_request(inputs, outputs, **kw)
+    ) -> http_client.DecodedResponse:
+        body = http_client.encode_infer_request(inputs, outputs, **kw)
         reply = self.call(
             "POST",
-            codec.model_path(model, suffix="infer"),
+            http_body.model_path(model, suffix="infer"),
             body.tobytes(),
             {**body.headers(), **(headers or {})},
         )
         assert reply.status == 200, reply.body
-        return codec.decode_infer_response(
+        return http_client.decode_infer_response(
             reply.body,
-            reply.headers.get(codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH),
-            reply.headers.get(codec.HEADER_CONTENT_ENCODING),
+            reply.headers.get(http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH),
+            reply.headers.get(http_body.HEADER_CONTENT_ENCODING),
         )
 
 
@@ -223,12 +222,14 @@ def explicit(loop: LoopThread, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 def ints(
     name: str, values: Any, datatype: str = "INT32", binary: bool = True
-) -> codec.RequestInput:
+) -> http_client.RequestInput:
     array = np.asarray(values, dtype=DATATYPES[datatype].numpy_type)
-    return codec.encode_input(name, datatype, array.shape, array, binary_data=binary)
+    return http_client.encode_input(name, datatype, array.shape, array, binary_data=binary)
 
 
-def simple_inputs(binary: bool = True) -> tuple[list[codec.RequestInput], np.ndarray, np.ndarray]:
+def simple_inputs(
+    binary: bool = True,
+) -> tuple[list[http_client.RequestInput], np.ndarray, np.ndarray]:
     a = np.arange(16, dtype=np.int32).reshape(1, 16)
     b = np.full((1, 16), 3, dtype=np.int32)
     return [ints("INPUT0", a, binary=binary), ints("INPUT1", b, binary=binary)], a, b
@@ -376,7 +377,7 @@ def test_infer_json(server: Endpoint) -> None:
     reply = server.call("POST", "/v2/models/simple/infer", request)
     assert reply.status == 200
     assert reply.headers["Content-Type"] == "application/json"
-    assert reply.headers.get(codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH) is None
+    assert reply.headers.get(http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH) is None
     body = reply.json()
     assert list(body) == ["id", "model_name", "model_version", "outputs"]
     assert (body["id"], body["model_name"], body["model_version"]) == ("42", "simple", "1")
@@ -391,7 +392,7 @@ def test_infer_json(server: Endpoint) -> None:
 
 def test_chunked_request_body(server: Endpoint) -> None:
     inputs, a, b = simple_inputs()
-    body = codec.encode_infer_request(inputs)
+    body = http_client.encode_infer_request(inputs)
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     try:
         # the binary chunks go out as they are (memoryviews of the arrays), chunk-encoded
@@ -405,10 +406,10 @@ def test_chunked_request_body(server: Endpoint) -> None:
         response = conn.getresponse()
         data = response.read()
         assert response.status == 200, data
-        length = response.headers[codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH]
+        length = response.headers[http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH]
     finally:
         conn.close()
-    decoded = codec.decode_infer_response(data, length)
+    decoded = http_client.decode_infer_response(data, length)
     assert np.array_equal(decoded.as_numpy("OUTPUT1"), a - b)
 
 
@@ -420,16 +421,19 @@ def test_infer_binary_and_output_selection(server: Endpoint) -> None:
     mixed = server.infer(
         "simple",
         inputs,
-        [codec.encode_output("OUTPUT0"), codec.encode_output("OUTPUT1", binary_data=False)],
+        [
+            http_client.encode_output("OUTPUT0"),
+            http_client.encode_output("OUTPUT1", binary_data=False),
+        ],
         request_id="mix",
     )
     assert mixed.get_output("OUTPUT1")["data"] == (a - b).ravel().tolist()
     assert mixed.output_buffer("OUTPUT0") is not None
     assert np.array_equal(mixed.as_numpy("OUTPUT0"), a + b)
-    only = server.infer("simple", inputs, [codec.encode_output("OUTPUT1")])
+    only = server.infer("simple", inputs, [http_client.encode_output("OUTPUT1")])
     assert [o["name"] for o in only.response["outputs"]] == ["OUTPUT1"]
     # a listed output without binary_data is JSON even with binary_data_output: true
-    request = json.loads(codec.encode_infer_request(simple_inputs(False)[0]).tobytes())
+    request = json.loads(http_client.encode_infer_request(simple_inputs(False)[0]).tobytes())
     request["outputs"] = [{"name": "OUTPUT0"}]
     reply = server.call("POST", "/v2/models/simple/infer", request)
     assert "data" in reply.json()["outputs"][0]
@@ -463,8 +467,12 @@ def test_every_datatype_through_identity(server: Endpoint, suffix: str) -> None:
     for binary_in, binary_out in modes:
         decoded = server.infer(
             f"identity_{suffix}",
-            [codec.encode_input("INPUT0", datatype, array.shape, array, binary_data=binary_in)],
-            [codec.encode_output("OUTPUT0", binary_data=bool(binary_out))],
+            [
+                http_client.encode_input(
+                    "INPUT0", datatype, array.shape, array, binary_data=binary_in
+                )
+            ],
+            [http_client.encode_output("OUTPUT0", binary_data=bool(binary_out))],
         )
         out = decoded.as_numpy("OUTPUT0")
         assert out is not None and out.dtype == array.dtype and out.shape == array.shape
@@ -472,8 +480,8 @@ def test_every_datatype_through_identity(server: Endpoint, suffix: str) -> None:
     empty = np.zeros((0, 3), dtype=dtype)
     decoded = server.infer(
         f"identity_{suffix}",
-        [codec.encode_input("INPUT0", datatype, empty.shape, empty)],
-        [codec.encode_output("OUTPUT0")],
+        [http_client.encode_input("INPUT0", datatype, empty.shape, empty)],
+        [http_client.encode_output("OUTPUT0")],
     )
     assert decoded.as_numpy("OUTPUT0").shape == (0, 3)
 
@@ -485,31 +493,31 @@ def test_bytes_models(server: Endpoint) -> None:
         decoded = server.infer(
             "simple_string",
             [
-                codec.encode_input("INPUT0", "BYTES", [1, 16], a, binary_data=binary),
-                codec.encode_input("INPUT1", "BYTES", [1, 16], b, binary_data=binary),
+                http_client.encode_input("INPUT0", "BYTES", [1, 16], a, binary_data=binary),
+                http_client.encode_input("INPUT1", "BYTES", [1, 16], b, binary_data=binary),
             ],
-            [codec.encode_output("OUTPUT0", binary_data=binary)],
+            [http_client.encode_output("OUTPUT0", binary_data=binary)],
         )
         out = decoded.as_numpy("OUTPUT0")
         assert [int(x) for x in out.ravel()] == [i + 1 for i in range(16)]
     words = np.array([["héllo", "日本", ""]], dtype=np.object_)
     decoded = server.infer(
         "identity_bytes",
-        [codec.encode_input("INPUT0", "BYTES", [1, 3], words, binary_data=False)],
-        [codec.encode_output("OUTPUT0", binary_data=False)],
+        [http_client.encode_input("INPUT0", "BYTES", [1, 3], words, binary_data=False)],
+        [http_client.encode_output("OUTPUT0", binary_data=False)],
     )
     assert decoded.as_numpy("OUTPUT0").tolist() == words.tolist()
     # non-UTF-8 bytes requested as JSON come back raw inside the JSON string, as from Triton
     raw = np.array([[b"\xff\x00", b"ok"]], dtype=np.object_)
-    body = codec.encode_infer_request(
-        [codec.encode_input("INPUT0", "BYTES", [1, 2], raw)],
-        [codec.encode_output("OUTPUT0", binary_data=False)],
+    body = http_client.encode_infer_request(
+        [http_client.encode_input("INPUT0", "BYTES", [1, 2], raw)],
+        [http_client.encode_output("OUTPUT0", binary_data=False)],
     )
     reply = server.call("POST", "/v2/models/identity_bytes/infer", body.tobytes(), body.headers())
     assert reply.status == 200 and b'"data":["\xff\\u0000","ok"]' in reply.body
     # such a body is not JSON (not UTF-8): a client refuses it, with the hint to ask for binary
     with pytest.raises(InferenceServerProtocolError, match="not valid UTF-8"):
-        codec.decode_infer_response(reply.body)
+        http_client.decode_infer_response(reply.body)
 
 
 def test_half_precision_json_is_refused(server: Endpoint) -> None:
@@ -517,7 +525,9 @@ def test_half_precision_json_is_refused(server: Endpoint) -> None:
     reply = server.call("POST", "/v2/models/identity_fp16/infer", request)
     assert reply.status == 400 and "receiving FP16 data via JSON is not supported" in reply.error
     half = np.ones((1, 2), np.float16)
-    body = codec.encode_infer_request([codec.encode_input("INPUT0", "FP16", [1, 2], half)])
+    body = http_client.encode_infer_request(
+        [http_client.encode_input("INPUT0", "FP16", [1, 2], half)]
+    )
     header = json.loads(body.chunks[0])
     del header["parameters"]  # outputs omitted and not binary: JSON for every output
     wire = json.dumps(header).encode()
@@ -525,7 +535,7 @@ def test_half_precision_json_is_refused(server: Endpoint) -> None:
         "POST",
         "/v2/models/identity_fp16/infer",
         wire + half.tobytes(),
-        {codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH: str(len(wire))},
+        {http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH: str(len(wire))},
     )
     assert reply.status == 400 and "sending FP16 data via JSON is not supported" in reply.error
 
@@ -536,16 +546,16 @@ def test_raw_binary_request(server: Endpoint, explicit: Endpoint) -> None:
         "POST",
         "/v2/models/raw_fp32/infer",
         values.tobytes(),
-        {codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH: "0"},
+        {http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH: "0"},
     )
     assert reply.status == 200
     assert reply.headers["Content-Type"] == "application/octet-stream"
-    decoded = codec.decode_infer_response(
-        reply.body, reply.headers[codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH]
+    decoded = http_client.decode_infer_response(
+        reply.body, reply.headers[http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH]
     )
     assert decoded.get_output("OUTPUT0")["shape"] == [1, 4]
     assert decoded.as_numpy("OUTPUT0").tolist() == [values.tolist()]
-    headers = {codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH: "0"}
+    headers = {http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH: "0"}
     bad = explicit.call("POST", "/v2/models/raw_fp32/infer", bytes(125), headers)
     assert bad.status == 400
     assert "input byte size mismatch for input 'INPUT0' for model 'raw_fp32'" in bad.error
@@ -560,7 +570,9 @@ def test_classification(server: Endpoint) -> None:
     inputs, _, _ = simple_inputs()
     for binary in (True, False):
         decoded = server.infer(
-            "simple", inputs, [codec.encode_output("OUTPUT0", binary_data=binary, class_count=3)]
+            "simple",
+            inputs,
+            [http_client.encode_output("OUTPUT0", binary_data=binary, class_count=3)],
         )
         output = decoded.get_output("OUTPUT0")
         assert output["datatype"] == "BYTES" and output["shape"] == [1, 3]
@@ -583,10 +595,10 @@ def test_sequence(server: Endpoint) -> None:
         )
         got.append(int(decoded.as_numpy("OUTPUT").item()))
     assert got == [1, 11, 7]
-    body = codec.encode_infer_request([ints("INPUT", [[1]])], sequence_id=4243)
+    body = http_client.encode_infer_request([ints("INPUT", [[1]])], sequence_id=4243)
     reply = server.call("POST", "/v2/models/simple_sequence/infer", body.tobytes(), body.headers())
     assert reply.status == 400 and "START flag" in reply.error
-    body = codec.encode_infer_request([ints("INPUT", [[1]])])
+    body = http_client.encode_infer_request([ints("INPUT", [[1]])])
     reply = server.call("POST", "/v2/models/simple_sequence/infer", body.tobytes(), body.headers())
     assert reply.status == 400 and "correlation ID" in reply.error
 
@@ -595,8 +607,8 @@ def test_large_tensor(server: Endpoint) -> None:
     array = np.random.default_rng(0).random((512, 1024), dtype=np.float32)  # 2 MiB
     decoded = server.infer(
         "identity_fp32",
-        [codec.encode_input("INPUT0", "FP32", array.shape, array)],
-        [codec.encode_output("OUTPUT0")],
+        [http_client.encode_input("INPUT0", "FP32", array.shape, array)],
+        [http_client.encode_output("OUTPUT0")],
     )
     assert np.array_equal(decoded.as_numpy("OUTPUT0"), array)
 
@@ -607,7 +619,7 @@ def infer_raw(
     wire = header if isinstance(header, bytes) else json.dumps(header).encode()
     extra = dict(headers)
     if tail:
-        extra.setdefault(codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH, str(len(wire)))
+        extra.setdefault(http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH, str(len(wire)))
     return endpoint.call("POST", f"/v2/models/{model}/infer", wire + tail, extra)
 
 
@@ -703,7 +715,7 @@ def test_header_length_errors(server: Endpoint) -> None:
             "POST",
             "/v2/models/simple/infer",
             header,
-            {codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH: value},
+            {http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH: value},
         )
         assert reply.status == 400 and message in reply.error
     # absent header with binary inputs: the whole body counts as JSON, so what follows the
@@ -728,7 +740,9 @@ def test_decoupled_model_on_infer_is_501(server: Endpoint) -> None:
 
 
 def test_model_execution_error_is_500(explicit: Endpoint) -> None:
-    load = codec.encode_load_request(json.dumps(FAILING_CONFIG), {"file:1/model.py": FAILING_MODEL})
+    load = http_client.encode_load_request(
+        json.dumps(FAILING_CONFIG), {"file:1/model.py": FAILING_MODEL}
+    )
     assert explicit.call("POST", "/v2/repository/models/failing/load", load).status == 200
     reply = infer_raw(
         explicit,
@@ -761,7 +775,7 @@ def test_queue_full_is_503(explicit: Endpoint) -> None:
 
 def test_compression(server: Endpoint) -> None:
     inputs, a, b = simple_inputs()
-    body = codec.encode_infer_request(inputs, [codec.encode_output("OUTPUT0")])
+    body = http_client.encode_infer_request(inputs, [http_client.encode_output("OUTPUT0")])
     for request_encoding in ("gzip", "deflate"):
         for response_encoding in ("gzip", "deflate", "identity"):
             packed = body.compressed(request_encoding)
@@ -770,9 +784,9 @@ def test_compression(server: Endpoint) -> None:
             assert reply.status == 200, reply.body
             expected_encoding = None if response_encoding == "identity" else response_encoding
             assert reply.headers.get("Content-Encoding") == expected_encoding
-            decoded = codec.decode_infer_response(
+            decoded = http_client.decode_infer_response(
                 reply.body,
-                reply.headers.get(codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH),
+                reply.headers.get(http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH),
                 reply.headers.get("Content-Encoding"),
             )
             assert np.array_equal(decoded.as_numpy("OUTPUT0"), a + b)
@@ -785,7 +799,7 @@ def test_compression(server: Endpoint) -> None:
     )
     assert reply.headers["Content-Encoding"] == "deflate"
     plain = zlib.decompress(reply.body)
-    length = int(reply.headers[codec.HEADER_INFERENCE_HEADER_CONTENT_LENGTH])
+    length = int(reply.headers[http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH])
     assert json.loads(plain[:length])["model_name"] == "simple"
     json_only = server.call(
         "POST",
@@ -857,7 +871,7 @@ def test_explicit_load_unload(explicit: Endpoint) -> None:
     assert explicit.call("GET", "/v2/models/identity_int32/ready").status == 200
     ready_rows = explicit.call("POST", "/v2/repository/index", {"ready": True}).json()
     assert all(r.get("state") == "READY" for r in ready_rows)
-    unload = codec.encode_unload_request(unload_dependents=True)
+    unload = http_client.encode_unload_request(unload_dependents=True)
     reply = explicit.call("POST", "/v2/repository/models/identity_int32/unload", unload)
     assert (reply.status, reply.body) == (200, b"")
     assert explicit.call("GET", "/v2/models/identity_int32/ready").status == 400
@@ -877,7 +891,7 @@ def test_explicit_load_unload(explicit: Endpoint) -> None:
     config = explicit.call("GET", "/v2/models/simple_dyna/config").json()
     config.pop("dynamic_batching")
     config["max_batch_size"] = 16
-    load = codec.encode_load_request(json.dumps({**config, "name": "simple"}))
+    load = http_client.encode_load_request(json.dumps({**config, "name": "simple"}))
     assert explicit.call("POST", "/v2/repository/models/simple/load", load).status == 200
     assert explicit.call("GET", "/v2/models/simple/config").json()["max_batch_size"] == 16
     big = np.zeros((12, 16), np.int32)
@@ -907,23 +921,23 @@ def test_system_shared_memory_end_to_end(server: Endpoint, shm_key: str) -> None
         b = np.full(16, 2, dtype=np.int32)
         buffer[0:64] = a.tobytes()
         buffer[64:128] = b.tobytes()
-        register = codec.encode_system_shm_register(shm_key, 0, 256)
-        path = codec.system_shm_path("register", "io_region")
+        register = http_client.encode_system_shm_register(shm_key, 0, 256)
+        path = http_body.system_shm_path("register", "io_region")
         assert server.call("POST", path, register).status == 200
-        status = server.call("GET", codec.system_shm_path("status", "io_region")).json()
+        status = server.call("GET", http_body.system_shm_path("status", "io_region")).json()
         assert status == [{"name": "io_region", "key": shm_key, "offset": 0, "byte_size": 256}]
         assert status[0] in server.call("GET", "/v2/systemsharedmemory/status").json()
-        body = codec.encode_infer_request(
+        body = http_client.encode_infer_request(
             [
-                codec.encode_input_shm("INPUT0", "INT32", [1, 16], "io_region", 64, 0),
-                codec.encode_input_shm("INPUT1", "INT32", [1, 16], "io_region", 64, 64),
+                http_client.encode_input_shm("INPUT0", "INT32", [1, 16], "io_region", 64, 0),
+                http_client.encode_input_shm("INPUT1", "INT32", [1, 16], "io_region", 64, 64),
             ],
             [
-                codec.encode_output(
-                    "OUTPUT0", shared_memory=codec.SharedMemoryRef("io_region", 64, 128)
+                http_client.encode_output(
+                    "OUTPUT0", shared_memory=types.SharedMemoryRef("io_region", 64, 128)
                 ),
-                codec.encode_output(
-                    "OUTPUT1", shared_memory=codec.SharedMemoryRef("io_region", 64, 192)
+                http_client.encode_output(
+                    "OUTPUT1", shared_memory=types.SharedMemoryRef("io_region", 64, 192)
                 ),
             ],
         )
@@ -937,14 +951,14 @@ def test_system_shared_memory_end_to_end(server: Endpoint, shm_key: str) -> None
         assert np.frombuffer(buffer[128:192], np.int32).tolist() == (a + b).tolist()
         assert np.frombuffer(buffer[192:256], np.int32).tolist() == (a - b).tolist()
         # mixed: one input from shm, one in the body; output too small for the result
-        small = codec.encode_infer_request(
+        small = http_client.encode_infer_request(
             [
-                codec.encode_input_shm("INPUT0", "INT32", [1, 16], "io_region", 64, 0),
+                http_client.encode_input_shm("INPUT0", "INT32", [1, 16], "io_region", 64, 0),
                 ints("INPUT1", b.reshape(1, 16)),
             ],
             [
-                codec.encode_output(
-                    "OUTPUT0", shared_memory=codec.SharedMemoryRef("io_region", 16, 128)
+                http_client.encode_output(
+                    "OUTPUT0", shared_memory=types.SharedMemoryRef("io_region", 16, 128)
                 )
             ],
         )
@@ -953,19 +967,21 @@ def test_system_shared_memory_end_to_end(server: Endpoint, shm_key: str) -> None
         assert "should be at least 64 bytes to hold the results" in reply.error
         duplicate = server.call("POST", path, register)
         assert duplicate.status == 400 and "already in manager" in duplicate.error
-        unregister = server.call("POST", codec.system_shm_path("unregister", "io_region"))
+        unregister = server.call("POST", http_body.system_shm_path("unregister", "io_region"))
         assert (unregister.status, unregister.body) == (200, b"")
-        assert server.call("GET", codec.system_shm_path("status", "io_region")).status == 404
+        assert server.call("GET", http_body.system_shm_path("status", "io_region")).status == 404
         # register two, unregister all
-        assert server.call("POST", codec.system_shm_path("register", "r1"), register).status == 200
+        assert (
+            server.call("POST", http_body.system_shm_path("register", "r1"), register).status == 200
+        )
         # A second region on a key already registered fails, as on Triton 2.51 (which reuses
         # the descriptor it closed after mapping the first).
-        again = server.call("POST", codec.system_shm_path("register", "r2"), register)
+        again = server.call("POST", http_body.system_shm_path("register", "r2"), register)
         assert again.status == 500 and again.error == f"Invalid shared memory region: '{shm_key}'"
         other = posix.create(shm_key + "_2", 64)
         try:
-            second = codec.encode_system_shm_register(shm_key + "_2", 0, 64)
-            path = codec.system_shm_path("register", "r2")
+            second = http_client.encode_system_shm_register(shm_key + "_2", 0, 64)
+            path = http_body.system_shm_path("register", "r2")
             assert server.call("POST", path, second).status == 200
             assert len(server.call("GET", "/v2/systemsharedmemory/status").json()) == 2
             assert server.call("POST", "/v2/systemsharedmemory/unregister").status == 200
@@ -981,7 +997,7 @@ def test_system_shared_memory_end_to_end(server: Endpoint, shm_key: str) -> None
 def test_shared_memory_errors(server: Endpoint, shm_key: str) -> None:
     region = posix.create(shm_key, 64)
     try:
-        path = codec.system_shm_path("register", "err_region")
+        path = http_body.system_shm_path("register", "err_region")
         cases = [
             ({"byte_size": 8}, 400, "Shared memory register request has no 'key' field"),
             ({"key": shm_key}, 400, "Shared memory register request has no 'byte_size' field"),
@@ -996,16 +1012,16 @@ def test_shared_memory_errors(server: Endpoint, shm_key: str) -> None:
             "POST", "/v2/systemsharedmemory/register", {"key": shm_key, "byte_size": 8}
         )
         assert no_region.status == 400 and "'region name' is necessary" in no_region.error
-        unknown = server.call("GET", codec.system_shm_path("status", "missing"))
+        unknown = server.call("GET", http_body.system_shm_path("status", "missing"))
         assert unknown.status == 404
         assert unknown.error == "Unable to find system shared memory region: 'missing'"
-        assert server.call("POST", codec.system_shm_path("unregister", "missing")).status == 200
+        assert server.call("POST", http_body.system_shm_path("unregister", "missing")).status == 200
         assert server.call("POST", path, {"key": shm_key, "byte_size": 64}).status == 200
 
         def infer_with(region_name: str, byte_size: int, offset: int) -> Reply:
-            body = codec.encode_infer_request(
+            body = http_client.encode_infer_request(
                 [
-                    codec.encode_input_shm(
+                    http_client.encode_input_shm(
                         "INPUT0", "INT32", [1, 16], region_name, byte_size, offset
                     ),
                     ints("INPUT1", np.zeros((1, 16))),
@@ -1031,18 +1047,18 @@ def test_shared_memory_errors(server: Endpoint, shm_key: str) -> None:
 
 def test_cuda_shared_memory_without_gpu(server: Endpoint) -> None:
     assert server.call("GET", "/v2/cudasharedmemory/status").json() == []
-    path = codec.cuda_shm_path("register", "gpu_region")
+    path = http_body.cuda_shm_path("register", "gpu_region")
     bad = server.call("POST", path, {"raw_handle": {"b64": "AAAA"}, "device_id": 0, "byte_size": 8})
     assert bad.status == 400
     assert bad.error == "'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t"
-    body = codec.encode_cuda_shm_register(bytes(64), 0, 8)
+    body = http_client.encode_cuda_shm_register(bytes(64), 0, 8)
     no_gpu = server.call("POST", path, body)
     # What Triton's GPU build answers when it cannot open the handle (no GPU here).
     assert no_gpu.status == 400
     assert no_gpu.error == "failed to register shared memory region: invalid args"
-    assert server.call("GET", codec.cuda_shm_path("status", "gpu_region")).status == 404
-    assert server.call("POST", codec.cuda_shm_path("unregister")).status == 200
-    assert server.call("POST", codec.cuda_shm_path("unregister", "gpu_region")).status == 200
+    assert server.call("GET", http_body.cuda_shm_path("status", "gpu_region")).status == 404
+    assert server.call("POST", http_body.cuda_shm_path("unregister")).status == 200
+    assert server.call("POST", http_body.cuda_shm_path("unregister", "gpu_region")).status == 200
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1135,7 +1151,7 @@ def test_restricted_apis_and_limits(loop: LoopThread, core: CoreServer) -> None:
         assert endpoint.call("GET", "/v2/systemsharedmemory/status").status == 403
         assert endpoint.call("GET", "/v2").status == 200  # metadata is not restricted
         inputs, a, b = simple_inputs()
-        body = codec.encode_infer_request(inputs)
+        body = http_client.encode_infer_request(inputs)
         reply = endpoint.call("POST", "/v2/models/simple/infer", body.tobytes(), body.headers())
         assert reply.status == 403
         assert reply.error == "This API is restricted, expecting header 'infer-key'"
@@ -1497,18 +1513,6 @@ def test_official_tritonclient_against_this_server(
     assert not list(Path("/dev/shm").glob("peer_shm_*"))
 
 
-def test_module_does_not_import_io_libraries_into_the_codec() -> None:
-    code = (
-        "import sys; import tritonclient._codec.http; "
-        "bad = [m for m in ('aiohttp', 'gevent', 'geventhttpclient', 'mock_server') "
-        "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
 def test_large_body_buffer_reused_only_when_nothing_refers_to_it(core: CoreServer) -> None:
     frontend = HttpFrontend(core, port=0)
     size = 8 << 20
@@ -1537,8 +1541,8 @@ def test_large_tensors_back_to_back(server: Endpoint) -> None:
     decoded = [
         server.infer(
             "identity_fp32",
-            [codec.encode_input("INPUT0", "FP32", a.shape, a)],
-            [codec.encode_output("OUTPUT0")],
+            [http_client.encode_input("INPUT0", "FP32", a.shape, a)],
+            [http_client.encode_output("OUTPUT0")],
         )
         for a in arrays
     ]

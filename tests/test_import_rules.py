@@ -7,9 +7,11 @@ The codecs are sans-I/O: they load no transport either.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -59,13 +61,56 @@ def test_server_core_and_api_load_no_wire(package: str) -> None:
     assert offenders(names, _TRANSPORTS + _CLIENTS + _FRONTENDS) == []
 
 
-@pytest.mark.parametrize(
-    "module",
-    ["tritonclient._codec.http", "tritonclient._codec.grpc", "tritonclient.utils"],
-)
-def test_codecs_load_no_transport_or_client(module: str) -> None:
-    names = loaded_after(module)
-    assert offenders(names, _TRANSPORTS + _CLIENTS + _FRONTENDS) == []
+CODEC = Path(__file__).resolve().parent.parent / "tritonclient" / "_codec"
+CODEC_MODULES = sorted(p.stem for p in CODEC.glob("*.py") if p.stem != "__init__")
+
+
+@pytest.mark.parametrize("module", CODEC_MODULES)
+def test_codecs_load_no_transport_client_or_server(module: str) -> None:
+    names = loaded_after(f"tritonclient._codec.{module}")
+    assert offenders(names, _TRANSPORTS + _CLIENTS + _FRONTENDS + ("mock_server",)) == []
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The modules a source file imports (relative imports resolved inside the codec)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = "tritonclient._codec" + (f".{base}" if base else "")
+                if not node.module:  # from . import x
+                    found.update(f"{base}.{alias.name}" for alias in node.names)
+                    continue
+            found.add(base)
+    return found
+
+
+@pytest.mark.parametrize("module", CODEC_MODULES)
+def test_protocols_never_import_each_other(module: str) -> None:
+    imports = imported_modules(CODEC / f"{module}.py")
+    for mine, theirs in (("http_", "grpc_"), ("grpc_", "http_")):
+        if module.startswith(mine):
+            assert not [m for m in imports if m.startswith(f"tritonclient._codec.{theirs}")]
+    # The shared modules belong to neither protocol.
+    if not module.startswith(("http_", "grpc_", "generate")):
+        assert not [
+            m
+            for m in imports
+            if m.startswith(("tritonclient._codec.http_", "tritonclient._codec.grpc_"))
+        ]
+
+
+def test_the_sdk_never_imports_the_server() -> None:
+    root = CODEC.parent
+    users = [
+        str(path.relative_to(root.parent))
+        for path in root.rglob("*.py")
+        if any(m == "mock_server" or m.startswith("mock_server.") for m in imported_modules(path))
+    ]
+    assert users == []
 
 
 def test_the_check_sees_a_forbidden_import() -> None:
@@ -78,8 +123,10 @@ def test_the_check_sees_a_forbidden_import() -> None:
 @pytest.mark.parametrize(
     "module",
     [
-        "tritonclient._codec.grpc",
-        "tritonclient._codec.http",
+        "tritonclient._codec.grpc_client",
+        "tritonclient._codec.grpc_server",
+        "tritonclient._codec.http_client",
+        "tritonclient._codec.http_server",
         "tritonclient.grpc.service_pb2",
         "tritonclient.grpc",
         "tritonclient.grpc.aio",

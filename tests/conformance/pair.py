@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +43,10 @@ class Pair:
     triton: Endpoint
     mock: Endpoint
     repo: Path
+    #: Triton's exit status once it has ended (crashed), else None.
+    triton_exit: Callable[[], int | None] = lambda: None
+    #: Triton's log so far.
+    triton_log: Callable[[], str] = lambda: ""
 
     def __iter__(self) -> Iterator[Endpoint]:
         return iter((self.triton, self.mock))
@@ -147,4 +151,6 @@ def run_pair(
             Endpoint("triton", triton.http_url, triton.grpc_url, triton.metrics_url, triton.pid),
             mock,
             repo,
+            triton.poll,
+            triton.log,
         )

@@ -45,9 +45,8 @@ def _diff(triton: Any, mock: Any) -> str:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_same_answer_as_triton(case: Case, pairs: PairPool) -> None:
-    pair = pairs[case.pair]
-    triton = run_case(pair.triton, case.steps, case.id)
-    mock = run_case(pair.mock, case.steps, case.id)
+    triton = pairs.run(case.pair, case.id, lambda pair: run_case(pair.triton, case.steps, case.id))
+    mock = run_case(pairs[case.pair].mock, case.steps, case.id)
     if case.id in ALLOWED:
         assert triton != mock, (
             f"{case.id} is allow-listed ({ALLOWED[case.id]}) but both servers now answer the "

@@ -8,10 +8,15 @@ depend on which of the rules applied.
 
 from __future__ import annotations
 
-__all__ = ["atoi", "stoi", "stol"]
+__all__ = ["INT32_MAX", "INT64_MAX", "INT64_MIN", "UINT64_MAX", "atoi", "stoi", "stol"]
 
-_INT32 = (-(2**31), 2**31 - 1)
-_INT64 = (-(2**63), 2**63 - 1)
+#: The integer ranges the protocol's numbers live in.
+INT32_MAX = 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+UINT64_MAX = 2**64 - 1
+
+_INT32 = (-(2**31), INT32_MAX)
+_INT64 = (INT64_MIN, INT64_MAX)
 _SPACE = " \t\n\v\f\r"
 
 

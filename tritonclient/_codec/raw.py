@@ -1,47 +1,143 @@
-"""The raw (binary) tensor layout shared by both protocols (section 2.2).
+"""The raw (binary) tensor layout both protocols share (protocol reference section 2.2).
 
-Pure functions over buffers.
-
-* **server side** -- :func:`bytes_fault` words a malformed BYTES input in Triton's terms; the
-  HTTP and gRPC codecs wrap it in their own error types.
-* **client side** -- what both protocols check in a response before a client hands it out:
-  :func:`decode_raw_output` (the raw bytes of an output fit its datatype and shape),
-  :func:`response_shape`, :class:`Requested` (the outputs the request asked for, and which of
-  them go to shared memory) and the messages of a broken answer (:func:`response_fault`).
-  Every problem is an :class:`~tritonclient.utils.InferenceServerProtocolError` (a client-side
-  error: no status) that names the output, what was expected and what came.
+A tensor's raw form is its elements in row-major order: fixed-size datatypes little-endian
+(:func:`wire_dtype`), BYTES as a 4-byte little-endian length then the bytes, for each element.
+:func:`tensor_to_buffer` lays a numpy array out (zero-copy where it can); the server-side
+decoders :func:`tensor_from_buffer` (HTTP) and :func:`raw_input_array` (gRPC) read a request's
+input back with Triton's checks and messages, which differ between Triton's two frontends;
+:func:`bytes_fault` words a malformed BYTES buffer.  The client side reads responses through
+:mod:`tritonclient._codec.checks`.
 """
 
 from __future__ import annotations
 
-import math
 import struct
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from tritonclient.utils import InferenceServerException, deserialize_bytes_tensor
+from tritonclient.utils import (
+    InferenceServerException,
+    deserialize_bytes_tensor,
+    raise_error,
+    serialize_bf16_tensor,
+    serialize_byte_tensor,
+)
 from tritonclient.utils._dtypes import DATATYPES
-from tritonclient.utils._errors import InferenceServerProtocolError
+
+from .errors import HttpCodecError, grpc_invalid, http_bad, request_prefix
+from .numbers import INT64_MAX
+from .types import Buffer
 
 __all__ = [
     "BytesFault",
-    "DecodedOutputs",
-    "Requested",
+    "buffer_nbytes",
     "bytes_fault",
-    "decode_raw_output",
-    "response_fault",
-    "response_shape",
+    "element_count",
+    "raw_input_array",
+    "tensor_from_buffer",
+    "tensor_to_buffer",
     "wire_dtype",
 ]
 
-Buffer = bytes | bytearray | memoryview
 
 _LITTLE_ENDIAN_HOST = sys.byteorder == "little"
+
+
 _WIRE_DTYPES: dict[str, np.dtype[Any]] = {}
+
+
+def wire_dtype(datatype: str) -> np.dtype[Any]:
+    """The numpy dtype of the raw layout of a fixed-size datatype (little-endian).
+
+    Parameters
+    ----------
+    datatype : str
+        A protocol datatype known to :data:`~tritonclient.utils._dtypes.DATATYPES`.
+
+    Returns
+    -------
+    numpy.dtype
+        Its numpy dtype, little-endian (``object`` for BYTES).
+    """
+    dtype = _WIRE_DTYPES.get(datatype)
+    if dtype is None:
+        dtype = np.dtype(DATATYPES[datatype].numpy_type)
+        if not _LITTLE_ENDIAN_HOST:
+            dtype = dtype.newbyteorder("<")
+        _WIRE_DTYPES[datatype] = dtype
+    return dtype
+
+
+def element_count(shape: Sequence[int]) -> int:
+    """The product of ``shape``; past the int64 range it stops multiplying and returns the
+    partial product (already too large to match any buffer), so hostile shapes such as
+    ``[2**62] * 100000`` cost no big-integer arithmetic."""
+    dims = [int(d) for d in shape]
+    if 0 in dims:
+        return 0
+    count = 1
+    for dim in dims:
+        count *= dim
+        if not -INT64_MAX <= count <= INT64_MAX:
+            return count
+    return count
+
+
+def buffer_nbytes(buffer: Buffer) -> int:
+    """The number of bytes in ``buffer`` (``len`` of a ``bytes`` is the fast path)."""
+    return len(buffer) if type(buffer) is bytes else memoryview(buffer).nbytes
+
+
+def tensor_to_buffer(datatype: str, array: npt.NDArray[Any]) -> Buffer:
+    """Lay a numpy array out in the raw wire form of ``datatype``, zero-copy where possible.
+
+    Parameters
+    ----------
+    datatype : str
+        The protocol datatype.
+    array : numpy.ndarray
+        The tensor.  Its dtype must be the datatype's numpy type (any byte order); BYTES also
+        takes ``bytes_`` and ``str_`` arrays and object arrays of ``bytes``/``str``; BF16 also
+        takes ``float32`` (truncated to the upper 16 bits).
+
+    Returns
+    -------
+    bytes or memoryview
+        For fixed-size datatypes a byte view of ``array`` itself when it is C-contiguous and
+        little-endian (no copy), else of a contiguous little-endian copy; for BYTES (and
+        float32 given as BF16) the serialized bytes.
+
+    Raises
+    ------
+    InferenceServerException
+        For an unknown datatype, or an array whose dtype does not match it.
+    """
+    info = DATATYPES.get(datatype)
+    if info is None:
+        raise_error(f"unknown datatype '{datatype}'; expected one of {', '.join(DATATYPES)}")
+    if not isinstance(array, np.ndarray):
+        raise_error(f"expected a numpy.ndarray for a {datatype} tensor, got {type(array).__name__}")
+    if info.byte_size is None:
+        if array.size == 0:
+            return b""
+        packed: bytes = serialize_byte_tensor(array).item()
+        return packed
+    expected = wire_dtype(datatype)
+    if datatype == "BF16" and array.dtype == np.float32:
+        return b"" if array.size == 0 else serialize_bf16_tensor(array).item()
+    if array.dtype.newbyteorder("=") != expected.newbyteorder("="):
+        raise_error(
+            f"got unexpected numpy dtype {array.dtype} for a {datatype} tensor, expected "
+            f"{np.dtype(info.numpy_type)}"
+        )
+    contiguous = np.ascontiguousarray(array)
+    if contiguous.dtype != expected:  # differs in byte order only
+        contiguous = contiguous.astype(expected)
+    return contiguous.reshape(-1).view(np.uint8).data
 
 
 class BytesFault:
@@ -101,250 +197,113 @@ def bytes_fault(buffer: Buffer, name: str, model_name: str, prefix: str) -> Byte
     return BytesFault(f"{prefix}invalid string data for inference input '{name}'", False)
 
 
-# ---------------------------------------------------------------------------------------------
-# Client side: checking a response
-# ---------------------------------------------------------------------------------------------
+def tensor_from_buffer(
+    datatype: str,
+    shape: Sequence[int],
+    buffer: Buffer,
+    *,
+    name: str = "",
+    model_name: str = "",
+    request_id: str = "",
+) -> npt.NDArray[Any]:
+    """Decode the raw wire form of a tensor into a numpy array shaped ``shape``.
 
-
-def wire_dtype(datatype: str) -> np.dtype[Any]:
-    """The numpy dtype of the raw layout of a fixed-size datatype (little-endian).
+    Fixed-size datatypes are decoded with :func:`numpy.frombuffer` (no copy: the array shares
+    memory with ``buffer``); BYTES elements become ``bytes`` in an object array.
 
     Parameters
     ----------
     datatype : str
-        A protocol datatype known to :data:`~tritonclient.utils._dtypes.DATATYPES`.
-
-    Returns
-    -------
-    numpy.dtype
-        Its numpy dtype, little-endian (``object`` for BYTES).
-    """
-    dtype = _WIRE_DTYPES.get(datatype)
-    if dtype is None:
-        dtype = np.dtype(DATATYPES[datatype].numpy_type)
-        if not _LITTLE_ENDIAN_HOST:
-            dtype = dtype.newbyteorder("<")
-        _WIRE_DTYPES[datatype] = dtype
-    return dtype
-
-
-def response_fault(message: str, hint: str | None = None) -> InferenceServerProtocolError:
-    """The exception for a response that cannot be handed out as it is.
-
-    Parameters
-    ----------
-    message : str
-        What was wrong: which output, what was expected, what came.
-    hint : str, optional
-        How to avoid it, when the client can (kept in the exception's ``hint``).
-
-    Returns
-    -------
-    InferenceServerProtocolError
-        Without a status: the client found the fault, not the server.
-    """
-    error = InferenceServerProtocolError(f"invalid inference response: {message}")
-    error.with_hint(hint)
-    return error
-
-
-def _datatypes() -> str:
-    return ", ".join(DATATYPES)
-
-
-def known_datatype(name: str, datatype: Any) -> Any:
-    """The table entry of an output's datatype.
-
-    Raises
-    ------
-    InferenceServerProtocolError
-        For a datatype that is not one of the protocol's.
-    """
-    info = DATATYPES.get(datatype) if isinstance(datatype, str) else None
-    if info is None:
-        raise response_fault(
-            f"output '{name}' has datatype {datatype!r}, which is not a protocol datatype "
-            f"(expected one of {_datatypes()})"
-        )
-    return info
-
-
-def response_shape(name: str, shape: Any) -> tuple[int, ...]:
-    """An output's shape, checked to be a list of non-negative integers.
-
-    Parameters
-    ----------
-    name : str
-        The output, for the message.
-    shape : sequence
-        The shape as the response gives it (a JSON list, a protobuf repeated field).
-
-    Returns
-    -------
-    tuple of int
-
-    Raises
-    ------
-    InferenceServerProtocolError
-        For anything else (a response has no variable, -1, dimensions).
-    """
-    try:
-        dims = tuple(shape)
-    except TypeError:
-        dims = None
-    for dim in dims if dims is not None else (None,):
-        if type(dim) is not int or dim < 0:
-            raise response_fault(
-                f"output '{name}' has shape {shape!r}; expected a list of non-negative integers"
-            )
-    assert dims is not None
-    return dims
-
-
-def decode_raw_output(name: str, datatype: Any, shape: Any, buffer: Buffer) -> npt.NDArray[Any]:
-    """Read an output from its raw bytes, checking that they are exactly what its datatype and
-    shape need.
-
-    Parameters
-    ----------
-    name : str
-        The output, for messages.
-    datatype : str
-        Its protocol datatype.
+        Protocol datatype.
     shape : sequence of int
-        Its shape.
+        The tensor's shape.
     buffer : bytes-like
-        The raw bytes (HTTP binary data, a gRPC ``raw_output_contents`` entry).
+        The raw bytes.
+    name, model_name, request_id : str, optional
+        Used in error messages.
 
     Returns
     -------
     numpy.ndarray
-        Fixed-size datatypes: ``np.frombuffer`` over ``buffer`` (no copy; read-only when
-        ``buffer`` is); BYTES: an object array of ``bytes``.
+        The tensor.
 
     Raises
     ------
-    InferenceServerProtocolError
-        For an unknown datatype, a bad shape, missing or trailing bytes, or a BYTES buffer
-        that is not ``shape``'s number of well-formed elements.
+    HttpCodecError
+        400 for an unknown datatype, a byte size that does not match the shape (Triton's
+        ``input byte size mismatch`` message) or a BYTES buffer that does not hold exactly
+        product(shape) well-formed elements.
     """
-    info = DATATYPES.get(datatype) if type(datatype) is str else None
+    info = DATATYPES.get(datatype)
     if info is None:
-        info = known_datatype(name, datatype)  # raises
-    dims = response_shape(name, shape)
-    count = math.prod(dims)
-    nbytes = len(buffer) if type(buffer) is bytes else memoryview(buffer).nbytes
-    size = info.byte_size
-    if size is not None:
-        if nbytes != count * size:
-            raise response_fault(
-                f"output '{name}' ({datatype}, shape {list(dims)}) needs {count * size} bytes "
-                f"of data, the response has {nbytes}"
-            )
-        return np.frombuffer(buffer, dtype=wire_dtype(datatype)).reshape(dims)
-    try:
-        items = deserialize_bytes_tensor(buffer) if nbytes else np.empty(0, np.object_)
-    except InferenceServerException as exc:
-        raise response_fault(
-            f"output '{name}' (BYTES, shape {list(dims)}) is not a valid BYTES buffer of "
-            f"{nbytes} bytes: {exc.message()}"
-        ) from None
-    if len(items) != count:
-        raise response_fault(
-            f"output '{name}' (BYTES, shape {list(dims)}) needs {count} elements, the "
-            f"response has {len(items)}"
+        raise http_bad(f"invalid datatype for input {name}")
+    view = memoryview(buffer).cast("B")
+    expected_count = element_count(shape)
+    prefix = request_prefix(request_id)
+    if info.byte_size is None:
+        items = _split_bytes_elements(view, name, model_name, prefix, expected_count)
+        return items.reshape(tuple(shape))
+    expected = expected_count * info.byte_size
+    if len(view) != expected:
+        raise http_bad(
+            f"{prefix}input byte size mismatch for input '{name}' for model '{model_name}'. "
+            f"Expected {expected}, got {len(view)}"
         )
-    return items.reshape(dims)
+    return np.frombuffer(view, dtype=np.dtype(info.numpy_type)).reshape(tuple(shape))
 
 
-class Requested:
-    """The outputs a request asked for, to check its response against.
+def _split_bytes_elements(
+    view: Buffer, name: str, model_name: str, prefix: str, expected: int
+) -> npt.NDArray[np.object_]:
+    """Split a BYTES buffer, with Triton's messages for malformed ones."""
+    try:
+        items = deserialize_bytes_tensor(view) if len(view) else np.empty(0, np.object_)
+    except InferenceServerException:
+        fault = bytes_fault(view, name, model_name, prefix)
+        raise HttpCodecError(fault.message, 400, fault.in_response) from None
+    if len(items) < expected:
+        raise http_bad(
+            f"{prefix}expected {expected} string elements for inference input '{name}' for "
+            f"model '{model_name}', got {len(items)}"
+        )
+    if len(items) > expected:
+        raise http_bad(
+            f"{prefix}unexpected number of string elements {len(items)} for inference input "
+            f"'{name}' for model '{model_name}', expecting {expected}"
+        )
+    return items
 
-    Parameters
-    ----------
-    outputs : mapping of str to bool, or None
-        Each requested output and whether it goes to shared memory; None when the request
-        named no outputs (the server returns all of them, none in shared memory).
+
+def raw_input_array(
+    buffer: Buffer, datatype: str, shape: tuple[int, ...], name: str, model: str, prefix: str
+) -> npt.NDArray[Any]:
+    """A gRPC request's raw input as an array, with Triton's gRPC frontend checks.
+
+    Only what Triton's gRPC frontend itself refuses raises here (a malformed BYTES buffer, a
+    size that is not a whole number of elements); an array of the wrong element count comes
+    back unshaped, for the core's validation to report in Triton's order of checks.
+
+    Raises
+    ------
+    GrpcCodecError
+        ``INVALID_ARG`` with Triton's message.
     """
-
-    __slots__ = ("outputs",)
-
-    def __init__(self, outputs: Mapping[str, bool] | None) -> None:
-        self.outputs = outputs
-
-    def in_shared_memory(self, name: str) -> bool:
-        """Whether output ``name`` was requested in shared memory (then it comes without
-        data)."""
-        outputs = self.outputs
-        return outputs is not None and outputs.get(name, False)
-
-    def check_present(self, present: Collection[str]) -> None:
-        """Check that every requested output is in ``present`` (the response's outputs).
-
-        Raises
-        ------
-        InferenceServerProtocolError
-            Naming the requested outputs that are missing and those that came.
-        """
-        outputs = self.outputs
-        if not outputs:
-            return
-        missing = [name for name in outputs if name not in present]
-        if missing:
-            raise response_fault(
-                f"the response has no output {_names(missing)}, which the request asked for "
-                f"(the response's outputs: {sorted(present)})"
+    info = DATATYPES.get(datatype)
+    if info is None or any(d < 0 for d in shape):
+        # The core reports the datatype or the dimensions, in Triton's order of checks.
+        return np.empty(0, dtype=np.uint8 if info is None else wire_dtype(datatype))
+    count = element_count(shape)
+    if info.byte_size is None:
+        try:
+            array = deserialize_bytes_tensor(buffer)
+        except InferenceServerException:
+            raise grpc_invalid(bytes_fault(buffer, name, model, prefix).message) from None
+    else:
+        nbytes = buffer_nbytes(buffer)
+        if nbytes % info.byte_size:
+            raise grpc_invalid(
+                f"{prefix}input byte size mismatch for input '{name}' for model '{model}'. "
+                f"Expected {count * info.byte_size}, got {nbytes}"
             )
-
-    def no_data(self, name: str, datatype: Any, shape: Sequence[int]) -> None:
-        """An output came without data: right for one requested in shared memory.
-
-        Raises
-        ------
-        InferenceServerProtocolError
-            When ``name`` was not requested in shared memory and has elements.
-        """
-        if math.prod(shape) and not self.in_shared_memory(name):
-            raise response_fault(
-                f"output '{name}' ({datatype}, shape {list(shape)}) came without data, and it "
-                "was not requested in shared memory"
-            )
-
-
-def _names(names: Sequence[str]) -> str:
-    return ", ".join(f"'{n}'" for n in names)
-
-
-class DecodedOutputs:
-    """The outputs of a checked response, decoded once, as ``as_numpy`` hands them out.
-
-    Parameters
-    ----------
-    arrays : dict
-        Output name to its array, or to None for an output without data (written to shared
-        memory).
-    """
-
-    __slots__ = ("_arrays", "_handed")
-
-    def __init__(self, arrays: dict[str, npt.NDArray[Any] | None]) -> None:
-        self._arrays = arrays
-        self._handed: set[str] = set()
-
-    def __contains__(self, name: str) -> bool:
-        return name in self._arrays
-
-    def get(self, name: str) -> npt.NDArray[Any] | None:
-        """Output ``name``, or None (no such output, or no data).
-
-        A read-only array (a view of the received bytes) is returned as it is; a writable one
-        (JSON data, BYTES, typed contents) the first time, and a copy of it at every later
-        call, so that no caller sees another's changes (as when each call decoded anew).
-        """
-        array = self._arrays.get(name)
-        if array is not None and array.flags.writeable:
-            if name in self._handed:
-                copy: npt.NDArray[Any] = array.copy()
-                return copy
-            self._handed.add(name)
-        return array
+        array = np.frombuffer(buffer, dtype=wire_dtype(datatype))
+    return array.reshape(shape) if array.size == count else array

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tritonclient._codec.numbers import stoi
+from .numbers import stoi
 
 __all__ = ["TRACE_NUMBERS", "trace_levels", "trace_number"]
 

@@ -1,7 +1,7 @@
 """The synchronous gRPC client (``tritonclient.grpc.InferenceServerClient``).
 
 Requests and responses are built and read by :mod:`tritonclient.grpc._common` and
-:mod:`tritonclient._codec.grpc`; this module only moves them: blocking unary calls, futures
+:mod:`tritonclient._codec.grpc_client`; this module only moves them: blocking unary calls, futures
 for :meth:`InferenceServerClient.async_infer`, and a bidirectional stream served by one
 thread for :meth:`InferenceServerClient.start_stream`.
 """
@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from tritonclient._codec import grpc as codec
+from tritonclient._codec import grpc_client
 from tritonclient._proto import service_pb2_grpc
 from tritonclient._ready import wait_sync
 from tritonclient.utils import (
@@ -90,7 +90,7 @@ class _InferStream:
         self._queue: queue.Queue[bytes | None] = queue.Queue()
         self._call: Any = None
         self._thread: threading.Thread | None = None
-        self._ledger = codec.StreamLedger()
+        self._ledger = grpc_client.StreamLedger()
         self._deadline: float | None = None
         self._active = True
         self._closed = False

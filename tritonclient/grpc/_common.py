@@ -2,7 +2,7 @@
 
 Channel options and credentials, plugins and headers, the request of every RPC and the
 conversion of its response (:class:`Call`), inference requests (through
-:mod:`tritonclient._codec.grpc`), stream responses, compression names and error mapping.
+:mod:`tritonclient._codec.grpc_client`), stream responses, compression names and error mapping.
 ``_client.InferenceServerClient`` (threads and ``grpc``) and
 ``aio.InferenceServerClient`` (``grpc.aio``) only send what these functions build.
 """
@@ -18,8 +18,8 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 import grpc
 
-from tritonclient._codec import grpc as codec
-from tritonclient._codec.raw import Requested, response_fault
+from tritonclient._codec import grpc_client, grpc_common, grpc_framing, types
+from tritonclient._codec.checks import Requested, response_fault
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import service_pb2
 from tritonclient.utils import InferenceServerException, raise_error
@@ -418,7 +418,7 @@ def error_from_rpc(rpc_error: Any) -> InferenceServerException:
         With NVIDIA's message, status and details; for a server that cannot be reached
         (nothing listening, an HTTP port) its ``hint`` says how to fix it.
     """
-    error = server_error_with_hint(codec.exception_from_rpc_error(rpc_error))
+    error = server_error_with_hint(grpc_common.exception_from_rpc_error(rpc_error))
     if isinstance(error, InferenceServerUnavailableError):
         error.with_hint(connection_hint(error.message() or "", "grpc"))
     return error
@@ -768,7 +768,7 @@ def unregister_cuda_shm(name: str) -> Call[None]:
 # ------------------------------------------------------------------------------------------
 
 #: A request ready to send: the message without raw contents, and those contents.
-InferParts: TypeAlias = "tuple[service_pb2.ModelInferRequest, list[codec.Buffer]]"
+InferParts: TypeAlias = "tuple[service_pb2.ModelInferRequest, list[types.Buffer]]"
 
 
 def _checked_items(
@@ -817,7 +817,7 @@ def build_infer(
     inputs, outputs = _checked_items(model_version, inputs, outputs)
     tensors = [item._codec_tensor() for item in inputs]
     requested = None if outputs is None else [out._codec_output() for out in outputs]
-    return codec.build_infer_request_parts(
+    return grpc_client.build_infer_request_parts(
         model_name,
         tensors,
         requested,
@@ -850,7 +850,7 @@ def encode_infer(
     """The wire form of an inference request, as ``serialize_request(build_infer(...))``.
 
     The same bytes and the same errors, in the same order, built faster: the request-level
-    fields with :func:`codec.encode_request_header`, each input and output from the wire
+    fields with :func:`grpc_framing.encode_request_header`, each input and output from the wire
     form it caches, and the raw contents joined once after them.
 
     Raises
@@ -859,8 +859,8 @@ def encode_infer(
         As :func:`build_infer`.
     """
     inputs, outputs = _checked_items(model_version, inputs, outputs)
-    pieces: list[codec.Buffer] = [
-        codec.encode_request_header(
+    pieces: list[types.Buffer] = [
+        grpc_framing.encode_request_header(
             model_name,
             model_version=model_version,
             request_id=request_id,
@@ -873,7 +873,7 @@ def encode_infer(
             enable_empty_final_response=enable_empty_final_response,
         )
     ]
-    raw: list[codec.Buffer] = []
+    raw: list[types.Buffer] = []
     for item in inputs:
         data = item._data
         if item._shm is None:
@@ -890,7 +890,7 @@ def serialize_request(parts: InferParts | bytes) -> bytes:
     """Request serializer of the infer methods: the codec's one-copy framing."""
     if isinstance(parts, bytes):
         return parts
-    return codec.serialize_infer_request(parts[0], parts[1])
+    return grpc_framing.serialize_infer_request(parts[0], parts[1])
 
 
 def requested_outputs(
@@ -917,7 +917,7 @@ def parse_infer(data: bytes, requested: Requested | None = None) -> InferResult:
     data : bytes
         The wire form of the ``ModelInferResponse``.
     requested : Requested, optional
-        The outputs the call asked for (see :func:`codec.check_infer_response`).
+        The outputs the call asked for (see :func:`grpc_client.check_infer_response`).
 
     Raises
     ------
@@ -925,15 +925,15 @@ def parse_infer(data: bytes, requested: Requested | None = None) -> InferResult:
         If the message does not parse, or does not hold what it says.
     """
     try:
-        if len(data) <= codec.SMALL_MESSAGE_BYTES:
+        if len(data) <= grpc_framing.SMALL_MESSAGE_BYTES:
             # Small: protobuf parses it all at once (the raw contents stay in the message).
             message = service_pb2.ModelInferResponse.FromString(data)
             raw = None
         else:
-            message, raw = codec.parse_infer_response(data)
+            message, raw = grpc_framing.parse_infer_response(data)
     except Exception as exc:  # DecodeError, ValueError: whatever the bytes were
         raise response_fault(f"the ModelInferResponse message does not parse ({exc})") from None
-    outputs = codec.check_infer_response(message, raw, requested)
+    outputs = grpc_client.check_infer_response(message, raw, requested)
     return InferResult(message, raw, outputs)
 
 
@@ -947,7 +947,7 @@ def parse_stream(data: bytes) -> tuple[service_pb2.ModelStreamInferResponse, lis
         answered is unknown).
     """
     try:
-        return codec.parse_stream_response(data)
+        return grpc_framing.parse_stream_response(data)
     except Exception as exc:  # DecodeError, ValueError: whatever the bytes were
         raise InferenceServerProtocolError(
             f"invalid stream response: the ModelStreamInferResponse message does not parse "
@@ -974,10 +974,10 @@ def stream_item(
     """
     message, raw = parsed
     if message.error_message:
-        return None, codec.exception_from_stream_error(message.error_message)
+        return None, grpc_common.exception_from_stream_error(message.error_message)
     response = message.infer_response
     try:
-        outputs = codec.check_infer_response(response, raw)
+        outputs = grpc_client.check_infer_response(response, raw)
     except InferenceServerException as error:
         if response.id:
             with_note(error, f"in the response to request id {response.id!r}")

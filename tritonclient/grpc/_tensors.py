@@ -1,7 +1,7 @@
 """``InferInput``, ``InferRequestedOutput`` and ``InferResult`` of ``tritonclient.grpc``.
 
 Thin user-facing wrappers: the wire encoding and decoding are those of
-:mod:`tritonclient._codec.grpc`, shared with the asyncio client.
+:mod:`tritonclient._codec.grpc_client`, shared with the asyncio client.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 import numpy.typing as npt
 from google.protobuf.json_format import MessageToJson
 
-from tritonclient._codec import grpc as codec
-from tritonclient._codec.raw import DecodedOutputs
+from tritonclient._codec import grpc_client, grpc_framing, raw, types
+from tritonclient._codec.checks import DecodedOutputs
 from tritonclient._proto import service_pb2
 from tritonclient.utils import raise_error
 from tritonclient.utils._codec import check_input_array
@@ -59,8 +59,8 @@ class InferInput:
         self._name = name
         self._shape = [int(d) for d in shape]
         self._datatype = datatype
-        self._data: codec.Buffer | None = None
-        self._shm: codec.SharedMemoryRef | None = None
+        self._data: types.Buffer | None = None
+        self._shm: types.SharedMemoryRef | None = None
         # Wire form of the tensor description (everything but the data), built on first use
         # and dropped whenever the shape or the placement changes.
         self._wire: bytes | None = None
@@ -140,12 +140,12 @@ class InferInput:
             input's.
         """
         check_input_array(self._name, self._datatype, self._shape, input_tensor)
-        buffer = codec.tensor_to_buffer(input_tensor, self._datatype)
+        buffer = raw.tensor_to_buffer(self._datatype, input_tensor)
         if isinstance(buffer, memoryview) and input_tensor.flags.writeable:
             # A view of the caller's array: copy so that the input keeps these values.
             buffer = buffer.tobytes()
         self._data = buffer
-        self._raw_head = codec.raw_input_field_header(
+        self._raw_head = grpc_framing.raw_input_field_header(
             buffer.nbytes if isinstance(buffer, memoryview) else len(buffer)
         )
         if self._shm is not None:
@@ -172,7 +172,7 @@ class InferInput:
             The updated input.
         """
         self._data = None
-        self._shm = codec.SharedMemoryRef(region_name, int(byte_size), int(offset))
+        self._shm = types.SharedMemoryRef(region_name, int(byte_size), int(offset))
         self._wire = None
         return self
 
@@ -184,7 +184,7 @@ class InferInput:
         protobuf message
             The underlying InferInputTensor protobuf message.
         """
-        request, _ = codec.build_infer_request_parts("", [self._codec_tensor()])
+        request, _ = grpc_client.build_infer_request_parts("", [self._codec_tensor()])
         return request.inputs[0]
 
     def _get_content(self) -> bytes | None:
@@ -202,11 +202,11 @@ class InferInput:
         """The ``inputs`` entry of this tensor in wire form (cached)."""
         wire = self._wire
         if wire is None:
-            wire = self._wire = codec.input_tensor_field(self._codec_tensor())
+            wire = self._wire = grpc_framing.input_tensor_field(self._codec_tensor())
         return wire
 
-    def _codec_tensor(self) -> codec.InputTensor:
-        return codec.InputTensor(
+    def _codec_tensor(self) -> grpc_client.InputTensor:
+        return grpc_client.InputTensor(
             name=self._name,
             datatype=self._datatype,
             shape=self._shape,
@@ -231,7 +231,7 @@ class InferRequestedOutput:
     def __init__(self, name: str, class_count: int = 0) -> None:
         self._name = name
         self._class_count = int(class_count)
-        self._shm: codec.SharedMemoryRef | None = None
+        self._shm: types.SharedMemoryRef | None = None
         self._wire: bytes | None = None
 
     def name(self) -> str:
@@ -264,7 +264,7 @@ class InferRequestedOutput:
         """
         if self._class_count:
             raise_error("shared memory can't be set on classification output")
-        self._shm = codec.SharedMemoryRef(region_name, int(byte_size), int(offset))
+        self._shm = types.SharedMemoryRef(region_name, int(byte_size), int(offset))
         self._wire = None
 
     def unset_shared_memory(self) -> None:
@@ -283,18 +283,18 @@ class InferRequestedOutput:
         protobuf message
             The underlying InferRequestedOutputTensor protobuf message.
         """
-        request, _ = codec.build_infer_request_parts("", [], [self._codec_output()])
+        request, _ = grpc_client.build_infer_request_parts("", [], [self._codec_output()])
         return request.outputs[0]
 
     def _wire_field(self) -> bytes:
         """The ``outputs`` entry of this output in wire form (cached)."""
         wire = self._wire
         if wire is None:
-            wire = self._wire = codec.requested_output_field(self._codec_output())
+            wire = self._wire = grpc_framing.requested_output_field(self._codec_output())
         return wire
 
-    def _codec_output(self) -> codec.RequestedOutput:
-        return codec.RequestedOutput(
+    def _codec_output(self) -> grpc_client.RequestedOutput:
+        return grpc_client.RequestedOutput(
             name=self._name, class_count=self._class_count, shared_memory=self._shm
         )
 
@@ -311,14 +311,14 @@ class InferResult:
         The response's raw output contents when they were split off the message while
         parsing (no copy); by default those of ``result``.
     outputs : DecodedOutputs, optional
-        The outputs, already checked and decoded (:func:`codec.check_infer_response`), as
+        The outputs, already checked and decoded (:func:`grpc_client.check_infer_response`), as
         the clients give them; by default each :meth:`as_numpy` decodes its output.
     """
 
     def __init__(
         self,
         result: service_pb2.ModelInferResponse,
-        raw_output_contents: Sequence[codec.Buffer] | None = None,
+        raw_output_contents: Sequence[types.Buffer] | None = None,
         outputs: DecodedOutputs | None = None,
     ) -> None:
         self._result = result
@@ -347,9 +347,11 @@ class InferResult:
             If the output's data do not match its datatype and shape (a result the client
             received was checked before it was handed out: it never raises).
         """
-        if self._outputs is not None:
-            return self._outputs.get(name)
-        return codec.output_to_numpy(self._result, name, self._raw)
+        if self._outputs is None:
+            # A result made outside the clients (from a message alone): check and decode it
+            # the way the clients do, once.
+            self._outputs = grpc_client.check_infer_response(self._result, self._raw)
+        return self._outputs.get(name)
 
     def get_output(self, name: str, as_json: bool = False) -> Any:
         """Retrieves the InferOutputTensor corresponding to the named output.

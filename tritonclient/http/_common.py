@@ -3,7 +3,8 @@
 
 Both clients build calls here and differ only in how the bytes move (gevent in
 :mod:`tritonclient.http._client`, aiohttp in :mod:`tritonclient.http.aio`).  Encoding,
-validation and error mapping all come from :mod:`tritonclient._codec.http`.
+validation and error mapping all come from :mod:`tritonclient._codec` (``http_client``,
+``http_body``).
 """
 
 from __future__ import annotations
@@ -17,30 +18,31 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
-from tritonclient._codec.http import (
+from tritonclient._codec.checks import Requested
+from tritonclient._codec.errors import HttpCodecError
+from tritonclient._codec.http_body import (
     HEADER_ACCEPT_ENCODING,
     HEADER_CONTENT_ENCODING,
     HEADER_INFERENCE_HEADER_CONTENT_LENGTH,
-    Buffer,
     EncodedBody,
-    HttpCodecError,
-    Requested,
-    client_json,
     cuda_shm_path,
-    decode_infer_response,
     decompress,
-    dumps,
+    encode_query,
+    model_path,
+    system_shm_path,
+)
+from tritonclient._codec.http_client import (
+    decode_infer_response,
     encode_cuda_shm_register,
     encode_index_request,
     encode_infer_request,
     encode_load_request,
-    encode_query,
     encode_system_shm_register,
     encode_unload_request,
     error_from_response,
-    model_path,
-    system_shm_path,
 )
+from tritonclient._codec.jsontext import client_json, dumps
+from tritonclient._codec.types import Buffer
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult

@@ -8,12 +8,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tritonclient._codec.http import (
-    Buffer,
-    RequestInput,
-    encode_input,
-    encode_input_shm,
-)
+from tritonclient._codec.http_client import RequestInput, encode_input, encode_input_shm
+from tritonclient._codec.types import Buffer
 
 __all__ = ["InferInput"]
 

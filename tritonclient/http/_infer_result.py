@@ -6,13 +6,12 @@ from typing import Any, Protocol
 
 import numpy.typing as npt
 
-from tritonclient._codec.http import (
+from tritonclient._codec.http_body import (
     HEADER_CONTENT_ENCODING,
     HEADER_INFERENCE_HEADER_CONTENT_LENGTH,
-    Buffer,
-    DecodedResponse,
-    decode_infer_response,
 )
+from tritonclient._codec.http_client import DecodedResponse, decode_infer_response
+from tritonclient._codec.types import Buffer
 
 __all__ = ["InferResult"]
 

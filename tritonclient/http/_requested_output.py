@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonclient._codec.http import RequestOutput, SharedMemoryRef, encode_output
+from tritonclient._codec.http_client import RequestOutput, encode_output
+from tritonclient._codec.types import SharedMemoryRef
 from tritonclient.utils import raise_error
 
 __all__ = ["InferRequestedOutput"]

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import grpc
 
 from tritonclient import _auth as auth
-from tritonclient._codec import grpc as codec
+from tritonclient._codec import grpc_client
 from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import model_config_pb2, service_pb2, service_pb2_grpc
@@ -75,7 +75,7 @@ class _StreamState:
     """What the request side of an ``aio`` stream tells its response side."""
 
     def __init__(self) -> None:
-        self.ledger = codec.StreamLedger()
+        self.ledger = grpc_client.StreamLedger()
         #: Exceptions raised by the caller's inputs iterator (reported instead of CANCELLED).
         self.failure: list[BaseException] = []
         #: Whether the inputs iterator ended (the client closed its side of the stream).
@@ -596,7 +596,7 @@ class InferenceServerClient(common.ClientBase):
             ``stream_timeout``; a message that does not parse; the client closed; the server
             ending the stream before inputs_iterator is exhausted, or without the final
             response due to a request sent with ``enable_empty_final_response``: see
-            :class:`tritonclient._codec.grpc.StreamLedger` for the rule).
+            :class:`tritonclient._codec.grpc_client.StreamLedger` for the rule).
         """
         metadata = self._get_metadata(headers)
         state = _StreamState()

@@ -1,0 +1,560 @@
+"""The client side of the gRPC protocol (sans-I/O).
+
+:func:`build_infer_request_parts` turns inputs and options into a request (the message without
+its raw contents, plus the raw buffers: numpy inputs are not copied);
+:func:`check_infer_response` checks a received response and decodes every output once;
+:class:`StreamLedger` tracks which requests of a stream are still unanswered.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tritonclient._proto import service_pb2
+from tritonclient.utils import (
+    InferenceServerException,
+    raise_error,
+)
+from tritonclient.utils._codec import check_parameter_name
+from tritonclient.utils._errors import (
+    InferenceServerProtocolError,
+    InferenceServerUnavailableError,
+)
+
+from .checks import (
+    DecodedOutputs,
+    Requested,
+    decode_raw_output,
+    known_datatype,
+    response_fault,
+    response_shape,
+)
+from .grpc_common import (
+    EMPTY_FINAL_RESPONSE_PARAM,
+    FINAL_RESPONSE_PARAM,
+    contents_array,
+    get_parameters,
+    set_contents,
+    set_parameters,
+    to_infer_parameter,
+)
+from .numbers import INT64_MAX, INT64_MIN, UINT64_MAX
+from .raw import buffer_nbytes, tensor_to_buffer, wire_dtype
+from .types import Buffer, ParamValue, SharedMemoryRef
+
+__all__ = [
+    "InputTensor",
+    "RequestedOutput",
+    "StreamLedger",
+    "build_infer_request",
+    "build_infer_request_parts",
+    "check_infer_response",
+    "is_final_response",
+    "response_parameters",
+]
+
+
+@dataclass
+class InputTensor:
+    """An input of a request being built.
+
+    Attributes
+    ----------
+    name : str
+        Input name.
+    datatype : str
+        Protocol datatype.
+    shape : sequence of int
+        Shape.
+    data : numpy.ndarray or bytes-like or None
+        The values (converted with :func:`tensor_to_buffer`) or the raw contents already
+        laid out; None when the input is in shared memory.
+    shared_memory : SharedMemoryRef or None
+        Shared-memory placement (then ``data`` is ignored).
+    parameters : mapping
+        Further tensor-level parameters.
+    """
+
+    name: str
+    datatype: str
+    shape: Sequence[int]
+    data: npt.NDArray[Any] | Buffer | None = None
+    shared_memory: SharedMemoryRef | None = None
+    parameters: Mapping[str, ParamValue] = field(default_factory=dict)
+
+
+@dataclass
+class RequestedOutput:
+    """An output asked for in a request being built.
+
+    Attributes
+    ----------
+    name : str
+        Output name.
+    class_count : int
+        Top-K classification (0: the tensor itself).
+    shared_memory : SharedMemoryRef or None
+        Write the output into shared memory instead of the response.
+    parameters : mapping
+        Further tensor-level parameters.
+    """
+
+    name: str
+    class_count: int = 0
+    shared_memory: SharedMemoryRef | None = None
+    parameters: Mapping[str, ParamValue] = field(default_factory=dict)
+
+
+def _set_shm_parameters(
+    params: MutableMapping[str, service_pb2.InferParameter], ref: SharedMemoryRef
+) -> None:
+    params["shared_memory_region"].string_param = ref.region
+    params["shared_memory_byte_size"].int64_param = ref.byte_size
+    if ref.offset:
+        params["shared_memory_offset"].int64_param = ref.offset
+
+
+def _build_request(
+    model_name: str,
+    inputs: Sequence[InputTensor],
+    outputs: Sequence[RequestedOutput] | None,
+    model_version: str,
+    request_id: str,
+    sequence_id: int | str,
+    sequence_start: bool,
+    sequence_end: bool,
+    priority: int,
+    timeout: int | None,
+    parameters: Mapping[str, Any] | None,
+    enable_empty_final_response: bool,
+    typed_contents: bool,
+) -> tuple[service_pb2.ModelInferRequest, list[Buffer]]:
+    request = service_pb2.ModelInferRequest(
+        model_name=model_name, model_version=model_version, id=request_id
+    )
+    params = request.parameters
+    if sequence_id != 0 and sequence_id != "":
+        if isinstance(sequence_id, str):
+            params["sequence_id"].string_param = sequence_id
+        elif isinstance(sequence_id, int) and not isinstance(sequence_id, bool):
+            if not INT64_MIN <= sequence_id <= UINT64_MAX:
+                raise_error(f"sequence_id {sequence_id} does not fit in 64 bits")
+            # The server reads int64 as uint64: ids >= 2**63 travel in two's complement.
+            params["sequence_id"].int64_param = (
+                sequence_id - 2**64 if sequence_id > INT64_MAX else sequence_id
+            )
+        else:
+            raise_error(f"sequence_id must be an int or a str, got {type(sequence_id).__name__}")
+        params["sequence_start"].bool_param = bool(sequence_start)
+        params["sequence_end"].bool_param = bool(sequence_end)
+    if priority:
+        if not 0 <= priority <= UINT64_MAX:
+            raise_error(f"priority must be between 0 and 2**64-1, got {priority}")
+        params["priority"].uint64_param = priority
+    if timeout is not None:
+        params["timeout"].int64_param = timeout
+    if enable_empty_final_response:
+        params[EMPTY_FINAL_RESPONSE_PARAM].bool_param = True
+    for key, value in (parameters or {}).items():
+        check_parameter_name(key)
+        to_infer_parameter(value, params[key], key)
+
+    raw: list[Buffer] = []
+    for tensor in inputs:
+        message = request.inputs.add(name=tensor.name, datatype=tensor.datatype)
+        message.shape.extend(int(d) for d in tensor.shape)
+        set_parameters(message.parameters, tensor.parameters)
+        if tensor.shared_memory is not None:
+            _set_shm_parameters(message.parameters, tensor.shared_memory)
+        elif tensor.data is None:
+            raise_error(f"input '{tensor.name}' has neither data nor a shared-memory region")
+        elif typed_contents:
+            set_contents(message.contents, tensor.data, tensor.datatype, tensor.name)
+        elif isinstance(tensor.data, np.ndarray):
+            raw.append(tensor_to_buffer(tensor.datatype, tensor.data))
+        else:
+            raw.append(tensor.data)
+    for output in outputs or ():
+        message_out = request.outputs.add(name=output.name)
+        set_parameters(message_out.parameters, output.parameters)
+        if output.class_count:
+            message_out.parameters["classification"].int64_param = output.class_count
+        if output.shared_memory is not None:
+            _set_shm_parameters(message_out.parameters, output.shared_memory)
+    return request, raw
+
+
+def build_infer_request_parts(
+    model_name: str,
+    inputs: Sequence[InputTensor],
+    outputs: Sequence[RequestedOutput] | None = None,
+    *,
+    model_version: str = "",
+    request_id: str = "",
+    sequence_id: int | str = 0,
+    sequence_start: bool = False,
+    sequence_end: bool = False,
+    priority: int = 0,
+    timeout: int | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    enable_empty_final_response: bool = False,
+    typed_contents: bool = False,
+) -> tuple[service_pb2.ModelInferRequest, list[Buffer]]:
+    """Build a ``ModelInferRequest`` with its raw input contents kept out of the message.
+
+    Encoding as NVIDIA's client does: ``sequence_id`` (with ``sequence_start`` and
+    ``sequence_end``) only when non-zero/non-empty, ``int64_param`` for integers (ids of
+    2**63 and above in two's complement) and ``string_param`` for strings; ``priority`` as
+    ``uint64_param`` when non-zero; ``timeout`` as ``int64_param`` when given; custom
+    parameters with :func:`to_infer_parameter`; tensor shared-memory parameters
+    (``shared_memory_offset`` only when non-zero); ``classification`` as ``int64_param``.
+
+    Parameters
+    ----------
+    model_name : str
+        Target model.
+    inputs : sequence of InputTensor
+        The inputs, in order.
+    outputs : sequence of RequestedOutput, optional
+        Requested outputs; None or empty asks for all.
+    model_version : str, optional
+        Version; "" lets the server choose.
+    request_id : str, optional
+        Request id, echoed in responses.
+    sequence_id : int or str, optional
+        Correlation id (0 or "": not part of a sequence).
+    sequence_start, sequence_end : bool, optional
+        Sequence flags.
+    priority : int, optional
+        Priority level (0: the model's default).
+    timeout : int, optional
+        Queue timeout in microseconds.
+    parameters : mapping, optional
+        Custom request parameters (bool, int, float, str).
+    enable_empty_final_response : bool, optional
+        Ask a decoupled model's stream for an empty final response.
+    typed_contents : bool, optional
+        Put the data in each input's typed ``contents`` instead of raw contents (for
+        servers that need it; FP16 and BF16 cannot be sent so).
+
+    Returns
+    -------
+    tuple of (ModelInferRequest, list of bytes-like)
+        The message without raw contents, and the raw contents: one entry per input that
+        is neither in shared memory nor typed, in order.  Send them with
+        :func:`serialize_infer_request`.
+
+    Raises
+    ------
+    InferenceServerException
+        For a reserved custom parameter name, an unsupported parameter value, an input with
+        no data, or data whose dtype does not match the input's datatype.
+    """
+    return _build_request(
+        model_name,
+        inputs,
+        outputs,
+        model_version,
+        request_id,
+        sequence_id,
+        sequence_start,
+        sequence_end,
+        priority,
+        timeout,
+        parameters,
+        enable_empty_final_response,
+        typed_contents,
+    )
+
+
+def build_infer_request(
+    model_name: str,
+    inputs: Sequence[InputTensor],
+    outputs: Sequence[RequestedOutput] | None = None,
+    *,
+    model_version: str = "",
+    request_id: str = "",
+    sequence_id: int | str = 0,
+    sequence_start: bool = False,
+    sequence_end: bool = False,
+    priority: int = 0,
+    timeout: int | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    enable_empty_final_response: bool = False,
+    typed_contents: bool = False,
+) -> service_pb2.ModelInferRequest:
+    """Build a complete ``ModelInferRequest`` (raw contents inside the message).
+
+    Same parameters, encoding and errors as :func:`build_infer_request_parts`; protobuf
+    copies each raw entry into the message.
+
+    Returns
+    -------
+    ModelInferRequest
+        The request, with one ``raw_input_contents`` entry per input that is neither in
+        shared memory nor typed.
+    """
+    request, raw = _build_request(
+        model_name,
+        inputs,
+        outputs,
+        model_version,
+        request_id,
+        sequence_id,
+        sequence_start,
+        sequence_end,
+        priority,
+        timeout,
+        parameters,
+        enable_empty_final_response,
+        typed_contents,
+    )
+    request.raw_input_contents.extend(b if isinstance(b, bytes) else bytes(b) for b in raw)
+    return request
+
+
+def response_parameters(response: service_pb2.ModelInferResponse) -> dict[str, ParamValue]:
+    """The response-level parameters of a ``ModelInferResponse``.
+
+    Parameters
+    ----------
+    response : ModelInferResponse
+        The response.
+
+    Returns
+    -------
+    dict
+        Key to value (``triton_final_response`` included when present).
+    """
+    return get_parameters(response.parameters)
+
+
+def is_final_response(response: service_pb2.ModelInferResponse) -> bool:
+    """Whether a stream response is the last one for its request.
+
+    Parameters
+    ----------
+    response : ModelInferResponse
+        A response received on ``ModelStreamInfer``.
+
+    Returns
+    -------
+    bool
+        The ``triton_final_response`` parameter; False when absent (a decoupled model
+        without the empty-final-response opt-in may never send an explicit end marker).
+    """
+    param = response.parameters.get(FINAL_RESPONSE_PARAM)
+    return bool(param is not None and param.bool_param)
+
+
+class StreamLedger:
+    """Which requests of a ``ModelStreamInfer`` stream still wait for their final response.
+
+    Sans-I/O bookkeeping shared by the sync and asyncio clients: :meth:`sent` for each
+    request, :meth:`received` for each response, :meth:`ended` when the server ends the stream
+    with OK.  Safe to use from two threads (the sync client sends in the caller's thread and
+    receives in its stream thread).
+
+    The rule (Triton 2.51, protocol section 5): the server ends a stream with OK only after the
+    client closed its side and every request in flight completed; each response but the errors
+    of refused requests carries ``triton_final_response``, true on a request's last one.  So
+
+    * a stream the server ends while the client is still sending is a broken stream, whatever
+      was pending;
+    * after the client closed its side, a request sent with ``enable_empty_final_response``
+      (a final response is then due, from a decoupled model or not) that got no final
+      response was left unanswered;
+    * a request sent without it is never reported then: a decoupled model may send no
+      response at all for it, or never mark its last one, and nothing on the wire tells a
+      decoupled model from another.  (Send requests with ``enable_empty_final_response=True``
+      to have them checked.)
+
+    Requests are told apart by id: a final response completes a request of its id, one sent
+    with ``enable_empty_final_response`` first (so that such a request is never reported
+    although it was answered: with shared ids the count may only err towards reporting less).
+    A response counts as final when ``triton_final_response`` is true or absent (a refused
+    request's error; servers that never set it).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        #: id -> requests sent with enable_empty_final_response still due a final response.
+        self._due: dict[str, int] = {}
+        #: id -> requests sent without it that have had no final response (yet, or ever: a
+        #: decoupled model's).
+        self._open: dict[str, int] = {}
+
+    def sent(self, request_id: str, enable_empty_final_response: bool) -> None:
+        """Record a request sent on the stream."""
+        table = self._due if enable_empty_final_response else self._open
+        with self._lock:
+            table[request_id] = table.get(request_id, 0) + 1
+
+    def received(self, message: service_pb2.ModelStreamInferResponse) -> None:
+        """Record a response (or an error) received on the stream."""
+        response = message.infer_response
+        param = response.parameters.get(FINAL_RESPONSE_PARAM)
+        if param is not None and not param.bool_param:
+            return  # more responses of its request follow
+        request_id = response.id
+        with self._lock:
+            if self._due.get(request_id):
+                self._take(self._due, request_id)
+            elif self._open.get(request_id):
+                self._take(self._open, request_id)
+
+    @staticmethod
+    def _take(table: dict[str, int], request_id: str) -> None:
+        left = table[request_id] - 1
+        if left:
+            table[request_id] = left
+        else:
+            del table[request_id]
+
+    def pending(self) -> str:
+        """The requests still waiting, for messages: ids with counts; "" when none."""
+        with self._lock:
+            counts = dict(self._due)
+            for request_id, count in self._open.items():
+                counts[request_id] = counts.get(request_id, 0) + count
+        return _id_list(counts)
+
+    def ended(self, client_done: bool, what: str) -> InferenceServerException | None:
+        """The error for a stream the server ended with OK, or None when it was entitled to.
+
+        Parameters
+        ----------
+        client_done : bool
+            Whether the client had closed its side of the stream.
+        what : str
+            How the client closes its side, for the message (``"stop_stream() was called"``).
+
+        Returns
+        -------
+        InferenceServerException or None
+            :class:`InferenceServerUnavailableError` when the server ended the stream before
+            ``what``; :class:`InferenceServerProtocolError` naming the requests that were due
+            a final response and got none.
+        """
+        if not client_done:
+            pending = self.pending()
+            detail = f"; requests still without a final response: {pending}" if pending else ""
+            return InferenceServerUnavailableError(
+                f"the server ended the stream before {what}{detail}"
+            )
+        with self._lock:
+            due = dict(self._due)
+        if not due:
+            return None
+        return InferenceServerProtocolError(
+            f"the server ended the stream with no final response for {sum(due.values())} "
+            f"request(s) sent with enable_empty_final_response=True: {_id_list(due)}"
+        )
+
+
+def _id_list(counts: Mapping[str, int]) -> str:
+    """``'a', 'b' (2 requests), '' (no id)`` for messages."""
+    parts = []
+    for request_id in sorted(counts):
+        text = f"id {request_id!r}" if request_id else "no id"
+        if counts[request_id] > 1:
+            text += f" ({counts[request_id]} requests)"
+        parts.append(text)
+    return ", ".join(parts)
+
+
+def check_infer_response(
+    response: service_pb2.ModelInferResponse,
+    raw_output_contents: Sequence[Buffer] | None = None,
+    requested: Requested | None = None,
+) -> DecodedOutputs:
+    """Check a ``ModelInferResponse`` a client received and decode every output, once.
+
+    Each output must have a protocol datatype and a shape of non-negative integers, and data
+    that are exactly what they need: a raw entry of the right size (BYTES: that many
+    well-formed elements) or typed ``contents`` of the right count.  Raw entries are
+    index-aligned with the outputs, one each, or absent (typed contents).  An empty raw entry
+    for an output with elements is how Triton answers an output it wrote to shared memory:
+    right for an output requested there, a broken answer for any other.
+
+    Parameters
+    ----------
+    response : ModelInferResponse
+        The response.
+    raw_output_contents : sequence of bytes-like, optional
+        The raw contents when they were split off the message (:func:`parse_infer_response`);
+        by default the message's own.
+    requested : Requested, optional
+        The outputs the request asked for: each must be present, and only those requested in
+        shared memory may come without data.  None when unknown (a stream response): an
+        output without data is then taken as written to shared memory.
+
+    Returns
+    -------
+    DecodedOutputs
+        The arrays, by output name (None for those in shared memory).
+
+    Raises
+    ------
+    InferenceServerProtocolError
+        Naming the output, what was expected and what came.
+    """
+    raw = response.raw_output_contents if raw_output_contents is None else raw_output_contents
+    outputs = response.outputs
+    if raw and len(raw) != len(outputs):
+        raise response_fault(
+            f"it has {len(raw)} raw_output_contents entries for {len(outputs)} outputs "
+            "(expected one entry per output)"
+        )
+    arrays: dict[str, npt.NDArray[Any] | None] = {}
+    for index, output in enumerate(outputs):
+        name = output.name
+        if name in arrays:
+            continue  # as_numpy() reads the first one
+        if raw:
+            entry = raw[index]
+            if buffer_nbytes(entry) or not math.prod(response_shape(name, output.shape)):
+                arrays[name] = decode_raw_output(name, output.datatype, output.shape, entry)
+                continue
+        elif output.HasField("contents"):
+            arrays[name] = _checked_contents(name, output)
+            continue
+        known_datatype(name, output.datatype)
+        dims = response_shape(name, output.shape)
+        if not math.prod(dims):  # no raw contents at all, and nothing to carry
+            arrays[name] = np.empty(dims, dtype=wire_dtype(output.datatype))
+            continue
+        # No data for an output with elements: written to shared memory, or a broken answer.
+        if requested is not None and "shared_memory_region" not in output.parameters:
+            requested.no_data(name, output.datatype, dims)
+        arrays[name] = None
+    if requested is not None:
+        requested.check_present(arrays)
+    return DecodedOutputs(arrays)
+
+
+def _checked_contents(
+    name: str, output: service_pb2.ModelInferResponse.InferOutputTensor
+) -> npt.NDArray[Any]:
+    """An output's typed contents as an array, checked against its datatype and shape."""
+    known_datatype(name, output.datatype)
+    dims = response_shape(name, output.shape)
+    array, wrong = contents_array(output.contents, output.datatype)
+    if array is None:
+        raise response_fault(
+            f"output '{name}' ({output.datatype}) has typed contents in '{wrong}', which is "
+            f"not the field of its datatype"
+        )
+    if array.size != math.prod(dims):
+        raise response_fault(
+            f"output '{name}' ({output.datatype}, shape {list(dims)}) needs "
+            f"{math.prod(dims)} elements, its typed contents have {array.size}"
+        )
+    return array.reshape(dims)

@@ -1,0 +1,574 @@
+"""JSON as Triton reads and writes it, for the HTTP protocol (section 3).
+
+Bodies are parsed the way Triton's rapidjson-based ``TritonJson`` parses them
+(:func:`parse_json_document`, :func:`parse_json_object`, with Triton's error texts), written
+compactly (:func:`dumps`), and read strictly by the clients (:func:`client_json`: one value,
+UTF-8).  Tensor data in JSON form go both ways here too: :func:`tensor_from_json` (server side,
+Triton's messages), :func:`tensor_to_json`, and the client's checked reading of a response
+output's ``data``.
+
+Non-UTF-8 BYTES in JSON
+    Triton writes the raw bytes of a BYTES element into JSON strings without escaping them, so
+    a JSON body may not be valid UTF-8 (section 3.7.3).  The server side does the same when it
+    encodes, and decodes every JSON body as UTF-8 with ``surrogateescape``: the raw bytes of
+    such an element survive the round trip (``str.encode("utf-8", "surrogateescape")`` gives
+    them back).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import numpy.typing as npt
+
+from tritonclient.utils import (
+    InferenceServerProtocolError,
+    raise_error,
+)
+from tritonclient.utils._dtypes import DATATYPES
+
+from .checks import known_datatype, response_fault, response_shape
+from .errors import HttpCodecError, http_bad, http_internal, json_type_error
+from .numbers import INT64_MAX, INT64_MIN, UINT64_MAX
+from .raw import element_count
+from .types import Buffer
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "NUMBER_TYPES",
+    "client_json",
+    "dumps",
+    "is_int64",
+    "is_uint",
+    "json_kind",
+    "json_output",
+    "loads",
+    "member_object",
+    "members",
+    "number_text_list",
+    "parse_json_document",
+    "parse_json_object",
+    "tensor_from_json",
+    "tensor_to_json",
+    "with_data_text",
+]
+
+#: The deepest nesting of an input's JSON ``data`` that is accepted (as current Triton).
+MAX_JSON_DEPTH = 100
+
+
+_INT_TYPES = frozenset({"INT8", "INT16", "INT32", "INT64"})
+
+
+_FLOAT_TYPES = frozenset({"FP32", "FP64"})
+
+
+_NO_JSON_TYPES = frozenset({"FP16", "BF16"})
+
+
+def dumps(obj: Any, *, raw_strings: bool = False) -> bytes:
+    """Serialize ``obj`` as compact JSON.
+
+    Parameters
+    ----------
+    obj : Any
+        A JSON-serializable object.  Non-finite floats become the bare tokens ``NaN``,
+        ``Infinity`` and ``-Infinity``, as Triton writes them.
+    raw_strings : bool, optional
+        Write non-ASCII characters unescaped and turn ``surrogateescape`` characters back into
+        the raw bytes they stand for (Triton's output for BYTES tensors).  Default False: the
+        output is ASCII with ``\\uXXXX`` escapes.
+
+    Returns
+    -------
+    bytes
+        The JSON text.
+    """
+    if raw_strings:
+        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+        return text.encode("utf-8", "surrogateescape")
+    return json.dumps(obj, separators=(",", ":")).encode("ascii")
+
+
+def loads(data: Buffer) -> Any:
+    """Parse JSON leniently: big integers, ``NaN``/``Infinity`` and non-UTF-8 strings.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The JSON text.  Bytes that are not valid UTF-8 become ``surrogateescape`` characters.
+
+    Returns
+    -------
+    Any
+        The parsed value.
+
+    Raises
+    ------
+    ValueError
+        If ``data`` is not JSON (``json.JSONDecodeError``) or nests too deeply.
+    """
+    text = bytes(data).decode("utf-8", "surrogateescape")
+    # rapidjson reads a NUL character as the end of its input: whatever follows one is not
+    # part of the document (so NUL padding after a complete document is accepted).
+    text = text.partition("\0")[0]
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nesting is too deep") from None
+
+
+_SURROGATES = re.compile("[\udc80-\udcff]")
+
+
+def _rapidjson_error(text: str) -> str:
+    """Triton's message for a body its JSON parser (rapidjson) refuses.
+
+    Triton reports ``failed to parse the request JSON buffer: <rapidjson's English message> at
+    <byte offset>``.  The text comes from python-rapidjson (the same C++ parser) when it is
+    installed (the ``server`` extra), so the wording and offset are rapidjson's own.
+    """
+    try:
+        import rapidjson
+    except ImportError:  # pragma: no cover - without the server extra
+        return "Invalid value."
+    # rapidjson (as Triton builds it) does not check UTF-8: a byte that is not valid UTF-8
+    # behaves as any other character there. '?' does the same in every place and keeps the
+    # byte offsets, where python-rapidjson would refuse the text before parsing it.
+    text = _SURROGATES.sub("?", text)
+    try:
+        rapidjson.loads(text, number_mode=rapidjson.NM_NAN)
+    except rapidjson.JSONDecodeError as exc:
+        detail = str(exc)
+        head, sep, message = detail.partition(": ")
+        offset = head.rsplit(" ", 1)[-1]
+        if sep and head.startswith("Parse error at offset") and offset.isdigit():
+            return f"{message} at {offset}"
+        return detail
+    except (ValueError, UnicodeError, OverflowError, RecursionError):
+        pass
+    return "Invalid value."
+
+
+def parse_json_document(data: Buffer) -> Any:
+    """Parse a request body as Triton does (server side): the whole of it, any JSON value.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The body (or the JSON part of an inference request).
+
+    Returns
+    -------
+    Any
+        The value; non-UTF-8 bytes in strings become ``surrogateescape`` characters.
+
+    Raises
+    ------
+    HttpCodecError
+        500 ``failed to parse the request JSON buffer: ...`` with rapidjson's message when the
+        body is not one JSON value (empty, malformed, or followed by more than whitespace;
+        a NUL character ends the input, as in rapidjson).
+    """
+    text = bytes(data).decode("utf-8", "surrogateescape")
+    # rapidjson reads a NUL character as the end of its input: whatever follows one is not
+    # part of the document (so NUL padding after a complete document is accepted).
+    text = text.partition("\0")[0]
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise http_internal(
+            "failed to parse the request JSON buffer: JSON nesting is too deep"
+        ) from None
+    except ValueError:
+        raise http_internal(
+            f"failed to parse the request JSON buffer: {_rapidjson_error(text)}"
+        ) from None
+
+
+def members(document: Any) -> dict[str, Any]:
+    """The members Triton finds in ``document``: its own when it is an object, none otherwise
+    (TritonJson's ``Find`` on an array or a scalar finds nothing)."""
+    return document if isinstance(document, dict) else {}
+
+
+def member_object(document: Any) -> dict[str, Any]:
+    """TritonJson's ``Members()``: an object's members; any other value is an error."""
+    if not isinstance(document, dict):
+        raise http_internal("attempt to get members for non-object")
+    return document
+
+
+def parse_json_object(data: Buffer, *, allow_empty: bool = True) -> dict[str, Any]:
+    """Parse a request body and return the members Triton finds in it (server side).
+
+    Parameters
+    ----------
+    data : bytes-like
+        The body.
+    allow_empty : bool, optional
+        Whether an empty body is accepted as ``{}`` (the endpoints that read a body only when
+        it has one: index, load, unload).  Default True.
+
+    Returns
+    -------
+    dict
+        The object's members; ``{}`` for a JSON value that is not an object (Triton finds no
+        members in it).
+
+    Raises
+    ------
+    HttpCodecError
+        500 when the body is not JSON.
+    """
+    if allow_empty and not len(data):
+        return {}
+    return members(parse_json_document(data))
+
+
+def is_uint(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= UINT64_MAX
+
+
+def is_int64(value: Any) -> bool:
+    return type(value) is int and INT64_MIN <= value <= INT64_MAX
+
+
+def _flatten(data: Any, depth: int = 1) -> list[Any]:
+    """Leaves of a (possibly nested) JSON array, row-major."""
+    if depth > MAX_JSON_DEPTH:
+        raise http_internal(
+            f"Unable to parse 'data': JSON array nesting exceeds the maximum depth of "
+            f"{MAX_JSON_DEPTH}"
+        )
+    if not any(type(item) is list for item in data):
+        return list(data)
+    out: list[Any] = []
+    for item in data:
+        if type(item) is list:
+            out.extend(_flatten(item, depth + 1))
+        else:
+            out.append(item)
+    return out
+
+
+def tensor_from_json(
+    datatype: str, shape: Sequence[int], data: Any, *, name: str = ""
+) -> npt.NDArray[Any]:
+    """Decode an input's JSON ``data`` (flat or nested, section 3.7.3) into a numpy array.
+
+    Parameters
+    ----------
+    datatype : str
+        Protocol datatype.
+    shape : sequence of int
+        The tensor's shape; the number of leaves must equal its element count.
+    data : list or scalar
+        The parsed JSON ``data`` value.
+    name : str, optional
+        The input name, for error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        The tensor (BYTES as ``bytes`` elements: the UTF-8 of each string).  Integers wider
+        than the datatype wrap modulo 2**bits, as in Triton.
+
+    Raises
+    ------
+    HttpCodecError
+        400 for an unknown datatype and for FP16/BF16 (JSON is not allowed for them); 500 for a
+        wrong element count or element type (Triton's JSON-typing errors).
+    """
+    info = DATATYPES.get(datatype)
+    count = element_count(shape)
+    if count == 0:
+        # Triton reads no data at all for an empty tensor (whatever 'data' holds); an unknown
+        # datatype is the server's datatype check's to report then.
+        return np.empty(tuple(shape), dtype=np.dtype(info.numpy_type if info else np.uint8))
+    if info is None:
+        raise http_bad(f"invalid datatype for input {name}")
+    if datatype in _NO_JSON_TYPES:
+        raise http_bad(
+            f"receiving {datatype} data via JSON is not supported. Please use the binary data "
+            f"format for input {name}"
+        )
+    flat = _flatten(data) if type(data) is list else [data]
+    target = np.dtype(info.numpy_type)
+    kinds = set(map(type, flat))
+    if datatype != "BYTES" and len(flat) != count:
+        raise http_internal(
+            "Unable to parse 'data': Shape does not match true shape of 'data' field"
+        )
+    if datatype == "BOOL":
+        if not kinds <= {bool}:
+            raise json_type_error("data", "boolean")
+        return np.array(flat, dtype=target).reshape(tuple(shape))
+    if datatype == "BYTES":
+        if not kinds <= {str}:
+            raise http_internal(
+                "Unable to parse JSON bytes array: attempt to access JSON non-string as string"
+            )
+        try:
+            items = [s.encode("utf-8", "surrogateescape") for s in flat]
+        except UnicodeEncodeError:
+            raise http_internal(
+                "Unable to parse JSON bytes array: string is not valid Unicode"
+            ) from None
+        out = np.empty(len(items), dtype=np.object_)
+        out[:] = items
+        # Triton sizes BYTES data by its bytes, not its elements: a wrong count is left to
+        # the server's element-count check, which names it (the array stays flat then).
+        return out.reshape(tuple(shape)) if len(items) == count else out
+    if datatype in _FLOAT_TYPES:
+        if not kinds <= {int, float}:
+            raise json_type_error("data", "number")
+        try:
+            values = np.array(flat, dtype=np.float64)
+        except OverflowError:
+            raise json_type_error("data", "number") from None
+        return values.astype(target).reshape(tuple(shape))
+    if not kinds <= {int}:
+        signed = datatype in _INT_TYPES
+        raise json_type_error("data", "signed-integer" if signed else "unsigned-integer")
+    if datatype in _INT_TYPES:
+        if flat and (min(flat) < INT64_MIN or max(flat) > INT64_MAX):
+            raise json_type_error("data", "signed-integer")
+        wide = np.array(flat, dtype=np.int64)
+    else:
+        if flat and (min(flat) < 0 or max(flat) > UINT64_MAX):
+            raise json_type_error("data", "unsigned-integer")
+        wide = np.array(flat, dtype=np.uint64)
+    return wide.astype(target).reshape(tuple(shape))
+
+
+def tensor_to_json(datatype: str, array: npt.NDArray[Any], *, bytes_as: str = "str") -> list[Any]:
+    """The flat JSON ``data`` list of a tensor (section 3.7.3, output rules).
+
+    Parameters
+    ----------
+    datatype : str
+        Protocol datatype.
+    array : numpy.ndarray
+        The values (any shape; flattened row-major).
+    bytes_as : {"str", "surrogateescape"}, optional
+        For BYTES: ``"str"`` requires UTF-8 elements (the client rule, raising
+        InferenceServerException otherwise); ``"surrogateescape"`` keeps non-UTF-8 bytes as
+        escape characters, which :func:`dumps` with ``raw_strings=True`` writes raw (Triton's
+        output rule).  Default ``"str"``.
+
+    Returns
+    -------
+    list
+        The elements: bool, int (exact, also beyond 2**53), float (FP32 widened to double)
+        or str.
+
+    Raises
+    ------
+    InferenceServerException
+        For FP16/BF16 (an :class:`HttpCodecError` with status 400), or a BYTES element that
+        is not bytes/str or (with ``bytes_as="str"``) not UTF-8.
+    """
+    if datatype in _NO_JSON_TYPES:
+        raise http_bad(
+            f"sending {datatype} data via JSON is not supported. Please use the binary data "
+            "format for output"
+        )
+    flat = np.asarray(array).reshape(-1)
+    if datatype == "BYTES":
+        errors = "surrogateescape" if bytes_as == "surrogateescape" else "strict"
+        out: list[Any] = []
+        for item in flat.tolist():
+            if isinstance(item, bytes):
+                try:
+                    out.append(item.decode("utf-8", errors))
+                except UnicodeDecodeError:
+                    raise_error(
+                        f'Failed to encode "{item!r}" using UTF-8. Please use binary_data=True, '
+                        "if you want to pass a byte array."
+                    )
+            elif isinstance(item, str):
+                out.append(item)
+            else:
+                raise_error(
+                    f"BYTES element of type '{type(item).__name__}' cannot be sent as JSON; "
+                    "expected bytes or str"
+                )
+        return out
+    if datatype == "BOOL":
+        return flat.astype(bool).tolist()  # type: ignore[no-any-return]
+    if datatype == "FP32":
+        return flat.astype(np.float64).tolist()  # type: ignore[no-any-return]
+    return flat.tolist()  # type: ignore[no-any-return]
+
+
+NUMBER_TYPES = frozenset(
+    {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64"}
+    | {"FP16", "FP32", "FP64"}
+)
+
+
+def number_text_list(datatype: str, text: bytes) -> list[Any]:
+    """The JSON ``data`` list that :func:`json_number_text` text stands for: Python ints,
+    bools, or floats (FP16/FP32 values widened to double, as ``ndarray.tolist`` gives)."""
+    values: list[Any] = json.loads(b"[" + text + b"]")
+    if datatype in ("FP16", "FP32"):
+        # The text parses back to the exact float32 (FP16 values are exact in float32).
+        return np.array(values, dtype=np.float32).astype(np.float64).tolist()  # type: ignore[no-any-return]
+    return values
+
+
+def with_data_text(member: bytes, text: bytes) -> bytes:
+    """Append ``"data":[text]`` to the JSON object ``member`` (which has other members)."""
+    return b"".join((member[:-1], b',"data":[', text, b"]}"))
+
+
+def json_kind(value: Any) -> str:
+    """The JSON type of a parsed value, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+#: The values each numeric datatype holds, for a JSON output's elements.
+_JSON_INT_RANGES: dict[str, tuple[int, int]] = {
+    name: (
+        int(np.iinfo(np.dtype(info.numpy_type)).min),
+        int(np.iinfo(np.dtype(info.numpy_type)).max),
+    )
+    for name, info in DATATYPES.items()
+    if name.startswith(("INT", "UINT"))
+}
+
+
+_JSON_FLOAT_MAX: dict[str, float] = {
+    "FP16": float(np.finfo(np.float16).max),
+    "FP32": float(np.finfo(np.float32).max),
+    "BF16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).max),  # type: ignore[no-untyped-call]
+}
+
+
+def json_output(name: str, datatype: Any, shape: Any, data: Any) -> npt.NDArray[Any]:
+    """An output's JSON ``data`` as an array, checked against its datatype and shape."""
+    info = known_datatype(name, datatype)
+    dims = response_shape(name, shape)
+    count = math.prod(dims)
+    described = f"output '{name}' ({datatype}, shape {list(dims)})"
+    if type(data) is not list:
+        raise response_fault(f"{described} has 'data' of type {json_kind(data)}, expected an array")
+    try:
+        flat = _flatten(data)
+    except HttpCodecError:
+        raise response_fault(f"{described} has 'data' nested too deeply") from None
+    if len(flat) != count:
+        raise response_fault(f"{described} needs {count} elements, its 'data' has {len(flat)}")
+    kinds = set(map(type, flat))
+    if datatype == "BYTES":
+        if not kinds <= {str}:
+            raise response_fault(_element_fault(described, "strings", flat, {str}))
+        items = np.empty(count, dtype=np.object_)
+        items[:] = flat
+        return items.reshape(dims)
+    if datatype == "BOOL":
+        if not kinds <= {bool}:
+            raise response_fault(_element_fault(described, "booleans", flat, {bool}))
+        return np.array(flat, dtype=np.bool_).reshape(dims)
+    limits = _JSON_INT_RANGES.get(datatype)
+    if limits is not None:
+        if not kinds <= {int}:
+            raise response_fault(_element_fault(described, "integers", flat, {int}))
+        if flat and (min(flat) < limits[0] or max(flat) > limits[1]):
+            bad = next(v for v in flat if not limits[0] <= v <= limits[1])
+            raise response_fault(
+                f"{described} has element {bad} in its 'data', outside the {datatype} range "
+                f"[{limits[0]}, {limits[1]}]"
+            )
+        return np.array(flat, dtype=np.dtype(info.numpy_type)).reshape(dims)
+    if not kinds <= {int, float}:
+        raise response_fault(_element_fault(described, "numbers", flat, {int, float}))
+    try:
+        wide = np.array(flat, dtype=np.float64)
+    except OverflowError:  # an integer beyond any double
+        raise response_fault(f"{described} has a number in its 'data' beyond {datatype}") from None
+    top = _JSON_FLOAT_MAX.get(datatype)
+    if top is not None and count:
+        finite = wide[np.isfinite(wide)]
+        if finite.size and float(np.abs(finite).max()) > top:
+            raise response_fault(
+                f"{described} has element {float(np.abs(finite).max())!r} (absolute value) in "
+                f"its 'data', beyond the {datatype} range"
+            )
+    return wide.astype(np.dtype(info.numpy_type)).reshape(dims)
+
+
+def _element_fault(described: str, expected: str, flat: list[Any], allowed: set[type]) -> str:
+    index, value = next((i, v) for i, v in enumerate(flat) if type(v) not in allowed)
+    return (
+        f"{described} has {json_kind(value)} {value!r} at index {index} of its 'data', "
+        f"expected {expected}"
+    )
+
+
+_JSON = json.JSONDecoder()
+
+
+def client_json(data: Buffer, what: str) -> Any:
+    """Parse a JSON body received by a client: strict UTF-8, exactly one JSON value.
+
+    Triton writes the bytes of a BYTES output into JSON strings as they are, so a body may not
+    be UTF-8 when such an output is not text; RFC 8259 JSON is UTF-8, and a client cannot tell
+    those bytes from a corrupt body, so both are refused (as NVIDIA's client does, with a
+    ``UnicodeDecodeError``), with a hint to ask for binary data.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The JSON text.
+    what : str
+        The body, for messages (``"the inference response"``).
+
+    Returns
+    -------
+    Any
+        The parsed value (``NaN``/``Infinity`` become floats, big integers stay exact).
+
+    Raises
+    ------
+    InferenceServerProtocolError
+        If ``data`` is not UTF-8, or not a single JSON value.
+    """
+    raw = bytes(data)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = max(exc.start - 20, 0)
+        raise InferenceServerProtocolError(
+            f"{what} is not valid UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start} "
+            f"({raw[start : exc.start + 20]!r})"
+        ).with_hint(
+            "a BYTES output holding bytes that are not UTF-8 can only come as binary data: "
+            "request it with InferRequestedOutput(name, binary_data=True)"
+        ) from None
+    try:
+        return _JSON.decode(text)
+    except RecursionError:
+        raise InferenceServerProtocolError(f"{what} is not JSON: it nests too deeply") from None
+    except ValueError as exc:
+        excerpt = text[:200]
+        raise InferenceServerProtocolError(
+            f"{what} is not JSON ({exc}): {excerpt!r}", debug_details=excerpt
+        ) from None
