@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests import peers
-from tritonclient.utils import _codec
+from tritonclient.utils import _serialize as _codec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -25,6 +25,7 @@ import tritonclient.grpc as grpcclient
 from mock_server.app import BUNDLED_MODELS, FrontendOptions, MockServer
 from mock_server.core.server import ModelControlMode, ServerOptions
 from shm import posix
+from tritonclient._codec.types import InferOptions
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.grpc.auth import BasicAuth
 from tritonclient.utils import InferenceServerException
@@ -737,13 +738,53 @@ def test_cuda_shared_memory_calls(client: grpcclient.InferenceServerClient) -> N
 # -- fast request encoding, response decoding and large requests ------------------------------
 
 
-def _encode_both(*args: Any) -> tuple[bytes, bytes]:
+def _reference(
+    model_name: str,
+    inputs: Any,
+    model_version: str = "",
+    outputs: Any = None,
+    request_id: str = "",
+    sequence_id: int | str = 0,
+    sequence_start: bool = False,
+    sequence_end: bool = False,
+    priority: int = 0,
+    timeout: int | None = None,
+    parameters: dict[str, Any] | None = None,
+) -> service_pb2.ModelInferRequest:
+    """The request built field by field with protobuf, the way NVIDIA's client builds it."""
+    request = service_pb2.ModelInferRequest(
+        model_name=model_name, model_version=model_version, id=request_id
+    )
+    if sequence_id != 0 and sequence_id != "":
+        if isinstance(sequence_id, str):
+            request.parameters["sequence_id"].string_param = sequence_id
+        else:
+            request.parameters["sequence_id"].int64_param = (
+                sequence_id - 2**64 if sequence_id >= 2**63 else sequence_id
+            )
+        request.parameters["sequence_start"].bool_param = sequence_start
+        request.parameters["sequence_end"].bool_param = sequence_end
+    if priority:
+        request.parameters["priority"].uint64_param = priority
+    if timeout is not None:
+        request.parameters["timeout"].int64_param = timeout
+    for key, value in (parameters or {}).items():
+        if isinstance(value, float):
+            request.parameters[key].double_param = value
+        else:
+            request.parameters[key].string_param = value
+    for item in inputs if isinstance(inputs, list) else [inputs]:
+        request.inputs.append(item._get_tensor())
+        if item._get_content() is not None:
+            request.raw_input_contents.append(item._get_content())
+    for out in outputs if isinstance(outputs, list) else [outputs] if outputs else []:
+        request.outputs.append(out._get_tensor())
+    return request
+
+
+def test_the_encoded_request_is_the_message_protobuf_builds() -> None:
     from tritonclient.grpc import _common as common
 
-    return common.encode_infer(*args), common.serialize_request(common.build_infer(*args))
-
-
-def test_encode_infer_matches_the_generic_path() -> None:
     a = np.arange(16, dtype=np.int32).reshape(1, 16)
     inp = grpcclient.InferInput("INPUT0", [1, 16], "INT32").set_data_from_numpy(a)
     words = grpcclient.InferInput("TEXT", [2], "BYTES").set_data_from_numpy(
@@ -760,35 +801,38 @@ def test_encode_infer_matches_the_generic_path() -> None:
         ("simple", inp, "", out, "", 7, True, False, 3, 100, {"p": 1.5, "q": "x"}),
         ("modèle", [inp], "", [out], "ïd", "seq", False, True),
         ("simple", [inp], "", None, "", 2**63 + 5, True, True),
-        ("simple", [inp], "", None, "", False),
     ]
     for args in cases:
-        fast, generic = _encode_both(*args)
-        assert fast == generic
-        assert service_pb2.ModelInferRequest.FromString(fast).model_name == args[0]
+        options = InferOptions(*args[4:])
+        encoded = common.encode_infer(*args[:4], options)
+        assert service_pb2.ModelInferRequest.FromString(encoded) == _reference(*args)
+    # The shared-memory entries carry the placement, the classification its count.
+    message = service_pb2.ModelInferRequest.FromString(
+        common.encode_infer("m", [in_shm], "", [out, out_shm])
+    )
+    assert message.inputs[0].parameters["shared_memory_offset"].int64_param == 8
+    assert message.outputs[0].parameters["classification"].int64_param == 3
+    assert message.outputs[1].parameters["shared_memory_region"].string_param == "region"
 
 
-def test_encode_infer_errors_match_the_generic_path() -> None:
+def test_encode_infer_errors() -> None:
     from tritonclient.grpc import _common as common
 
     inp = grpcclient.InferInput("INPUT0", [1], "INT32").set_data_from_numpy(np.zeros(1, np.int32))
     empty = grpcclient.InferInput("INPUT1", [1], "INT32")
-    cases: list[tuple[Any, ...]] = [
-        ("m", [empty]),
-        ("m", [inp], 1),
-        ("m", ["x"]),
-        ("m", [inp], "", ["y"]),
-        ("m", [inp], "", None, "", 0, False, False, 0, None, {"sequence_id": 1}),
-        ("m", [inp], "", None, "", 2**64),
-        ("m", [inp], "", None, "", 1.5),
-        ("m", [inp], "", None, "", 0, False, False, -1),
+    cases: list[tuple[tuple[Any, ...], InferOptions, str]] = [
+        (("m", [empty]), InferOptions(), "neither data nor a shared-memory region"),
+        (("m", [inp], 1), InferOptions(), "model version"),
+        (("m", ["x"]), InferOptions(), "InferInput"),
+        (("m", [inp], "", ["y"]), InferOptions(), "InferRequestedOutput"),
+        (("m", [inp]), InferOptions(parameters={"sequence_id": 1}), "reserved parameter"),
+        (("m", [inp]), InferOptions(sequence_id=2**64), "does not fit in 64 bits"),
+        (("m", [inp]), InferOptions(sequence_id=1.5), "must be an int or a str"),  # type: ignore[arg-type]
+        (("m", [inp]), InferOptions(priority=-1), "priority must be between"),
     ]
-    for args in cases:
-        with pytest.raises(InferenceServerException) as fast:
-            common.encode_infer(*args)
-        with pytest.raises(InferenceServerException) as generic:
-            common.build_infer(*args)
-        assert str(fast.value) == str(generic.value)
+    for args, options, fragment in cases:
+        with pytest.raises(InferenceServerException, match=fragment):
+            common.encode_infer(*args, options=options)
 
 
 def test_encoded_request_keeps_the_data_of_set_data_time() -> None:

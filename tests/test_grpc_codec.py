@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from mock_server.core.errors import ErrorKind
+from tests import grpc_requests
 from tritonclient._codec import (
     checks,
     errors,
@@ -101,15 +102,13 @@ def roundtrip(arrays: dict[str, tuple[str, np.ndarray]], *, parts: bool) -> dict
     """client build -> wire -> server decode -> server encode -> wire -> client decode."""
     inputs = [grpc_client.InputTensor(n, dt, a.shape, a) for n, (dt, a) in arrays.items()]
     if parts:
-        message, raw = grpc_client.build_infer_request_parts("m", inputs, request_id="rid")
+        message, raw = grpc_requests.request_parts("m", inputs, request_id="rid")
         request, views = grpc_framing.parse_infer_request(
             grpc_framing.serialize_infer_request(message, raw)
         )
         decoded = grpc_server.decode_infer_request(request, views)
     else:
-        decoded = grpc_server.decode_infer_request(
-            wire(grpc_client.build_infer_request("m", inputs))
-        )
+        decoded = grpc_server.decode_infer_request(wire(grpc_requests.infer_request("m", inputs)))
     response = Resp(outputs=[Out(t.name, t.datatype, t.shape, t.data) for t in decoded.inputs])
     if parts:
         body, out_raw = grpc_server.encode_infer_response_parts(response)
@@ -159,7 +158,7 @@ def test_roundtrip_many_inputs_and_ranks() -> None:
 
 def test_raw_inputs_are_views_of_the_received_message() -> None:
     array = np.arange(1 << 16, dtype=np.float32)
-    message, raw = grpc_client.build_infer_request_parts(
+    message, raw = grpc_requests.request_parts(
         "m", [grpc_client.InputTensor("X", "FP32", array.shape, array)]
     )
     assert isinstance(raw[0], memoryview) and raw[0].obj is not None  # no copy when building
@@ -193,7 +192,7 @@ def test_typed_contents_roundtrip(datatype: str) -> None:
         dtype = np.dtype(DATATYPES[datatype].numpy_type)
         array = expected = (rng.random((2, 3)) * 100).astype(dtype)
     request = wire(
-        grpc_client.build_infer_request(
+        grpc_requests.infer_request(
             "m", [grpc_client.InputTensor("X", datatype, array.shape, array)], typed_contents=True
         )
     )
@@ -222,7 +221,7 @@ def test_fp16_and_bf16_have_no_typed_contents() -> None:
     for datatype, dtype in (("FP16", np.float16), ("BF16", ml_dtypes.bfloat16)):
         array = np.zeros(2, dtype=dtype)
         with pytest.raises(InferenceServerException, match="no typed contents"):
-            grpc_client.build_infer_request(
+            grpc_requests.infer_request(
                 "m", [grpc_client.InputTensor("X", datatype, [2], array)], typed_contents=True
             )
 
@@ -246,15 +245,15 @@ def test_bf16_from_float32_and_bfloat16() -> None:
 
 def test_dtype_mismatch_is_a_client_error() -> None:
     with pytest.raises(InferenceServerException, match="unexpected numpy dtype"):
-        grpc_client.build_infer_request(
+        grpc_requests.infer_request(
             "m", [grpc_client.InputTensor("X", "INT32", [2], np.zeros(2, dtype=np.int64))]
         )
     with pytest.raises(InferenceServerException, match="neither data nor"):
-        grpc_client.build_infer_request("m", [grpc_client.InputTensor("X", "INT32", [2])])
+        grpc_requests.infer_request("m", [grpc_client.InputTensor("X", "INT32", [2])])
 
 
 def test_raw_bytes_inputs_pass_through() -> None:
-    request = grpc_client.build_infer_request(
+    request = grpc_requests.infer_request(
         "m", [grpc_client.InputTensor("X", "INT32", [2], b"\x01\x00\x00\x00\x02\x00\x00\x00")]
     )
     assert grpc_server.decode_infer_request(request).inputs[0].data.tolist() == [1, 2]
@@ -269,7 +268,7 @@ def test_raw_bytes_inputs_pass_through() -> None:
 )
 def test_sequence_ids(sequence_id: int | str, expected: int | str) -> None:
     request = wire(
-        grpc_client.build_infer_request(
+        grpc_requests.infer_request(
             "m", [], sequence_id=sequence_id, sequence_start=True, sequence_end=False
         )
     )
@@ -282,16 +281,14 @@ def test_sequence_ids(sequence_id: int | str, expected: int | str) -> None:
 
 def test_no_sequence_parameters_for_id_zero() -> None:
     for sequence_id in (0, ""):
-        request = grpc_client.build_infer_request(
-            "m", [], sequence_id=sequence_id, sequence_start=True
-        )
+        request = grpc_requests.infer_request("m", [], sequence_id=sequence_id, sequence_start=True)
         assert "sequence_id" not in request.parameters
         assert "sequence_start" not in request.parameters
 
 
 def test_reserved_request_parameters() -> None:
     request = wire(
-        grpc_client.build_infer_request(
+        grpc_requests.infer_request(
             "m",
             [],
             priority=3,
@@ -314,7 +311,7 @@ def test_reserved_request_parameters() -> None:
 )
 def test_client_refuses_reserved_custom_parameters(key: str) -> None:
     with pytest.raises(InferenceServerException, match="reserved parameter"):
-        grpc_client.build_infer_request("m", [], parameters={key: 1})
+        grpc_requests.infer_request("m", [], parameters={key: 1})
 
 
 param_values = st.one_of(
@@ -356,7 +353,7 @@ def test_parameter_conversion_edges() -> None:
 def test_tensor_parameters_and_outputs() -> None:
     ref = types.SharedMemoryRef("region", 64, 16)
     request = wire(
-        grpc_client.build_infer_request(
+        grpc_requests.infer_request(
             "m",
             [
                 grpc_client.InputTensor("A", "INT32", [16], shared_memory=ref),
@@ -713,7 +710,7 @@ def test_stream_messages() -> None:
 
 
 def test_framing_matches_protobuf() -> None:
-    message = grpc_client.build_infer_request(
+    message = grpc_requests.infer_request(
         "m",
         [
             grpc_client.InputTensor("A", "INT32", [2], np.array([1, 2], np.int32)),
@@ -732,17 +729,17 @@ def test_framing_matches_protobuf() -> None:
     parsed, views = grpc_framing.parse_infer_request(head + data)
     assert [bytes(v) for v in views] == [b"first", *message.raw_input_contents]
     # The framed form is what protobuf reads as the complete message.
-    body, raw = grpc_client.build_infer_request_parts(
+    body, raw = grpc_requests.request_parts(
         "m", [grpc_client.InputTensor("A", "INT32", [2], np.array([1, 2], np.int32))]
     )
     framed = grpc_framing.serialize_infer_request(body, raw)
-    assert pb.ModelInferRequest.FromString(framed) == grpc_client.build_infer_request(
+    assert pb.ModelInferRequest.FromString(framed) == grpc_requests.infer_request(
         "m", [grpc_client.InputTensor("A", "INT32", [2], np.array([1, 2], np.int32))]
     )
 
 
 def test_framing_rejects_malformed_data() -> None:
-    good = grpc_client.build_infer_request(
+    good = grpc_requests.infer_request(
         "m", [grpc_client.InputTensor("A", "INT32", [1], np.zeros(1, np.int32))]
     ).SerializeToString()
     for bad in (good[:-2], b"\x3a\xff", b"\xff" * 11, b"\x0b\x00"):
@@ -804,7 +801,7 @@ def test_exceptions_from_grpc_errors() -> None:
 @pytest.mark.parametrize("count", [3, 40_000])
 def test_parse_infer_request_small_and_large_alike(count: int) -> None:
     values = np.arange(count, dtype=np.int32)
-    request = grpc_client.build_infer_request(
+    request = grpc_requests.infer_request(
         "m",
         [
             grpc_client.InputTensor("A", "INT32", [count], values),

@@ -31,6 +31,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
 from mock_server.grpc_frontend import GrpcFrontend
 from shm import posix
+from tests import grpc_requests
 from tritonclient._codec import grpc_client, grpc_common, types
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
@@ -118,9 +119,7 @@ def tensor(name: str, array: np.ndarray, datatype: str | None = None) -> grpc_cl
 
 
 def simple_request(a: np.ndarray, b: np.ndarray, **kw: Any) -> pb.ModelInferRequest:
-    return grpc_client.build_infer_request(
-        "simple", [tensor("INPUT0", a), tensor("INPUT1", b)], **kw
-    )
+    return grpc_requests.infer_request("simple", [tensor("INPUT0", a), tensor("INPUT1", b)], **kw)
 
 
 def repeat_request(values: list[int], delay_ms: int, request_id: str, **kw: Any) -> Any:
@@ -129,7 +128,7 @@ def repeat_request(values: list[int], delay_ms: int, request_id: str, **kw: Any)
         tensor("DELAY", np.array([delay_ms], dtype=np.uint32)),
         tensor("WAIT", np.array([0], dtype=np.uint32)),
     ]
-    return grpc_client.build_infer_request("repeat_int32", inputs, request_id=request_id, **kw)
+    return grpc_requests.infer_request("repeat_int32", inputs, request_id=request_id, **kw)
 
 
 def slow_request(delay_ms: int, request_id: str = "") -> pb.ModelInferRequest:
@@ -137,7 +136,7 @@ def slow_request(delay_ms: int, request_id: str = "") -> pb.ModelInferRequest:
         tensor("INPUT0", np.array([7], dtype=np.int32)),
         tensor("DELAY_MS", np.array([delay_ms], dtype=np.uint32)),
     ]
-    return grpc_client.build_infer_request("slow", inputs, request_id=request_id)
+    return grpc_requests.infer_request("slow", inputs, request_id=request_id)
 
 
 A = np.arange(16, dtype=np.int32).reshape(1, 16)
@@ -340,7 +339,7 @@ def test_infer_simple(stub: Any) -> None:
     assert len(response.raw_output_contents) == 2
     assert np.array_equal(output(response, "OUTPUT0"), A + B)
     assert np.array_equal(output(response, "OUTPUT1"), A - B)
-    only = grpc_client.build_infer_request(
+    only = grpc_requests.infer_request(
         "simple",
         [tensor("INPUT0", A), tensor("INPUT1", B)],
         [grpc_client.RequestedOutput("OUTPUT1")],
@@ -349,13 +348,13 @@ def test_infer_simple(stub: Any) -> None:
 
 
 def test_infer_typed_contents_and_classification(stub: Any) -> None:
-    typed = grpc_client.build_infer_request(
+    typed = grpc_requests.infer_request(
         "simple", [tensor("INPUT0", A), tensor("INPUT1", B)], typed_contents=True
     )
     response = stub.ModelInfer(typed, timeout=T)
     assert len(response.raw_output_contents) == 2  # outputs always in raw contents
     assert np.array_equal(output(response, "OUTPUT0"), A + B)
-    classify = grpc_client.build_infer_request(
+    classify = grpc_requests.infer_request(
         "simple",
         [tensor("INPUT0", A), tensor("INPUT1", B)],
         [grpc_client.RequestedOutput("OUTPUT0", class_count=2)],
@@ -368,7 +367,7 @@ def test_infer_typed_contents_and_classification(stub: Any) -> None:
 def test_infer_strings_and_sequence(stub: Any) -> None:
     a = np.array([[str(i) for i in range(16)]], dtype=np.object_)
     b = np.array([["1"] * 16], dtype=np.object_)
-    request = grpc_client.build_infer_request(
+    request = grpc_requests.infer_request(
         "simple_string", [tensor("INPUT0", a, "BYTES"), tensor("INPUT1", b, "BYTES")]
     )
     out = output(stub.ModelInfer(request, timeout=T), "OUTPUT0")
@@ -376,7 +375,7 @@ def test_infer_strings_and_sequence(stub: Any) -> None:
 
     def step(corr: int | str, value: int, start: bool = False, end: bool = False) -> int:
         data = np.array([[value]], dtype=np.int32)
-        request = grpc_client.build_infer_request(
+        request = grpc_requests.infer_request(
             "simple_sequence",
             [tensor("INPUT", data)],
             sequence_id=corr,
@@ -400,7 +399,7 @@ def test_identity_every_datatype(stub: Any, datatype: str) -> None:
     else:
         dtype = np.dtype(DATATYPES[datatype].numpy_type)
         array = expected = (rng.random((2, 3)) * 100).astype(dtype)
-    request = grpc_client.build_infer_request(
+    request = grpc_requests.infer_request(
         f"identity_{datatype.lower()}",
         [grpc_client.InputTensor("INPUT0", datatype, array.shape, array)],
     )
@@ -412,7 +411,7 @@ def test_identity_every_datatype(stub: Any, datatype: str) -> None:
 def test_infer_errors(stub: Any) -> None:
     fails(
         stub.ModelInfer,
-        grpc_client.build_infer_request("nope", []),
+        grpc_requests.infer_request("nope", []),
         Code.NOT_FOUND,
         "Request for unknown model: 'nope' is not found",
     )
@@ -443,7 +442,7 @@ def test_infer_errors(stub: Any) -> None:
     )
     fails(
         stub.ModelInfer,
-        grpc_client.build_infer_request("simple", [tensor("INPUT0", A)]),
+        grpc_requests.infer_request("simple", [tensor("INPUT0", A)]),
         Code.INVALID_ARGUMENT,
         "expected 2 inputs but got 1 inputs for model 'simple'",
     )
@@ -461,7 +460,7 @@ def test_infer_errors(stub: Any) -> None:
     reserved = simple_request(A, B)
     reserved.parameters["triton_x"].bool_param = True
     fails(stub.ModelInfer, reserved, Code.INVALID_ARGUMENT, "reserved for Triton usage")
-    bad_string = grpc_client.build_infer_request(
+    bad_string = grpc_requests.infer_request(
         "simple_string",
         [
             tensor("INPUT0", np.array([["x"] * 16], dtype=np.object_), "BYTES"),
@@ -489,7 +488,7 @@ def test_deadline_cancels_the_request(stub: Any) -> None:
 def test_large_tensor(stub: Any) -> None:
     size = 64 << 20
     array = np.random.default_rng(2).integers(0, 255, size=(1, size), dtype=np.uint8)
-    request = grpc_client.build_infer_request(
+    request = grpc_requests.infer_request(
         "identity_uint8", [grpc_client.InputTensor("INPUT0", "UINT8", array.shape, array)]
     )
     response = stub.ModelInfer(request, timeout=120)
@@ -538,7 +537,7 @@ def test_stream_decoupled_many_in_flight(stub: Any) -> None:
         for opt_in in (False, True):
             request_id = f"sq-{n}-{opt_in}"
             requests.append(
-                grpc_client.build_infer_request(
+                grpc_requests.infer_request(
                     "square_int32",
                     inputs,
                     request_id=request_id,
@@ -579,7 +578,7 @@ def test_stream_decoupled_many_in_flight(stub: Any) -> None:
 def test_stream_sequence(stub: Any) -> None:
     values = [0, 11, 7, 5]
     requests = [
-        grpc_client.build_infer_request(
+        grpc_requests.infer_request(
             "simple_sequence",
             [tensor("INPUT", np.array([[v]], dtype=np.int32))],
             request_id=str(i),
@@ -595,7 +594,7 @@ def test_stream_sequence(stub: Any) -> None:
 
 
 def test_stream_errors_do_not_close_it(stub: Any) -> None:
-    bad_string = grpc_client.build_infer_request(
+    bad_string = grpc_requests.infer_request(
         "simple_string",
         [
             tensor("INPUT0", np.array([["x"] * 16], dtype=np.object_), "BYTES"),
@@ -605,7 +604,7 @@ def test_stream_errors_do_not_close_it(stub: Any) -> None:
     )
     requests = [
         simple_request(A, B, request_id="ok-1"),
-        grpc_client.build_infer_request("nope", [], request_id="unknown"),
+        grpc_requests.infer_request("nope", [], request_id="unknown"),
         simple_request(A[:, :8], B[:, :8], request_id="bad-shape"),
         bad_string,
         simple_request(A, B, request_id="ok-2"),
@@ -626,14 +625,14 @@ def test_stream_error_mode_ends_the_stream_at_a_model_error(stub: Any) -> None:
     # As Triton 2.51: a request the server refuses is still reported in the stream; an error
     # a model sends ends the stream with that error's status.
     strings = np.array([[b"x"] * 16], dtype=np.object_)
-    failing = grpc_client.build_infer_request(
+    failing = grpc_requests.infer_request(
         "simple_string",
         [tensor("INPUT0", strings, "BYTES"), tensor("INPUT1", strings, "BYTES")],
         request_id="bad",
     )
     feed = StreamFeed()
     call = stub.ModelStreamInfer(iter(feed), timeout=T, metadata=[("triton_grpc_error", "true")])
-    feed.send(grpc_client.build_infer_request("nope", [], request_id="unknown"))
+    feed.send(grpc_requests.infer_request("nope", [], request_id="unknown"))
     refused = next(call)
     assert refused.infer_response.id == "unknown" and "unknown model" in refused.error_message
     feed.send(failing)
@@ -727,7 +726,7 @@ def test_system_shared_memory_end_to_end(stub: Any) -> None:
             "Unable to find system shared memory region: 'nope'",
         )
 
-        request = grpc_client.build_infer_request(
+        request = grpc_requests.infer_request(
             "simple",
             [shm_in("INPUT0", "in", 0), shm_in("INPUT1", "in", 64)],
             [shm_out("OUTPUT0", "out", 0), shm_out("OUTPUT1", "out", 64)],
@@ -742,7 +741,7 @@ def test_system_shared_memory_end_to_end(stub: Any) -> None:
         assert np.array_equal(result[0], (A + B)[0]) and np.array_equal(result[1], (A - B)[0])
 
         # Mixed: one input in shared memory, one raw; one output in the response.
-        mixed = grpc_client.build_infer_request(
+        mixed = grpc_requests.infer_request(
             "simple",
             [shm_in("INPUT0", "in", 0), tensor("INPUT1", B * 3)],
             [shm_out("OUTPUT0", "out", 0), grpc_client.RequestedOutput("OUTPUT1")],
@@ -758,7 +757,7 @@ def test_system_shared_memory_end_to_end(stub: Any) -> None:
         def bad(
             inputs: list[grpc_client.InputTensor], outputs: list[grpc_client.RequestedOutput]
         ) -> Any:
-            return grpc_client.build_infer_request("simple", inputs, outputs)
+            return grpc_requests.infer_request("simple", inputs, outputs)
 
         raw_in = [tensor("INPUT0", A), tensor("INPUT1", B)]
         fails(
@@ -900,9 +899,7 @@ def test_compression(loop: asyncio.AbstractEventLoop, core: CoreServer, stub: An
                 response = target.ModelInfer(simple_request(A, B), timeout=T, compression=algorithm)
                 assert np.array_equal(output(response, "OUTPUT0"), A + B)
         words = np.array([["a" * 1000] * 4], dtype=np.object_)
-        request = grpc_client.build_infer_request(
-            "identity_bytes", [tensor("INPUT0", words, "BYTES")]
-        )
+        request = grpc_requests.infer_request("identity_bytes", [tensor("INPUT0", words, "BYTES")])
         (message,) = stream_all(compressed.stub, [request], compression=grpc.Compression.Gzip)
         out = output(message.infer_response, "OUTPUT0")
         assert out is not None and out.tolist() == [[b"a" * 1000] * 4]
@@ -955,12 +952,12 @@ def test_message_size_limit(loop: asyncio.AbstractEventLoop, core: CoreServer) -
     small = Served(loop, core, max_message_bytes=1 << 20)
     try:
         fits = np.zeros((1, 1000), dtype=np.uint8)
-        request = grpc_client.build_infer_request(
+        request = grpc_requests.infer_request(
             "identity_uint8", [grpc_client.InputTensor("INPUT0", "UINT8", fits.shape, fits)]
         )
         assert output(small.stub.ModelInfer(request, timeout=T), "OUTPUT0").shape == (1, 1000)
         big = np.zeros((1, 2 << 20), dtype=np.uint8)
-        request = grpc_client.build_infer_request(
+        request = grpc_requests.infer_request(
             "identity_uint8", [grpc_client.InputTensor("INPUT0", "UINT8", big.shape, big)]
         )
         fails(small.stub.ModelInfer, request, Code.RESOURCE_EXHAUSTED)

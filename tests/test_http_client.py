@@ -23,6 +23,7 @@ from mock_server.app import BUNDLED_MODELS, FrontendOptions, MockServer
 from mock_server.core.server import ModelControlMode, ServerOptions
 from shm import posix
 from tests.tls import make_tls_files
+from tritonclient._codec.types import InferOptions
 from tritonclient.http.auth import BasicAuth
 from tritonclient.utils import InferenceServerException
 
@@ -1010,21 +1011,7 @@ def test_small_bodies_are_one_buffer_large_ones_are_sent_from_theirs() -> None:
         for nbytes, parts in ((4096, None), (4 << 20, 2)):
             inp, x = _identity_uint8(nbytes, 1)
             call = client._c_infer(
-                "identity_uint8",
-                [inp],
-                "",
-                None,
-                "",
-                0,
-                False,
-                False,
-                0,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
+                "identity_uint8", [inp], "", None, InferOptions(), None, None, None, None
             )
             if parts is None:
                 assert call.chunks is None and isinstance(call.body, bytes)

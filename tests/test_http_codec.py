@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from tests.http_requests import encode_request
 from tritonclient._codec import (
     checks,
     errors,
@@ -65,7 +66,7 @@ def round_trip(
     inputs: list[http_client.RequestInput], binary_out: bool, **kw: Any
 ) -> tuple[http_server.ParsedInferRequest, list[np.ndarray], http_client.DecodedResponse]:
     """Client encode -> server parse/decode -> server encode (identity) -> client decode."""
-    body = http_client.encode_infer_request(inputs, **kw)
+    body = encode_request(inputs, **kw)
     wire = body.tobytes()
     header = body.headers().get(http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH)
     parsed = http_server.parse_infer_request(
@@ -188,7 +189,7 @@ def test_mixed_binary_and_json_inputs_keep_order() -> None:
         http_client.encode_input("C", "BYTES", c.shape, c),
         http_client.encode_input("D", "FP64", d.shape, d, binary_data=False),
     ]
-    body = http_client.encode_infer_request(inputs)
+    body = encode_request(inputs)
     header = json.loads(body.chunks[0])
     assert header["parameters"] == {"binary_data_output": True}
     assert body.json_size == len(body.chunks[0]) and len(body.chunks) == 3
@@ -202,9 +203,7 @@ def test_mixed_binary_and_json_inputs_keep_order() -> None:
 
 def test_json_only_request_has_no_header_length() -> None:
     a = np.array([1, 2], dtype=np.int64)
-    body = http_client.encode_infer_request(
-        [http_client.encode_input("A", "INT64", [2], a, binary_data=False)]
-    )
+    body = encode_request([http_client.encode_input("A", "INT64", [2], a, binary_data=False)])
     assert body.json_size is None and len(body.chunks) == 1
     assert http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH not in body.headers()
     assert body.headers()["Content-Type"] == "application/json"
@@ -215,7 +214,7 @@ def test_zero_copy_both_ways() -> None:
     item = http_client.encode_input("A", "FP32", array.shape, array)
     assert isinstance(item.raw, memoryview)
     assert np.shares_memory(np.frombuffer(item.raw, dtype=np.float32), array)
-    body = bytearray(http_client.encode_infer_request([item]).tobytes())
+    body = bytearray(encode_request([item]).tobytes())
     parsed = http_server.parse_infer_request(body, len(body) - array.nbytes)
     decoded = http_server.decode_input(parsed.inputs[0])
     assert np.shares_memory(decoded, np.frombuffer(body, dtype=np.uint8))
@@ -544,9 +543,7 @@ def test_output_selection_rules() -> None:
         http_client.encode_output("C", class_count=3),
         http_client.encode_output("D", shared_memory=types.SharedMemoryRef("r", 64, 8)),
     ]
-    body = http_client.encode_infer_request(
-        [], outputs, priority=1, timeout=5, parameters={"k": "v"}
-    )
+    body = encode_request([], outputs, priority=1, timeout=5, parameters={"k": "v"})
     header = json.loads(body.tobytes())
     assert header["parameters"] == {"priority": 1, "timeout": 5, "k": "v"}
     assert header["outputs"][3]["parameters"] == {
@@ -576,7 +573,7 @@ def test_shared_memory_input_and_output() -> None:
         "shared_memory_byte_size": 16,
         "shared_memory_offset": 16,
     }
-    body = http_client.encode_infer_request([item])
+    body = encode_request([item])
     assert body.json_size is None
     parsed = http_server.parse_infer_request(body.tobytes())
     ref = parsed.inputs[0].shared_memory
@@ -658,7 +655,7 @@ def test_client_encoding_errors() -> None:
         http_client.encode_input("X", "BYTES", [1], raw, binary_data=False)
     for key in ("sequence_id", "binary_data_output", "triton_x", "headers"):
         with pytest.raises(InferenceServerException, match="reserved parameter"):
-            http_client.encode_infer_request([], parameters={key: 1})
+            encode_request([], parameters={key: 1})
     # FP16 as JSON goes out as numbers (tritonclient does the same; the server refuses it)
     half = http_client.encode_input(
         "X", "FP16", [2], np.array([1.5, 2], np.float16), binary_data=False
@@ -667,13 +664,13 @@ def test_client_encoding_errors() -> None:
 
 
 def test_sequence_parameters_as_tritonclient_writes_them() -> None:
-    body = http_client.encode_infer_request([], [http_client.encode_output("Y")], sequence_id="s1")
+    body = encode_request([], [http_client.encode_output("Y")], sequence_id="s1")
     assert json.loads(body.tobytes())["parameters"] == {
         "sequence_id": "s1",
         "sequence_start": False,
         "sequence_end": False,
     }
-    body = http_client.encode_infer_request([], [http_client.encode_output("Y")], sequence_id=0)
+    body = encode_request([], [http_client.encode_output("Y")], sequence_id=0)
     assert "parameters" not in json.loads(body.tobytes())
 
 
@@ -871,7 +868,7 @@ def test_decompress_rules() -> None:
 
 def test_compressed_body_keeps_json_size() -> None:
     a = np.arange(100, dtype=np.int64)
-    body = http_client.encode_infer_request([http_client.encode_input("A", "INT64", [100], a)])
+    body = encode_request([http_client.encode_input("A", "INT64", [100], a)])
     packed = body.compressed("gzip")
     assert packed.json_size == body.json_size and packed.headers()["Content-Encoding"] == "gzip"
     parsed = http_server.parse_infer_request(
@@ -1062,9 +1059,7 @@ def test_json_input_numbers_are_exact_and_list_is_lazy(datatype: str) -> None:
     array = edge_values(datatype).reshape(1, -1)
     encoded = http_client.encode_input("X", datatype, list(array.shape), array, binary_data=False)
     assert encoded.text is not None and encoded.raw is None
-    body = http_client.encode_infer_request(
-        [encoded], [http_client.encode_output("Y")], request_id="r"
-    )
+    body = encode_request([encoded], [http_client.encode_output("Y")], request_id="r")
     assert body.json_size is None
     doc = json.loads(body.tobytes())
     assert list(doc) == ["id", "inputs", "outputs"]
@@ -1099,7 +1094,7 @@ def test_json_input_body_matches_plain_json_dumps() -> None:
         ),
         http_client.encode_input("R", "INT8", [2], np.array([1, 2], np.int8)),
     ]
-    body = http_client.encode_infer_request(inputs, sequence_id=3, parameters={"p": "v"})
+    body = encode_request(inputs, sequence_id=3, parameters={"p": "v"})
     expected = {
         "inputs": [each.to_json() for each in inputs],
         "parameters": {"sequence_id": 3, "sequence_start": False, "sequence_end": False},
@@ -1113,9 +1108,7 @@ def test_json_input_is_a_snapshot() -> None:
     array = np.arange(4, dtype=np.float32)
     encoded = http_client.encode_input("X", "FP32", [4], array, binary_data=False)
     array[:] = 9
-    assert json.loads(http_client.encode_infer_request([encoded]).tobytes())["inputs"][0][
-        "data"
-    ] == [
+    assert json.loads(encode_request([encoded]).tobytes())["inputs"][0]["data"] == [
         0.0,
         1.0,
         2.0,
@@ -1126,7 +1119,7 @@ def test_json_input_is_a_snapshot() -> None:
 def test_json_input_float32_text_is_short() -> None:
     array = np.array([0.1, 2.5, -3e-7], np.float32)
     encoded = http_client.encode_input("X", "FP32", [3], array, binary_data=False)
-    assert b'"data":[0.1,2.5,-3e-07]' in http_client.encode_infer_request([encoded]).tobytes()
+    assert b'"data":[0.1,2.5,-3e-07]' in encode_request([encoded]).tobytes()
     assert encoded.data == array.astype(np.float64).tolist()
 
 
@@ -1134,12 +1127,12 @@ def test_json_input_non_contiguous_and_empty() -> None:
     base = np.arange(24, dtype=np.int64).reshape(4, 6)
     view = base[::2, ::-3]
     encoded = http_client.encode_input("X", "INT64", [2, 2], view, binary_data=False)
-    doc = json.loads(http_client.encode_infer_request([encoded]).tobytes())
+    doc = json.loads(encode_request([encoded]).tobytes())
     assert doc["inputs"][0]["data"] == view.reshape(-1).tolist()
     empty = http_client.encode_input(
         "E", "FP32", [0, 3], np.zeros((0, 3), np.float32), binary_data=False
     )
-    doc = json.loads(http_client.encode_infer_request([empty]).tobytes())
+    doc = json.loads(encode_request([empty]).tobytes())
     assert doc["inputs"][0]["data"] == [] and doc["inputs"][0]["shape"] == [0, 3]
 
 

@@ -29,6 +29,7 @@ import pytest
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
 from mock_server.http_frontend import HttpFrontend
 from shm import posix
+from tests.http_requests import encode_request
 from tritonclient._codec import http_body, http_client, jsontext, types
 from tritonclient.utils import InferenceServerProtocolError
 from tritonclient.utils._dtypes import DATATYPES
@@ -106,7 +107,7 @@ class Endpoint:
         headers: dict[str, str] | None = None,
         **kw: Any,
     ) -> http_client.DecodedResponse:
-        body = http_client.encode_infer_request(inputs, outputs, **kw)
+        body = encode_request(inputs, outputs, **kw)
         reply = self.call(
             "POST",
             http_body.model_path(model, suffix="infer"),
@@ -392,7 +393,7 @@ def test_infer_json(server: Endpoint) -> None:
 
 def test_chunked_request_body(server: Endpoint) -> None:
     inputs, a, b = simple_inputs()
-    body = http_client.encode_infer_request(inputs)
+    body = encode_request(inputs)
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     try:
         # the binary chunks go out as they are (memoryviews of the arrays), chunk-encoded
@@ -433,7 +434,7 @@ def test_infer_binary_and_output_selection(server: Endpoint) -> None:
     only = server.infer("simple", inputs, [http_client.encode_output("OUTPUT1")])
     assert [o["name"] for o in only.response["outputs"]] == ["OUTPUT1"]
     # a listed output without binary_data is JSON even with binary_data_output: true
-    request = json.loads(http_client.encode_infer_request(simple_inputs(False)[0]).tobytes())
+    request = json.loads(encode_request(simple_inputs(False)[0]).tobytes())
     request["outputs"] = [{"name": "OUTPUT0"}]
     reply = server.call("POST", "/v2/models/simple/infer", request)
     assert "data" in reply.json()["outputs"][0]
@@ -509,7 +510,7 @@ def test_bytes_models(server: Endpoint) -> None:
     assert decoded.as_numpy("OUTPUT0").tolist() == words.tolist()
     # non-UTF-8 bytes requested as JSON come back raw inside the JSON string, as from Triton
     raw = np.array([[b"\xff\x00", b"ok"]], dtype=np.object_)
-    body = http_client.encode_infer_request(
+    body = encode_request(
         [http_client.encode_input("INPUT0", "BYTES", [1, 2], raw)],
         [http_client.encode_output("OUTPUT0", binary_data=False)],
     )
@@ -525,9 +526,7 @@ def test_half_precision_json_is_refused(server: Endpoint) -> None:
     reply = server.call("POST", "/v2/models/identity_fp16/infer", request)
     assert reply.status == 400 and "receiving FP16 data via JSON is not supported" in reply.error
     half = np.ones((1, 2), np.float16)
-    body = http_client.encode_infer_request(
-        [http_client.encode_input("INPUT0", "FP16", [1, 2], half)]
-    )
+    body = encode_request([http_client.encode_input("INPUT0", "FP16", [1, 2], half)])
     header = json.loads(body.chunks[0])
     del header["parameters"]  # outputs omitted and not binary: JSON for every output
     wire = json.dumps(header).encode()
@@ -595,10 +594,10 @@ def test_sequence(server: Endpoint) -> None:
         )
         got.append(int(decoded.as_numpy("OUTPUT").item()))
     assert got == [1, 11, 7]
-    body = http_client.encode_infer_request([ints("INPUT", [[1]])], sequence_id=4243)
+    body = encode_request([ints("INPUT", [[1]])], sequence_id=4243)
     reply = server.call("POST", "/v2/models/simple_sequence/infer", body.tobytes(), body.headers())
     assert reply.status == 400 and "START flag" in reply.error
-    body = http_client.encode_infer_request([ints("INPUT", [[1]])])
+    body = encode_request([ints("INPUT", [[1]])])
     reply = server.call("POST", "/v2/models/simple_sequence/infer", body.tobytes(), body.headers())
     assert reply.status == 400 and "correlation ID" in reply.error
 
@@ -775,7 +774,7 @@ def test_queue_full_is_503(explicit: Endpoint) -> None:
 
 def test_compression(server: Endpoint) -> None:
     inputs, a, b = simple_inputs()
-    body = http_client.encode_infer_request(inputs, [http_client.encode_output("OUTPUT0")])
+    body = encode_request(inputs, [http_client.encode_output("OUTPUT0")])
     for request_encoding in ("gzip", "deflate"):
         for response_encoding in ("gzip", "deflate", "identity"):
             packed = body.compressed(request_encoding)
@@ -927,7 +926,7 @@ def test_system_shared_memory_end_to_end(server: Endpoint, shm_key: str) -> None
         status = server.call("GET", http_body.system_shm_path("status", "io_region")).json()
         assert status == [{"name": "io_region", "key": shm_key, "offset": 0, "byte_size": 256}]
         assert status[0] in server.call("GET", "/v2/systemsharedmemory/status").json()
-        body = http_client.encode_infer_request(
+        body = encode_request(
             [
                 http_client.encode_input_shm("INPUT0", "INT32", [1, 16], "io_region", 64, 0),
                 http_client.encode_input_shm("INPUT1", "INT32", [1, 16], "io_region", 64, 64),
@@ -951,7 +950,7 @@ def test_system_shared_memory_end_to_end(server: Endpoint, shm_key: str) -> None
         assert np.frombuffer(buffer[128:192], np.int32).tolist() == (a + b).tolist()
         assert np.frombuffer(buffer[192:256], np.int32).tolist() == (a - b).tolist()
         # mixed: one input from shm, one in the body; output too small for the result
-        small = http_client.encode_infer_request(
+        small = encode_request(
             [
                 http_client.encode_input_shm("INPUT0", "INT32", [1, 16], "io_region", 64, 0),
                 ints("INPUT1", b.reshape(1, 16)),
@@ -1019,7 +1018,7 @@ def test_shared_memory_errors(server: Endpoint, shm_key: str) -> None:
         assert server.call("POST", path, {"key": shm_key, "byte_size": 64}).status == 200
 
         def infer_with(region_name: str, byte_size: int, offset: int) -> Reply:
-            body = http_client.encode_infer_request(
+            body = encode_request(
                 [
                     http_client.encode_input_shm(
                         "INPUT0", "INT32", [1, 16], region_name, byte_size, offset
@@ -1151,7 +1150,7 @@ def test_restricted_apis_and_limits(loop: LoopThread, core: CoreServer) -> None:
         assert endpoint.call("GET", "/v2/systemsharedmemory/status").status == 403
         assert endpoint.call("GET", "/v2").status == 200  # metadata is not restricted
         inputs, a, b = simple_inputs()
-        body = http_client.encode_infer_request(inputs)
+        body = encode_request(inputs)
         reply = endpoint.call("POST", "/v2/models/simple/infer", body.tobytes(), body.headers())
         assert reply.status == 403
         assert reply.error == "This API is restricted, expecting header 'infer-key'"

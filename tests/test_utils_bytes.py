@@ -17,12 +17,14 @@ from hypothesis.extra import numpy as hnp
 from tritonclient.utils import (
     HAVE_SPEEDUPS,
     InferenceServerException,
-    _codec,
     deserialize_bytes_tensor,
     serialize_byte_tensor,
     serialized_byte_size,
 )
-from tritonclient.utils._codec import json_number_text
+from tritonclient.utils import (
+    _serialize as _codec,
+)
+from tritonclient.utils._serialize import json_number_text
 
 pytestmark = pytest.mark.usefixtures("codec_impl")
 

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from tritonclient._codec.arguments import check_parameter_name
 from tritonclient._proto import service_pb2
 from tritonclient.utils import (
     InferenceServerException,
     raise_error,
 )
-from tritonclient.utils._codec import check_parameter_name
 from tritonclient.utils._errors import (
     InferenceServerProtocolError,
     InferenceServerUnavailableError,
@@ -41,22 +41,33 @@ from .grpc_common import (
     FINAL_RESPONSE_PARAM,
     contents_array,
     get_parameters,
-    set_contents,
     set_parameters,
     to_infer_parameter,
 )
+from .grpc_framing import (
+    RAW_INPUT_TAG,
+    REQUEST_INPUT_FIELD,
+    REQUEST_OUTPUT_FIELD,
+    WIRE_LEN,
+    len_field,
+    varint,
+)
 from .numbers import INT64_MAX, INT64_MIN, UINT64_MAX
 from .raw import buffer_nbytes, tensor_to_buffer, wire_dtype
-from .types import Buffer, ParamValue, SharedMemoryRef
+from .types import NO_OPTIONS, Buffer, InferOptions, ParamValue, SharedMemoryRef
 
 __all__ = [
     "InputTensor",
     "RequestedOutput",
     "StreamLedger",
-    "build_infer_request",
-    "build_infer_request_parts",
     "check_infer_response",
+    "encode_infer_request",
+    "encode_request_header",
+    "input_tensor_field",
     "is_final_response",
+    "raw_input_field_header",
+    "request_message",
+    "requested_output_field",
     "response_parameters",
 ]
 
@@ -88,6 +99,8 @@ class InputTensor:
     data: npt.NDArray[Any] | Buffer | None = None
     shared_memory: SharedMemoryRef | None = None
     parameters: Mapping[str, ParamValue] = field(default_factory=dict)
+    #: The entry's wire form when the caller keeps it (:func:`input_tensor_field`).
+    wire: bytes | None = None
 
 
 @dataclass
@@ -110,6 +123,8 @@ class RequestedOutput:
     class_count: int = 0
     shared_memory: SharedMemoryRef | None = None
     parameters: Mapping[str, ParamValue] = field(default_factory=dict)
+    #: The entry's wire form when the caller keeps it (:func:`requested_output_field`).
+    wire: bytes | None = None
 
 
 def _set_shm_parameters(
@@ -121,26 +136,16 @@ def _set_shm_parameters(
         params["shared_memory_offset"].int64_param = ref.offset
 
 
-def _build_request(
-    model_name: str,
-    inputs: Sequence[InputTensor],
-    outputs: Sequence[RequestedOutput] | None,
-    model_version: str,
-    request_id: str,
-    sequence_id: int | str,
-    sequence_start: bool,
-    sequence_end: bool,
-    priority: int,
-    timeout: int | None,
-    parameters: Mapping[str, Any] | None,
-    enable_empty_final_response: bool,
-    typed_contents: bool,
-) -> tuple[service_pb2.ModelInferRequest, list[Buffer]]:
+def _header_message(
+    model_name: str, model_version: str, options: InferOptions
+) -> service_pb2.ModelInferRequest:
+    """The request-level fields of a ``ModelInferRequest`` (no inputs or outputs)."""
     request = service_pb2.ModelInferRequest(
-        model_name=model_name, model_version=model_version, id=request_id
+        model_name=model_name, model_version=model_version, id=options.request_id
     )
     params = request.parameters
-    if sequence_id != 0 and sequence_id != "":
+    sequence_id = options.sequence_id
+    if options.in_sequence:
         if isinstance(sequence_id, str):
             params["sequence_id"].string_param = sequence_id
         elif isinstance(sequence_id, int) and not isinstance(sequence_id, bool):
@@ -152,172 +157,140 @@ def _build_request(
             )
         else:
             raise_error(f"sequence_id must be an int or a str, got {type(sequence_id).__name__}")
-        params["sequence_start"].bool_param = bool(sequence_start)
-        params["sequence_end"].bool_param = bool(sequence_end)
-    if priority:
-        if not 0 <= priority <= UINT64_MAX:
-            raise_error(f"priority must be between 0 and 2**64-1, got {priority}")
-        params["priority"].uint64_param = priority
-    if timeout is not None:
-        params["timeout"].int64_param = timeout
-    if enable_empty_final_response:
+        params["sequence_start"].bool_param = bool(options.sequence_start)
+        params["sequence_end"].bool_param = bool(options.sequence_end)
+    if options.priority:
+        if not 0 <= options.priority <= UINT64_MAX:
+            raise_error(f"priority must be between 0 and 2**64-1, got {options.priority}")
+        params["priority"].uint64_param = options.priority
+    if options.timeout is not None:
+        params["timeout"].int64_param = options.timeout
+    if options.enable_empty_final_response:
         params[EMPTY_FINAL_RESPONSE_PARAM].bool_param = True
-    for key, value in (parameters or {}).items():
+    for key, value in (options.parameters or {}).items():
         check_parameter_name(key)
         to_infer_parameter(value, params[key], key)
-
-    raw: list[Buffer] = []
-    for tensor in inputs:
-        message = request.inputs.add(name=tensor.name, datatype=tensor.datatype)
-        message.shape.extend(int(d) for d in tensor.shape)
-        set_parameters(message.parameters, tensor.parameters)
-        if tensor.shared_memory is not None:
-            _set_shm_parameters(message.parameters, tensor.shared_memory)
-        elif tensor.data is None:
-            raise_error(f"input '{tensor.name}' has neither data nor a shared-memory region")
-        elif typed_contents:
-            set_contents(message.contents, tensor.data, tensor.datatype, tensor.name)
-        elif isinstance(tensor.data, np.ndarray):
-            raw.append(tensor_to_buffer(tensor.datatype, tensor.data))
-        else:
-            raw.append(tensor.data)
-    for output in outputs or ():
-        message_out = request.outputs.add(name=output.name)
-        set_parameters(message_out.parameters, output.parameters)
-        if output.class_count:
-            message_out.parameters["classification"].int64_param = output.class_count
-        if output.shared_memory is not None:
-            _set_shm_parameters(message_out.parameters, output.shared_memory)
-    return request, raw
+    return request
 
 
-def build_infer_request_parts(
-    model_name: str,
-    inputs: Sequence[InputTensor],
-    outputs: Sequence[RequestedOutput] | None = None,
-    *,
-    model_version: str = "",
-    request_id: str = "",
-    sequence_id: int | str = 0,
-    sequence_start: bool = False,
-    sequence_end: bool = False,
-    priority: int = 0,
-    timeout: int | None = None,
-    parameters: Mapping[str, Any] | None = None,
-    enable_empty_final_response: bool = False,
-    typed_contents: bool = False,
-) -> tuple[service_pb2.ModelInferRequest, list[Buffer]]:
-    """Build a ``ModelInferRequest`` with its raw input contents kept out of the message.
+def encode_request_header(
+    model_name: str, model_version: str = "", options: InferOptions = NO_OPTIONS
+) -> bytes:
+    """The request-level fields of a ``ModelInferRequest`` in wire form.
 
-    Encoding as NVIDIA's client does: ``sequence_id`` (with ``sequence_start`` and
-    ``sequence_end``) only when non-zero/non-empty, ``int64_param`` for integers (ids of
-    2**63 and above in two's complement) and ``string_param`` for strings; ``priority`` as
-    ``uint64_param`` when non-zero; ``timeout`` as ``int64_param`` when given; custom
-    parameters with :func:`to_infer_parameter`; tensor shared-memory parameters
-    (``shared_memory_offset`` only when non-zero); ``classification`` as ``int64_param``.
-
-    Parameters
-    ----------
-    model_name : str
-        Target model.
-    inputs : sequence of InputTensor
-        The inputs, in order.
-    outputs : sequence of RequestedOutput, optional
-        Requested outputs; None or empty asks for all.
-    model_version : str, optional
-        Version; "" lets the server choose.
-    request_id : str, optional
-        Request id, echoed in responses.
-    sequence_id : int or str, optional
-        Correlation id (0 or "": not part of a sequence).
-    sequence_start, sequence_end : bool, optional
-        Sequence flags.
-    priority : int, optional
-        Priority level (0: the model's default).
-    timeout : int, optional
-        Queue timeout in microseconds.
-    parameters : mapping, optional
-        Custom request parameters (bool, int, float, str).
-    enable_empty_final_response : bool, optional
-        Ask a decoupled model's stream for an empty final response.
-    typed_contents : bool, optional
-        Put the data in each input's typed ``contents`` instead of raw contents (for
-        servers that need it; FP16 and BF16 cannot be sent so).
-
-    Returns
-    -------
-    tuple of (ModelInferRequest, list of bytes-like)
-        The message without raw contents, and the raw contents: one entry per input that
-        is neither in shared memory nor typed, in order.  Send them with
-        :func:`serialize_infer_request`.
+    The common case (plain ASCII names, no parameters, no sequence) is written directly,
+    anything else through protobuf.
 
     Raises
     ------
     InferenceServerException
-        For a reserved custom parameter name, an unsupported parameter value, an input with
-        no data, or data whose dtype does not match the input's datatype.
+        For a sequence id or priority out of range, reserved or unsupported parameters.
     """
-    return _build_request(
-        model_name,
-        inputs,
-        outputs,
-        model_version,
-        request_id,
-        sequence_id,
-        sequence_start,
-        sequence_end,
-        priority,
-        timeout,
-        parameters,
-        enable_empty_final_response,
-        typed_contents,
+    if (
+        (options is NO_OPTIONS or options.plain)
+        and _ascii(model_name)
+        and _ascii(model_version)
+        and _ascii(options.request_id)
+    ):
+        return (
+            _ascii_string_field(1, model_name)
+            + _ascii_string_field(2, model_version)
+            + _ascii_string_field(3, options.request_id)
+        )
+    header: bytes = _header_message(model_name, model_version, options).SerializeToString()
+    return header
+
+
+def _ascii(value: object) -> bool:
+    return type(value) is str and value.isascii()
+
+
+def input_tensor_field(tensor: InputTensor) -> bytes:
+    """The ``ModelInferRequest.inputs`` entry of ``tensor`` in wire form (tag included).
+
+    Everything but the data: name, datatype, shape, parameters and the shared-memory
+    placement.  Concatenated in order with :func:`encode_request_header`, the
+    :func:`requested_output_field` entries and the :func:`raw_input_field_header` framed
+    contents, it gives the bytes :func:`serialize_infer_request` gives for the same request.
+
+    Raises
+    ------
+    InferenceServerException
+        For unsupported parameter values.
+    """
+    message = service_pb2.ModelInferRequest.InferInputTensor(
+        name=tensor.name, datatype=tensor.datatype
     )
+    message.shape.extend(int(d) for d in tensor.shape)
+    set_parameters(message.parameters, tensor.parameters)
+    if tensor.shared_memory is not None:
+        _set_shm_parameters(message.parameters, tensor.shared_memory)
+    return len_field(REQUEST_INPUT_FIELD, message.SerializeToString())
 
 
-def build_infer_request(
+def requested_output_field(output: RequestedOutput) -> bytes:
+    """The ``ModelInferRequest.outputs`` entry of ``output`` in wire form (tag included)."""
+    message = service_pb2.ModelInferRequest.InferRequestedOutputTensor(name=output.name)
+    set_parameters(message.parameters, output.parameters)
+    if output.class_count:
+        message.parameters["classification"].int64_param = output.class_count
+    if output.shared_memory is not None:
+        _set_shm_parameters(message.parameters, output.shared_memory)
+    return len_field(REQUEST_OUTPUT_FIELD, message.SerializeToString())
+
+
+def raw_input_field_header(nbytes: int) -> bytes:
+    """Tag and length of a ``raw_input_contents`` entry of ``nbytes`` bytes."""
+    return RAW_INPUT_TAG + varint(nbytes)
+
+
+def _ascii_string_field(field_number: int, value: str) -> bytes:
+    if not value:
+        return b""
+    return varint((field_number << 3) | WIRE_LEN) + varint(len(value)) + value.encode()
+
+
+def encode_infer_request(
     model_name: str,
     inputs: Sequence[InputTensor],
     outputs: Sequence[RequestedOutput] | None = None,
-    *,
     model_version: str = "",
-    request_id: str = "",
-    sequence_id: int | str = 0,
-    sequence_start: bool = False,
-    sequence_end: bool = False,
-    priority: int = 0,
-    timeout: int | None = None,
-    parameters: Mapping[str, Any] | None = None,
-    enable_empty_final_response: bool = False,
-    typed_contents: bool = False,
-) -> service_pb2.ModelInferRequest:
-    """Build a complete ``ModelInferRequest`` (raw contents inside the message).
+    options: InferOptions = NO_OPTIONS,
+) -> bytes:
+    """A ``ModelInferRequest`` in wire form: the one request encoder of both gRPC clients.
 
-    Same parameters, encoding and errors as :func:`build_infer_request_parts`; protobuf
-    copies each raw entry into the message.
+    The request-level fields (:func:`encode_request_header`), each input's and output's entry
+    (the ``wire`` it caches, or :func:`input_tensor_field` / :func:`requested_output_field`),
+    then every input's raw contents, joined once.  Parsing the result with protobuf gives the
+    message protobuf would have built for the same request.
 
-    Returns
-    -------
-    ModelInferRequest
-        The request, with one ``raw_input_contents`` entry per input that is neither in
-        shared memory nor typed.
+    Raises
+    ------
+    InferenceServerException
+        As :func:`encode_request_header`; for an input with neither data nor a shared-memory
+        region; for data whose dtype does not match the input's datatype.
     """
-    request, raw = _build_request(
-        model_name,
-        inputs,
-        outputs,
-        model_version,
-        request_id,
-        sequence_id,
-        sequence_start,
-        sequence_end,
-        priority,
-        timeout,
-        parameters,
-        enable_empty_final_response,
-        typed_contents,
-    )
-    request.raw_input_contents.extend(b if isinstance(b, bytes) else bytes(b) for b in raw)
-    return request
+    pieces: list[Buffer] = [encode_request_header(model_name, model_version, options)]
+    raw: list[Buffer] = []
+    for tensor in inputs:
+        if tensor.shared_memory is None:
+            data = tensor.data
+            if data is None:
+                raise_error(f"input '{tensor.name}' has neither data nor a shared-memory region")
+            if isinstance(data, np.ndarray):
+                data = tensor_to_buffer(tensor.datatype, data)
+            raw += (raw_input_field_header(buffer_nbytes(data)), data)
+        pieces.append(tensor.wire or input_tensor_field(tensor))
+    for output in outputs or ():
+        pieces.append(output.wire or requested_output_field(output))
+    return b"".join(pieces + raw)
+
+
+def request_message(data: Buffer) -> service_pb2.ModelInferRequest:
+    """The message of an encoded request without its raw contents (for verbose output)."""
+    message = service_pb2.ModelInferRequest.FromString(bytes(data))
+    message.ClearField("raw_input_contents")
+    return message
 
 
 def response_parameters(response: service_pb2.ModelInferResponse) -> dict[str, ParamValue]:

@@ -18,10 +18,11 @@ from tritonclient.utils import (
 from tritonclient.utils._dtypes import DATATYPES
 
 from .numbers import INT64_MAX, INT64_MIN, UINT64_MAX
-from .raw import tensor_to_buffer, wire_dtype
+from .raw import wire_dtype
 from .types import ParamValue
 
 __all__ = [
+    "CONTENTS_FIELD",
     "CONTENTS_FIELD_TYPES",
     "EMPTY_FINAL_RESPONSE_PARAM",
     "ERROR_KIND_TO_STATUS",
@@ -35,7 +36,6 @@ __all__ = [
     "exception_from_stream_error",
     "from_infer_parameter",
     "get_parameters",
-    "set_contents",
     "set_parameters",
     "status_for_error_kind",
     "status_name",
@@ -328,7 +328,7 @@ def get_parameters(source: Mapping[str, service_pb2.InferParameter]) -> dict[str
 
 
 #: The ``InferTensorContents`` field for each datatype (FP16 and BF16 have none).
-_CONTENTS_FIELD: Mapping[str, str] = {
+CONTENTS_FIELD: Mapping[str, str] = {
     "BOOL": "bool_contents",
     "UINT8": "uint_contents",
     "UINT16": "uint_contents",
@@ -366,7 +366,7 @@ def contents_array(
     belong to ``datatype``.  An unknown datatype with no populated field gives an empty
     uint8 array.
     """
-    expected = _CONTENTS_FIELD.get(datatype)
+    expected = CONTENTS_FIELD.get(datatype)
     for name in CONTENTS_FIELD_TYPES:
         if name != expected and len(getattr(contents, name)):
             return None, name
@@ -383,24 +383,3 @@ def contents_array(
     flat = np.fromiter(values, dtype=source_type, count=len(values))
     # INT8/INT16/UINT8/UINT16 keep the low-order bytes of each 32-bit value, as Triton does.
     return flat.astype(wire_dtype(datatype), copy=False), None
-
-
-def set_contents(
-    contents: service_pb2.InferTensorContents, data: Any, datatype: str, name: str
-) -> None:
-    field_name = _CONTENTS_FIELD.get(datatype)
-    if field_name is None:
-        raise_error(
-            f"input '{name}': datatype '{datatype}' has no typed contents field; send it as "
-            "raw contents"
-        )
-    if not isinstance(data, np.ndarray):
-        raise_error(f"input '{name}': typed contents need a numpy array")
-    flat = data.reshape(-1)
-    values: list[Any]
-    if datatype == "BYTES":
-        values = [x.encode("utf-8") if isinstance(x, str) else bytes(x) for x in flat.tolist()]
-    else:
-        tensor_to_buffer(datatype, data)  # checks the dtype
-        values = flat.tolist()
-    getattr(contents, field_name).extend(values)

@@ -8,34 +8,32 @@ without its raw contents plus ``memoryview`` slices of the received bytes (no co
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from google.protobuf.message import DecodeError
 
 from tritonclient._proto import service_pb2
 
-from .grpc_client import InputTensor, RequestedOutput, _build_request, _set_shm_parameters
-from .grpc_common import set_parameters
 from .raw import buffer_nbytes
 from .types import Buffer
 
 __all__ = [
+    "RAW_INPUT_TAG",
+    "REQUEST_INPUT_FIELD",
+    "REQUEST_OUTPUT_FIELD",
     "SMALL_MESSAGE_BYTES",
-    "encode_request_header",
-    "input_tensor_field",
+    "WIRE_LEN",
     "len_field",
     "parse_infer_request",
     "parse_infer_response",
     "parse_stream_response",
-    "raw_input_field_header",
-    "requested_output_field",
     "serialize_infer_request",
     "serialize_infer_response",
     "serialize_stream_response",
+    "varint",
 ]
 
-_WIRE_VARINT, _WIRE_FIXED64, _WIRE_LEN, _WIRE_FIXED32 = 0, 1, 2, 5
+_WIRE_VARINT, _WIRE_FIXED64, WIRE_LEN, _WIRE_FIXED32 = 0, 1, 2, 5
 
 
 _REQUEST_RAW_FIELD = 7  # ModelInferRequest.raw_input_contents
@@ -47,13 +45,13 @@ _RESPONSE_RAW_FIELD = 6  # ModelInferResponse.raw_output_contents
 _STREAM_RESPONSE_FIELD = 2  # ModelStreamInferResponse.infer_response
 
 
-_RAW_INPUT_TAG = bytes(((_REQUEST_RAW_FIELD << 3) | _WIRE_LEN,))
+RAW_INPUT_TAG = bytes(((_REQUEST_RAW_FIELD << 3) | WIRE_LEN,))
 
 
 _SMALL_VARINTS = [bytes((i,)) for i in range(0x80)]
 
 
-def _varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
     if 0 <= value < 0x80:
         return _SMALL_VARINTS[value]
     out = bytearray()
@@ -85,12 +83,12 @@ def _read_varint(view: memoryview, pos: int) -> tuple[int, int]:
 
 def _len_fields(field_number: int, buffers: Sequence[Buffer]) -> tuple[list[Buffer], int]:
     """Wire form of ``buffers`` as occurrences of a length-delimited field, and its size."""
-    tag = _varint((field_number << 3) | _WIRE_LEN)
+    tag = varint((field_number << 3) | WIRE_LEN)
     parts: list[Buffer] = []
     total = 0
     for buffer in buffers:
         size = buffer_nbytes(buffer)
-        length = _varint(size)
+        length = varint(size)
         parts += (tag, length, buffer)
         total += len(tag) + len(length) + size
     return parts, total
@@ -101,10 +99,10 @@ def _len_fields(field_number: int, buffers: Sequence[Buffer]) -> tuple[list[Buff
 SMALL_MESSAGE_BYTES = 64 * 1024
 
 
-_REQUEST_INPUT_FIELD = 5  # ModelInferRequest.inputs
+REQUEST_INPUT_FIELD = 5  # ModelInferRequest.inputs
 
 
-_REQUEST_OUTPUT_FIELD = 6  # ModelInferRequest.outputs
+REQUEST_OUTPUT_FIELD = 6  # ModelInferRequest.outputs
 
 
 def len_field(field_number: int, payload: bytes) -> bytes:
@@ -123,108 +121,7 @@ def len_field(field_number: int, payload: bytes) -> bytes:
         The wire form; appended to a serialized message it adds (or, for a singular
         sub-message, merges) the value.
     """
-    return b"".join((_varint((field_number << 3) | _WIRE_LEN), _varint(len(payload)), payload))
-
-
-def input_tensor_field(tensor: InputTensor) -> bytes:
-    """The ``ModelInferRequest.inputs`` entry of ``tensor`` in wire form (tag included).
-
-    Everything but the data: name, datatype, shape, parameters and the shared-memory
-    placement.  Concatenated in order with :func:`encode_request_header`, the
-    :func:`requested_output_field` entries and the :func:`raw_input_field_header` framed
-    contents, it gives the bytes :func:`serialize_infer_request` gives for the same request.
-
-    Raises
-    ------
-    InferenceServerException
-        For unsupported parameter values.
-    """
-    message = service_pb2.ModelInferRequest.InferInputTensor(
-        name=tensor.name, datatype=tensor.datatype
-    )
-    message.shape.extend(int(d) for d in tensor.shape)
-    set_parameters(message.parameters, tensor.parameters)
-    if tensor.shared_memory is not None:
-        _set_shm_parameters(message.parameters, tensor.shared_memory)
-    return len_field(_REQUEST_INPUT_FIELD, message.SerializeToString())
-
-
-def requested_output_field(output: RequestedOutput) -> bytes:
-    """The ``ModelInferRequest.outputs`` entry of ``output`` in wire form (tag included)."""
-    message = service_pb2.ModelInferRequest.InferRequestedOutputTensor(name=output.name)
-    set_parameters(message.parameters, output.parameters)
-    if output.class_count:
-        message.parameters["classification"].int64_param = output.class_count
-    if output.shared_memory is not None:
-        _set_shm_parameters(message.parameters, output.shared_memory)
-    return len_field(_REQUEST_OUTPUT_FIELD, message.SerializeToString())
-
-
-def raw_input_field_header(nbytes: int) -> bytes:
-    """Tag and length of a ``raw_input_contents`` entry of ``nbytes`` bytes."""
-    return _RAW_INPUT_TAG + _varint(nbytes)
-
-
-def _ascii_string_field(field_number: int, value: str) -> bytes:
-    if not value:
-        return b""
-    return _varint((field_number << 3) | _WIRE_LEN) + _varint(len(value)) + value.encode()
-
-
-def encode_request_header(
-    model_name: str,
-    *,
-    model_version: str = "",
-    request_id: str = "",
-    sequence_id: int | str = 0,
-    sequence_start: bool = False,
-    sequence_end: bool = False,
-    priority: int = 0,
-    timeout: int | None = None,
-    parameters: Mapping[str, Any] | None = None,
-    enable_empty_final_response: bool = False,
-) -> bytes:
-    """The request-level fields of a ``ModelInferRequest`` in wire form.
-
-    Same encoding and errors as :func:`build_infer_request_parts` (without inputs and
-    outputs); the common case (plain ASCII names, no parameters, no sequence) is written
-    directly instead of through protobuf.
-    """
-    if (
-        type(model_name) is str
-        and type(model_version) is str
-        and type(request_id) is str
-        and not parameters
-        and (sequence_id == 0 or sequence_id == "")
-        and not priority
-        and timeout is None
-        and not enable_empty_final_response
-        and model_name.isascii()
-        and model_version.isascii()
-        and request_id.isascii()
-    ):
-        return (
-            _ascii_string_field(1, model_name)
-            + _ascii_string_field(2, model_version)
-            + _ascii_string_field(3, request_id)
-        )
-    request, _ = _build_request(
-        model_name,
-        (),
-        None,
-        model_version,
-        request_id,
-        sequence_id,
-        sequence_start,
-        sequence_end,
-        priority,
-        timeout,
-        parameters,
-        enable_empty_final_response,
-        False,
-    )
-    header: bytes = request.SerializeToString()
-    return header
+    return b"".join((varint((field_number << 3) | WIRE_LEN), varint(len(payload)), payload))
 
 
 def _split_field(data: Buffer, field_number: int) -> tuple[list[memoryview], list[memoryview]]:
@@ -248,7 +145,7 @@ def _split_field(data: Buffer, field_number: int) -> tuple[list[memoryview], lis
             pos += 8
         elif wire == _WIRE_FIXED32:
             pos += 4
-        elif wire == _WIRE_LEN:
+        elif wire == WIRE_LEN:
             length, pos = _read_varint(view, pos)
             end = pos + length
             if end > size:
@@ -394,7 +291,7 @@ def serialize_stream_response(
     outer = service_pb2.ModelStreamInferResponse(error_message=response.error_message)
     inner = response.infer_response.SerializeToString()
     parts, size = _len_fields(_RESPONSE_RAW_FIELD, raw_output_contents)
-    header = _varint((_STREAM_RESPONSE_FIELD << 3) | _WIRE_LEN) + _varint(len(inner) + size)
+    header = varint((_STREAM_RESPONSE_FIELD << 3) | WIRE_LEN) + varint(len(inner) + size)
     return b"".join([outer.SerializeToString(), header, inner, *parts])
 
 

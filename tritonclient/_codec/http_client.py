@@ -26,12 +26,9 @@ from tritonclient.utils import (
     InferenceServerProtocolError,
     raise_error,
 )
-from tritonclient.utils._codec import (
-    check_input_array,
-    check_parameter_name,
-    json_number_text,
-)
+from tritonclient.utils._serialize import json_number_text
 
+from .arguments import check_input_array, check_parameter_name
 from .checks import (
     DecodedOutputs,
     Requested,
@@ -53,7 +50,7 @@ from .jsontext import (
     with_data_text,
 )
 from .raw import tensor_to_buffer
-from .types import Buffer, SharedMemoryRef
+from .types import NO_OPTIONS, Buffer, InferOptions, SharedMemoryRef
 
 __all__ = [
     "DecodedResponse",
@@ -74,25 +71,24 @@ __all__ = [
 ]
 
 
-def _request_parameters_json(
-    sequence_id: int | str,
-    sequence_start: bool,
-    sequence_end: bool,
-    priority: int,
-    timeout: int | None,
-    parameters: Mapping[str, Any] | None,
-) -> dict[str, Any]:
-    """The client's request ``parameters`` object, as ``tritonclient`` writes it."""
+def _request_parameters_json(options: InferOptions) -> dict[str, Any]:
+    """The sequence, priority and timeout members of a request's ``parameters``, as
+    ``tritonclient`` writes them (custom parameters are added after ``binary_data_output``)."""
     out: dict[str, Any] = {}
-    if sequence_id != 0 and sequence_id != "":
-        out["sequence_id"] = sequence_id
-        out["sequence_start"] = bool(sequence_start)
-        out["sequence_end"] = bool(sequence_end)
-    if priority != 0:
-        out["priority"] = priority
-    if timeout is not None:
-        out["timeout"] = timeout
-    for key, value in (parameters or {}).items():
+    if options.in_sequence:
+        out["sequence_id"] = options.sequence_id
+        out["sequence_start"] = bool(options.sequence_start)
+        out["sequence_end"] = bool(options.sequence_end)
+    if options.priority != 0:
+        out["priority"] = options.priority
+    if options.timeout is not None:
+        out["timeout"] = options.timeout
+    return out
+
+
+def _custom_parameters_json(options: InferOptions) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in (options.parameters or {}).items():
         check_parameter_name(key)
         out[key] = value
     return out
@@ -411,19 +407,12 @@ def encode_output(
 def encode_infer_request(
     inputs: Iterable[RequestInput],
     outputs: Iterable[RequestOutput] | None = None,
-    *,
-    request_id: str = "",
-    sequence_id: int | str = 0,
-    sequence_start: bool = False,
-    sequence_end: bool = False,
-    priority: int = 0,
-    timeout: int | None = None,
-    parameters: Mapping[str, Any] | None = None,
+    options: InferOptions = NO_OPTIONS,
 ) -> EncodedBody:
     """Build an inference request body: JSON header, then each binary input's bytes.
 
-    Parameters follow ``tritonclient``'s ``infer()`` (section 7.1 for how they are written):
-    the sequence parameters only when ``sequence_id`` is non-zero/non-empty, ``priority`` only
+    The options are written as ``tritonclient``'s ``infer()`` writes them (section 7.1): the
+    sequence parameters only when ``sequence_id`` is non-zero/non-empty, ``priority`` only
     when non-zero, ``timeout`` only when given; without ``outputs`` the request asks for every
     output in binary (``binary_data_output: true``).
 
@@ -433,18 +422,8 @@ def encode_infer_request(
         The inputs, in order (binary chunks follow in this order).
     outputs : iterable of RequestOutput, optional
         The outputs to return; None or empty returns every output.
-    request_id : str, optional
-        Request id (omitted when empty).
-    sequence_id : int or str, optional
-        Correlation id.
-    sequence_start, sequence_end : bool, optional
-        Sequence flags.
-    priority : int, optional
-        Priority level.
-    timeout : int, optional
-        Queue timeout in microseconds.
-    parameters : mapping, optional
-        Custom request parameters (reserved names are refused).
+    options : InferOptions, optional
+        The request id and the other request-level options.
 
     Returns
     -------
@@ -460,11 +439,9 @@ def encode_infer_request(
     # The JSON is assembled from pieces so that number text is spliced in without being
     # parsed; the members are those (and in the order) json.dumps of the request would give.
     parts: list[bytes] = [b"{"]
-    if request_id != "":
-        parts += [b'"id":', dumps(request_id), b","]
-    params = _request_parameters_json(
-        sequence_id, sequence_start, sequence_end, priority, timeout, None
-    )
+    if options.request_id != "":
+        parts += [b'"id":', dumps(options.request_id), b","]
+    params = _request_parameters_json(options)
     parts.append(b'"inputs":[')
     for index, each in enumerate(inputs):
         if index:
@@ -476,7 +453,7 @@ def encode_infer_request(
         parts += [b',"outputs":[', b",".join(o.json_bytes for o in output_list), b"]"]
     else:
         params["binary_data_output"] = True
-    params.update(_request_parameters_json(0, False, False, 0, None, parameters))
+    params.update(_custom_parameters_json(options))
     if params:
         parts += [b',"parameters":', dumps(params)]
     parts.append(b"}")

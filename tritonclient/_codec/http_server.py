@@ -23,10 +23,10 @@ from tritonclient.utils import (
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
     InferenceServerException,
 )
-from tritonclient.utils._codec import (
+from tritonclient.utils._dtypes import DATATYPES
+from tritonclient.utils._serialize import (
     json_number_text,
 )
-from tritonclient.utils._dtypes import DATATYPES
 
 from .errors import (
     HttpCodecError,

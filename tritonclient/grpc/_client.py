@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import grpc
 
 from tritonclient._codec import grpc_client
+from tritonclient._codec.types import InferOptions
 from tritonclient._proto import service_pb2_grpc
 from tritonclient._ready import wait_sync
 from tritonclient.utils import (
@@ -1151,19 +1152,16 @@ class InferenceServerClient(common.ClientBase):
             If server fails to perform inference.
         """
         metadata = self._get_metadata(headers)
+        options = InferOptions(
+            request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
+        )
         parts = self._infer_request(
             f"infer, metadata {metadata}" if self._verbose else "",
             model_name,
             inputs,
             model_version,
             outputs,
-            request_id,
-            sequence_id,
-            sequence_start,
-            sequence_end,
-            priority,
-            timeout,
-            parameters,
+            options,
         )
         compression = common.compression_type(compression_algorithm)
         requested = common.requested_outputs(outputs)
@@ -1261,19 +1259,16 @@ class InferenceServerClient(common.ClientBase):
             If server fails to issue inference.
         """
         metadata = self._get_metadata(headers)
+        options = InferOptions(
+            request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
+        )
         parts = self._infer_request(
             f"async_infer, metadata {metadata}" if self._verbose else "",
             model_name,
             inputs,
             model_version,
             outputs,
-            request_id,
-            sequence_id,
-            sequence_start,
-            sequence_end,
-            priority,
-            timeout,
-            parameters,
+            options,
         )
 
         requested = common.requested_outputs(outputs)
@@ -1498,12 +1493,7 @@ class InferenceServerClient(common.ClientBase):
         """
         if self._stream is None:
             raise_error("stream not available, use start_stream() to make one available.")
-        parts = self._infer_request(
-            "async_stream_infer",
-            model_name,
-            inputs,
-            model_version,
-            outputs,
+        options = InferOptions(
             request_id,
             sequence_id,
             sequence_start,
@@ -1511,7 +1501,15 @@ class InferenceServerClient(common.ClientBase):
             priority,
             timeout,
             parameters,
-            enable_empty_final_response,
+            enable_empty_final_response=enable_empty_final_response,
+        )
+        parts = self._infer_request(
+            "async_stream_infer",
+            model_name,
+            inputs,
+            model_version,
+            outputs,
+            options,
         )
         self._stream.enqueue(
             common.serialize_request(parts), request_id, enable_empty_final_response

@@ -10,20 +10,22 @@ conversion of its response (:class:`Call`), inference requests (through
 from __future__ import annotations
 
 import base64
+import dataclasses
 import ipaddress
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeAlias, TypeVar
+from typing import Any, Generic, TypeVar
 
 import grpc
 
-from tritonclient._codec import grpc_client, grpc_common, grpc_framing, types
+from tritonclient._codec import grpc_client, grpc_common, grpc_framing
+from tritonclient._codec.arguments import check_model_version
 from tritonclient._codec.checks import Requested, response_fault
+from tritonclient._codec.types import NO_OPTIONS, InferOptions
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import service_pb2
 from tritonclient.utils import InferenceServerException, raise_error
-from tritonclient.utils._codec import check_model_version
 from tritonclient.utils._errors import (
     InferenceServerCancelledError,
     InferenceServerDeadlineExceededError,
@@ -47,7 +49,6 @@ __all__ = [
     "ClientBase",
     "KeepAliveOptions",
     "UnaryMethods",
-    "build_infer",
     "cancelled_error",
     "channel_credentials",
     "channel_options",
@@ -534,14 +535,21 @@ class ClientBase:
         if self._verbose:
             print(*parts)
 
-    def _infer_request(self, label: str, *args: Any) -> bytes | InferParts:
-        """The request of an inference call: ``build_infer(*args)`` printed as ``label``
-        and the message when verbose, else the wire bytes of :func:`encode_infer`."""
+    def _infer_request(
+        self,
+        label: str,
+        model_name: str,
+        inputs: Sequence[InferInput],
+        model_version: str,
+        outputs: Sequence[InferRequestedOutput] | None,
+        options: InferOptions,
+    ) -> bytes:
+        """The wire form of an inference call's request (:func:`encode_infer`); when verbose,
+        printed after ``label`` as the message (without its raw contents)."""
+        data = encode_infer(model_name, inputs, model_version, outputs, options)
         if self._verbose:
-            parts = build_infer(*args)
-            print(f"{label}\n{parts[0]}")
-            return parts
-        return encode_infer(*args)
+            print(f"{label}\n{grpc_client.request_message(data)}")
+        return data
 
 
 @dataclass
@@ -767,9 +775,6 @@ def unregister_cuda_shm(name: str) -> Call[None]:
 # Inference
 # ------------------------------------------------------------------------------------------
 
-#: A request ready to send: the message without raw contents, and those contents.
-InferParts: TypeAlias = "tuple[service_pb2.ModelInferRequest, list[types.Buffer]]"
-
 
 def _checked_items(
     model_version: Any,
@@ -792,21 +797,15 @@ def _checked_items(
     return inputs, outputs
 
 
-def build_infer(
+def encode_infer(
     model_name: str,
     inputs: Sequence[InferInput],
     model_version: str = "",
     outputs: Sequence[InferRequestedOutput] | None = None,
-    request_id: str = "",
-    sequence_id: int | str = 0,
-    sequence_start: bool = False,
-    sequence_end: bool = False,
-    priority: int = 0,
-    timeout: int | None = None,
-    parameters: Mapping[str, Any] | None = None,
-    enable_empty_final_response: bool = False,
-) -> InferParts:
-    """Build an inference request with the codec (raw contents kept out of the message).
+    options: InferOptions = NO_OPTIONS,
+) -> bytes:
+    """The wire form of an inference request, with the codec's one encoder
+    (:func:`grpc_client.encode_infer_request`) and each input's and output's cached entry.
 
     Raises
     ------
@@ -815,89 +814,25 @@ def build_infer(
         unsupported parameters, inputs without data.
     """
     inputs, outputs = _checked_items(model_version, inputs, outputs)
-    tensors = [item._codec_tensor() for item in inputs]
-    requested = None if outputs is None else [out._codec_output() for out in outputs]
-    return grpc_client.build_infer_request_parts(
+    return grpc_client.encode_infer_request(
         model_name,
-        tensors,
-        requested,
-        model_version=model_version,
-        request_id=request_id,
-        sequence_id=sequence_id,
-        sequence_start=sequence_start,
-        sequence_end=sequence_end,
-        priority=priority,
-        timeout=timeout,
-        parameters=parameters,
-        enable_empty_final_response=enable_empty_final_response,
+        [item._codec_tensor() for item in inputs],
+        None if outputs is None else [out._codec_output() for out in outputs],
+        model_version,
+        options,
     )
 
 
-def encode_infer(
-    model_name: str,
-    inputs: Sequence[InferInput],
-    model_version: str = "",
-    outputs: Sequence[InferRequestedOutput] | None = None,
-    request_id: str = "",
-    sequence_id: int | str = 0,
-    sequence_start: bool = False,
-    sequence_end: bool = False,
-    priority: int = 0,
-    timeout: int | None = None,
-    parameters: Mapping[str, Any] | None = None,
-    enable_empty_final_response: bool = False,
-) -> bytes:
-    """The wire form of an inference request, as ``serialize_request(build_infer(...))``.
-
-    The same bytes and the same errors, in the same order, built faster: the request-level
-    fields with :func:`grpc_framing.encode_request_header`, each input and output from the wire
-    form it caches, and the raw contents joined once after them.
-
-    Raises
-    ------
-    InferenceServerException
-        As :func:`build_infer`.
-    """
-    inputs, outputs = _checked_items(model_version, inputs, outputs)
-    pieces: list[types.Buffer] = [
-        grpc_framing.encode_request_header(
-            model_name,
-            model_version=model_version,
-            request_id=request_id,
-            sequence_id=sequence_id,
-            sequence_start=sequence_start,
-            sequence_end=sequence_end,
-            priority=priority,
-            timeout=timeout,
-            parameters=parameters,
-            enable_empty_final_response=enable_empty_final_response,
-        )
-    ]
-    raw: list[types.Buffer] = []
-    for item in inputs:
-        data = item._data
-        if item._shm is None:
-            if data is None:
-                raise_error(f"input '{item._name}' has neither data nor a shared-memory region")
-            raw += (item._raw_head, data)
-        pieces.append(item._wire_field())
-    for out in outputs or ():
-        pieces.append(out._wire_field())
-    return b"".join(pieces + raw)
-
-
-def serialize_request(parts: InferParts | bytes) -> bytes:
-    """Request serializer of the infer methods: the codec's one-copy framing."""
-    if isinstance(parts, bytes):
-        return parts
-    return grpc_framing.serialize_infer_request(parts[0], parts[1])
+def serialize_request(data: bytes) -> bytes:
+    """Request serializer of the infer methods: the request is already in wire form."""
+    return data
 
 
 def requested_outputs(
     outputs: Sequence[InferRequestedOutput] | InferRequestedOutput | None,
 ) -> Requested:
     """What an inference call asked for, to check its response with (outputs already checked
-    by :func:`build_infer` / :func:`encode_infer`)."""
+    by :func:`encode_infer`)."""
     if outputs is None:
         return _EVERY_OUTPUT
     if isinstance(outputs, InferRequestedOutput):
@@ -1003,7 +938,7 @@ _STREAM_KEYS = frozenset(
 )
 
 
-def infer_request_from_dict(item: Any) -> InferParts:
+def infer_request_from_dict(item: Any) -> bytes:
     """Build a stream request from one dict yielded to ``aio`` ``stream_infer``.
 
     Parameters
@@ -1031,4 +966,14 @@ def infer_request_from_dict(item: Any) -> InferParts:
             f"unexpected keys {unknown} in inputs_iterator's yielded dict; expected some of "
             f"{sorted(_STREAM_KEYS)}"
         )
-    return build_infer(**item)
+    options = InferOptions(**{key: item[key] for key in _OPTION_KEYS & set(item)})
+    return encode_infer(
+        item["model_name"],
+        item["inputs"],
+        item.get("model_version", ""),
+        item.get("outputs"),
+        options,
+    )
+
+
+_OPTION_KEYS = frozenset(field.name for field in dataclasses.fields(InferOptions))

@@ -13,11 +13,11 @@ from typing import Any
 import numpy.typing as npt
 from google.protobuf.json_format import MessageToJson
 
-from tritonclient._codec import grpc_client, grpc_framing, raw, types
+from tritonclient._codec import grpc_client, raw, types
+from tritonclient._codec.arguments import check_input_array
 from tritonclient._codec.checks import DecodedOutputs
 from tritonclient._proto import service_pb2
 from tritonclient.utils import raise_error
-from tritonclient.utils._codec import check_input_array
 
 __all__ = ["InferInput", "InferRequestedOutput", "InferResult", "message_to_json"]
 
@@ -64,8 +64,6 @@ class InferInput:
         # Wire form of the tensor description (everything but the data), built on first use
         # and dropped whenever the shape or the placement changes.
         self._wire: bytes | None = None
-        # Tag and length of the raw contents entry of ``_data``.
-        self._raw_head = b""
 
     def name(self) -> str:
         """Get the name of input associated with this object.
@@ -145,9 +143,6 @@ class InferInput:
             # A view of the caller's array: copy so that the input keeps these values.
             buffer = buffer.tobytes()
         self._data = buffer
-        self._raw_head = grpc_framing.raw_input_field_header(
-            buffer.nbytes if isinstance(buffer, memoryview) else len(buffer)
-        )
         if self._shm is not None:
             self._shm = None
             self._wire = None
@@ -184,7 +179,7 @@ class InferInput:
         protobuf message
             The underlying InferInputTensor protobuf message.
         """
-        request, _ = grpc_client.build_infer_request_parts("", [self._codec_tensor()])
+        request = service_pb2.ModelInferRequest.FromString(self._wire_field())
         return request.inputs[0]
 
     def _get_content(self) -> bytes | None:
@@ -202,16 +197,16 @@ class InferInput:
         """The ``inputs`` entry of this tensor in wire form (cached)."""
         wire = self._wire
         if wire is None:
-            wire = self._wire = grpc_framing.input_tensor_field(self._codec_tensor())
+            described = grpc_client.InputTensor(
+                self._name, self._datatype, self._shape, shared_memory=self._shm
+            )
+            wire = self._wire = grpc_client.input_tensor_field(described)
         return wire
 
     def _codec_tensor(self) -> grpc_client.InputTensor:
+        """This input for the codec's encoder, with its cached wire entry."""
         return grpc_client.InputTensor(
-            name=self._name,
-            datatype=self._datatype,
-            shape=self._shape,
-            data=self._data,
-            shared_memory=self._shm,
+            self._name, self._datatype, self._shape, self._data, self._shm, wire=self._wire_field()
         )
 
 
@@ -283,20 +278,22 @@ class InferRequestedOutput:
         protobuf message
             The underlying InferRequestedOutputTensor protobuf message.
         """
-        request, _ = grpc_client.build_infer_request_parts("", [], [self._codec_output()])
+        request = service_pb2.ModelInferRequest.FromString(self._wire_field())
         return request.outputs[0]
 
     def _wire_field(self) -> bytes:
         """The ``outputs`` entry of this output in wire form (cached)."""
         wire = self._wire
         if wire is None:
-            wire = self._wire = grpc_framing.requested_output_field(self._codec_output())
+            described = grpc_client.RequestedOutput(
+                self._name, class_count=self._class_count, shared_memory=self._shm
+            )
+            wire = self._wire = grpc_client.requested_output_field(described)
         return wire
 
     def _codec_output(self) -> grpc_client.RequestedOutput:
-        return grpc_client.RequestedOutput(
-            name=self._name, class_count=self._class_count, shared_memory=self._shm
-        )
+        """This output for the codec's encoder, with its cached wire entry."""
+        return grpc_client.RequestedOutput(self._name, wire=self._wire_field())
 
 
 class InferResult:

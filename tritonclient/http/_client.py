@@ -61,6 +61,7 @@ from gevent.hub import Hub  # type: ignore[import-untyped]  # gevent ships no ty
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
+from tritonclient._codec.types import InferOptions
 from tritonclient._ready import wait_sync
 from tritonclient.http._common import (
     ClientCore,
@@ -1278,23 +1279,20 @@ class InferenceServerClient(ClientCore):
         InferenceServerException
             If server fails to perform inference.
         """
+        options = InferOptions(
+            request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
+        )
         return self._run(
             self._c_infer(
                 model_name,
                 inputs,
                 model_version,
                 outputs,
-                request_id,
-                sequence_id,
-                sequence_start,
-                sequence_end,
-                priority,
-                timeout,
+                options,
                 headers,
                 query_params,
                 request_compression_algorithm,
                 response_compression_algorithm,
-                parameters,
             )
         )
 
@@ -1372,17 +1370,13 @@ class InferenceServerClient(ClientCore):
             inputs,
             model_version,
             outputs,
-            request_id,
-            sequence_id,
-            sequence_start,
-            sequence_end,
-            priority,
-            timeout,
+            InferOptions(
+                request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
+            ),
             headers,
             query_params,
             request_compression_algorithm,
             response_compression_algorithm,
-            parameters,
         )
         job = self._submit(call)
         if self._verbose:

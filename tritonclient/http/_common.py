@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
+from tritonclient._codec.arguments import check_model_version
 from tritonclient._codec.checks import Requested
 from tritonclient._codec.errors import HttpCodecError
 from tritonclient._codec.http_body import (
@@ -42,13 +43,12 @@ from tritonclient._codec.http_client import (
     error_from_response,
 )
 from tritonclient._codec.jsontext import client_json, dumps
-from tritonclient._codec.types import Buffer
+from tritonclient._codec.types import Buffer, InferOptions
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
 from tritonclient.utils import InferenceServerException, raise_error
-from tritonclient.utils._codec import check_model_version
 from tritonclient.utils._errors import (
     InferenceServerConnectionError,
     InferenceServerDeadlineExceededError,
@@ -255,25 +255,13 @@ MAX_INFERENCE_HEADER_SIZE = 2**31 - 1
 def build_infer_body(
     inputs: Iterable[InferInput],
     outputs: Iterable[InferRequestedOutput] | None,
-    request_id: str,
-    sequence_id: int | str,
-    sequence_start: bool,
-    sequence_end: bool,
-    priority: int,
-    timeout: int | None,
-    parameters: Mapping[str, Any] | None,
+    options: InferOptions,
 ) -> EncodedBody:
     """The body of an inference request from ``InferInput``/``InferRequestedOutput`` objects."""
     return encode_infer_request(
         [each._request_input() for each in inputs],
         None if outputs is None else [each._request_output() for each in outputs],
-        request_id=request_id,
-        sequence_id=sequence_id,
-        sequence_start=sequence_start,
-        sequence_end=sequence_end,
-        priority=priority,
-        timeout=timeout,
-        parameters=parameters,
+        options,
     )
 
 
@@ -349,17 +337,10 @@ class ClientCore:
         InferenceServerException
             If server fails to perform inference.
         """
-        body: EncodedBody = build_infer_body(
-            inputs,
-            outputs,
-            request_id,
-            sequence_id,
-            sequence_start,
-            sequence_end,
-            priority,
-            timeout,
-            parameters,
+        options = InferOptions(
+            request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
         )
+        body: EncodedBody = build_infer_body(inputs, outputs, options)
         return body.tobytes(), body.json_size
 
     @staticmethod
@@ -634,17 +615,11 @@ class ClientCore:
         inputs: Iterable[InferInput],
         model_version: str,
         outputs: Iterable[InferRequestedOutput] | None,
-        request_id: str,
-        sequence_id: int | str,
-        sequence_start: bool,
-        sequence_end: bool,
-        priority: int,
-        timeout: int | None,
+        options: InferOptions,
         headers: Any,
         query_params: Any,
         request_compression_algorithm: str | None,
         response_compression_algorithm: str | None,
-        parameters: Mapping[str, Any] | None,
     ) -> HttpCall[InferResult]:
         for name, algorithm in (
             ("request_compression_algorithm", request_compression_algorithm),
@@ -658,17 +633,7 @@ class ClientCore:
         requested = Requested(
             None if outputs is None else {o._name: o._shared_memory is not None for o in outputs}
         )
-        body = build_infer_body(
-            inputs,
-            outputs,
-            request_id,
-            sequence_id,
-            sequence_start,
-            sequence_end,
-            priority,
-            timeout,
-            parameters,
-        )
+        body = build_infer_body(inputs, outputs, options)
         if body.json_size is not None and body.json_size > MAX_INFERENCE_HEADER_SIZE:
             raise_error(
                 f"the JSON part of the inference request is {body.json_size} bytes; the "

@@ -6,16 +6,6 @@ signatures and results.
 
 from __future__ import annotations
 
-from ._codec import (
-    HAVE_SPEEDUPS,
-    TRITON_RESERVED_REQUEST_PARAMS,
-    TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
-    deserialize_bf16_tensor,
-    deserialize_bytes_tensor,
-    serialize_bf16_tensor,
-    serialize_byte_tensor,
-    serialized_byte_size,
-)
 from ._dtypes import (
     config_to_triton_dtype,
     np_to_triton_dtype,
@@ -41,6 +31,16 @@ from ._errors import (
     InferenceServerUnimplementedError,
     RetryPolicy,
     raise_error,
+)
+from ._serialize import (
+    HAVE_SPEEDUPS,
+    TRITON_RESERVED_REQUEST_PARAMS,
+    TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
+    deserialize_bf16_tensor,
+    deserialize_bytes_tensor,
+    serialize_bf16_tensor,
+    serialize_byte_tensor,
+    serialized_byte_size,
 )
 
 __all__ = [

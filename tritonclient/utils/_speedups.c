@@ -8,12 +8,12 @@
  * unpack_bytes(buffer)        wire form -> list of bytes
  *
  * Both are thin loops around memcpy; all policy (which numpy dtypes are accepted,
- * which exception type the user sees) lives in tritonclient/utils/_codec.py,
+ * which exception type the user sees) lives in tritonclient/utils/_serialize.py,
  * which also holds the pure numpy fallback used when this module is not built.
  *
  * format_json_numbers(buffer, kind) -> bytes
  *     The elements of a C-contiguous numeric buffer as comma-separated JSON number text
- *     (the inside of a JSON array).  See _py_format_json_numbers in _codec.py for the
+ *     (the inside of a JSON array).  See _py_format_json_numbers in _serialize.py for the
  *     exact rules, which the fallback there reproduces text for text.
  */
 #define PY_SSIZE_T_CLEAN

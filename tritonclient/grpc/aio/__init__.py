@@ -17,6 +17,7 @@ import grpc
 
 from tritonclient import _auth as auth
 from tritonclient._codec import grpc_client
+from tritonclient._codec.types import InferOptions
 from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import model_config_pb2, service_pb2, service_pb2_grpc
@@ -520,19 +521,16 @@ class InferenceServerClient(common.ClientBase):
         parameters: Mapping[str, Any] | None = None,
     ) -> InferResult:
         metadata = self._get_metadata(headers)
+        options = InferOptions(
+            request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
+        )
         parts = self._infer_request(
             f"infer, metadata {metadata}" if self._verbose else "",
             model_name,
             inputs,
             model_version,
             outputs,
-            request_id,
-            sequence_id,
-            sequence_start,
-            sequence_end,
-            priority,
-            timeout,
-            parameters,
+            options,
         )
         requested = common.requested_outputs(outputs)
         try:

@@ -22,6 +22,7 @@ except ModuleNotFoundError as error:  # pragma: no cover - depends on the instal
         "install it with: pip install tritonclient-ng[http]"
     ) from error
 
+from tritonclient._codec.types import InferOptions
 from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._ready import wait_async
@@ -490,22 +491,19 @@ class InferenceServerClient(ClientCore):
         InferenceServerException
             If server fails to perform inference.
         """
+        options = InferOptions(
+            request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
+        )
         return await self._run(
             self._c_infer(
                 model_name,
                 inputs,
                 model_version,
                 outputs,
-                request_id,
-                sequence_id,
-                sequence_start,
-                sequence_end,
-                priority,
-                timeout,
+                options,
                 headers,
                 query_params,
                 request_compression_algorithm,
                 response_compression_algorithm,
-                parameters,
             )
         )

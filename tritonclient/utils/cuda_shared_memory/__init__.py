@@ -18,9 +18,9 @@ import numpy.typing as npt
 
 from shm import cuda as _cuda
 
-from .._codec import serialize_byte_tensor
 from .._dtypes import triton_to_np_dtype
 from .._errors import with_note
+from .._serialize import serialize_byte_tensor
 
 __all__ = [
     "CudaSharedMemoryException",
