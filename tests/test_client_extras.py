@@ -25,7 +25,7 @@ import tritonclient.http as httpclient
 import tritonclient.http.aio as httpaio
 from mock_server.app import BUNDLED_MODELS, FrontendOptions, MockServer
 from mock_server.core.server import ServerOptions
-from tritonclient.grpc import _common as grpc_common
+from tritonclient._transport import grpc as grpc_common
 from tritonclient.http import _common as http_common
 from tritonclient.utils import (
     InferenceServerConnectionError,

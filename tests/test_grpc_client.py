@@ -895,9 +895,9 @@ def test_small_and_large_responses_decode_alike(count: int) -> None:
 
 
 def test_large_infer_round_trip(client: grpcclient.InferenceServerClient) -> None:
-    from tritonclient.grpc import _common as common
+    from tritonclient._transport.grpc import LARGE_REQUEST_BYTES
 
-    n = common.LARGE_REQUEST_BYTES + 3
+    n = LARGE_REQUEST_BYTES + 3
     x = np.random.default_rng(1).integers(0, 256, (1, n), dtype=np.uint8)
     inp = grpcclient.InferInput("INPUT0", [1, n], "UINT8").set_data_from_numpy(x)
     expected = x.copy()

@@ -112,6 +112,37 @@ def test_infer_datatypes(server: MockServer) -> None:
     run(server, body)
 
 
+def test_large_infer_goes_as_a_one_message_stream(
+    server: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both gRPC clients send a large request as a one-message client stream (released once
+    # sent); the answer is the same as for a unary call.
+    from tritonclient._transport import grpc as transport
+
+    n = transport.LARGE_REQUEST_BYTES + 3
+    x = np.random.default_rng(2).integers(0, 256, (1, n), dtype=np.uint8)
+    used: list[str] = []
+
+    async def body(c: aioclient.InferenceServerClient) -> None:
+        methods = c._transport._methods
+        original = methods.infer_stream_unary
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            used.append("stream_unary")
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(methods, "infer_stream_unary", spy)
+        inp = aioclient.InferInput("INPUT0", [1, n], "UINT8").set_data_from_numpy(x)
+        result = await c.infer("identity_uint8", [inp])
+        np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), x)
+        small = aioclient.InferInput("INPUT0", [1, 4], "UINT8")
+        small.set_data_from_numpy(x[:, :4].copy())
+        await c.infer("identity_uint8", [small])
+
+    run(server, body)
+    assert used == ["stream_unary"]
+
+
 def test_sequence_string_id(server: MockServer) -> None:
     async def body(c: aioclient.InferenceServerClient) -> list[int]:
         got = []

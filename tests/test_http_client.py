@@ -46,7 +46,7 @@ def url() -> Iterator[str]:
 def client(url: str) -> Iterator[httpclient.InferenceServerClient]:
     with httpclient.InferenceServerClient(url, concurrency=4) as c:
         yield c
-    assert c._loop is not None and not c._loop.is_alive()
+    assert c._transport._loop is not None and not c._transport._loop.is_alive()
 
 
 def simple_inputs(binary: bool = True) -> tuple[list[httpclient.InferInput], np.ndarray]:
@@ -490,7 +490,7 @@ def test_threads_share_client_and_close_elsewhere(url: str) -> None:
     closer.start()
     closer.join(30)
     assert not closer.is_alive()
-    assert client._loop is not None and not client._loop.is_alive()
+    assert client._transport._loop is not None and not client._transport._loop.is_alive()
     client.close()  # twice is fine
     with pytest.raises(InferenceServerException, match="closed"):
         client.is_server_live()
@@ -510,7 +510,7 @@ def test_gc_from_other_thread_and_unclosed(url: str) -> None:
         t = threading.Thread(target=make)
         t.start()
         t.join(30)
-        loop = holder[0]._loop
+        loop = holder[0]._transport._loop
         assert loop is not None
         pending = holder[0].async_infer("slow", slow_input(100))
         holder.clear()  # last reference dropped in this (another) thread
@@ -804,19 +804,19 @@ def test_mutation_after_set_data_is_not_sent(url: str) -> None:
 
 
 def _thread_entry(client: httpclient.InferenceServerClient) -> Any:
-    from tritonclient.http import _client as impl
+    from tritonclient._transport import gevent as impl
 
-    return impl._registry.stubs.get(client._shared)
+    return impl._registry.stubs.get(client._transport._shared)
 
 
 def test_direct_path_does_not_hand_off(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with httpclient.InferenceServerClient(url) as client:
-        assert client._loop is not None
+        assert client._transport._loop is not None
 
         def no_hand_off(fn: Any) -> Any:
             raise AssertionError("a plain call was handed to the hub thread")
 
-        monkeypatch.setattr(client._loop, "submit", no_hand_off)
+        monkeypatch.setattr(client._transport._loop, "submit", no_hand_off)
         inputs, a = simple_inputs()
         assert np.array_equal(client.infer("simple", inputs).as_numpy("OUTPUT0"), a + 1)
         assert client.is_server_live() and client.get_server_metadata()["name"]
@@ -897,7 +897,7 @@ def _drop_client_made_elsewhere(url: str, creator_exits_first: bool) -> None:
     if creator_exits_first:
         release.set()
         t.join(30)
-    loop = holder[0]._loop
+    loop = holder[0]._transport._loop
     assert loop is not None
     holder.clear()  # last reference dropped in this (another) thread
     gc.collect()

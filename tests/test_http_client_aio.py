@@ -302,3 +302,46 @@ def test_timeout_bounds_the_call(url: str) -> None:
             assert int(result.as_numpy("OUTPUT0")[0]) == 10
 
     run(main())
+
+
+def test_a_large_body_is_sent_from_its_buffers_with_its_length() -> None:
+    # The aio transport writes the JSON header and each input's buffer as they are; the
+    # request must still carry a Content-Length (Triton does not take chunked bodies).
+    import asyncio
+
+    from tritonclient.http import _common
+
+    heads: list[bytes] = []
+    sizes: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        heads.append(head)
+        length = int(
+            next(
+                line.split(b":", 1)[1]
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+        )
+        sizes.append(len(await reader.readexactly(length)))
+        writer.write(b'HTTP/1.1 400 Bad Request\r\nContent-Length: 17\r\n\r\n{"error":"nope"}\n')
+        await writer.drain()
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            client = aioclient.InferenceServerClient(f"127.0.0.1:{port}")
+            data = np.zeros(_common._CHUNKS_FROM, dtype=np.uint8)
+            item = aioclient.InferInput("X", [data.size], "UINT8")
+            item.set_data_from_numpy(data)
+            with pytest.raises(InferenceServerException, match="nope"):
+                await asyncio.wait_for(client.infer("m", [item]), 30)
+            await client.close()
+
+    asyncio.run(main())
+    (head,) = heads
+    assert b"transfer-encoding" not in head.lower()
+    assert sizes[0] > _common._CHUNKS_FROM

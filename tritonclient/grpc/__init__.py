@@ -22,6 +22,7 @@ except ImportError as _error:
 
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import model_config_pb2, service_pb2, service_pb2_grpc
+from tritonclient._transport.grpc import INT32_MAX, MAX_GRPC_MESSAGE_SIZE, KeepAliveOptions
 from tritonclient.utils import (
     TRITON_RESERVED_REQUEST_PARAMS,
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
@@ -55,7 +56,6 @@ from tritonclient.utils import (
 )
 
 from ._client import CallContext, InferenceServerClient
-from ._common import INT32_MAX, MAX_GRPC_MESSAGE_SIZE, KeepAliveOptions
 from ._tensors import InferInput, InferRequestedOutput, InferResult
 
 
@@ -72,7 +72,7 @@ def raise_error_grpc(rpc_error: grpc.RpcError) -> None:
     InferenceServerException
         With the error's details as message and ``str(code)`` as status.
     """
-    from ._common import error_from_rpc
+    from tritonclient._transport.grpc import error_from_rpc
 
     raise error_from_rpc(rpc_error) from None
 

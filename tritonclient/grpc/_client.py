@@ -23,6 +23,14 @@ from tritonclient._codec import grpc_client
 from tritonclient._codec.types import InferOptions
 from tritonclient._proto import service_pb2_grpc
 from tritonclient._ready import wait_sync
+from tritonclient._retry import check_retry_policy, retry_sync
+from tritonclient._transport.grpc import (
+    GrpcTransport,
+    KeepAliveOptions,
+    compression_type,
+    error_from_rpc,
+    open_channel,
+)
 from tritonclient.utils import (
     InferenceServerException,
     RetryPolicy,
@@ -31,7 +39,6 @@ from tritonclient.utils import (
 from tritonclient.utils._errors import with_note
 
 from . import _common as common
-from ._common import KeepAliveOptions
 from ._tensors import InferInput, InferRequestedOutput, InferResult
 
 __all__ = ["STOP_STREAM_TIMEOUT", "CallContext", "InferenceServerClient"]
@@ -159,7 +166,7 @@ class _InferStream:
             if rpc_error.code() == grpc.StatusCode.CANCELLED:
                 error = common.cancelled_error(rpc_error.details())
             else:
-                error = common.error_from_rpc(rpc_error)
+                error = error_from_rpc(rpc_error)
             pending = self._ledger.pending()
             self._fail(
                 with_note(error, pending and f"requests without a final response: {pending}")
@@ -284,33 +291,23 @@ class InferenceServerClient(common.ClientBase):
         retry_policy: RetryPolicy | None = None,
     ) -> None:
         super().__init__(verbose)
-        self._retry_policy = common.check_retry_policy(retry_policy)
+        self._retry_policy = check_retry_policy(retry_policy)
         self._stream: _InferStream | None = None
-        self._channel = common.open_channel(
-            grpc,
-            url,
-            ssl,
-            root_certificates,
-            private_key,
-            certificate_chain,
-            creds,
-            keepalive_options,
-            channel_args,
+        self._transport = GrpcTransport(
+            open_channel(
+                grpc,
+                url,
+                ssl,
+                root_certificates,
+                private_key,
+                certificate_chain,
+                creds,
+                keepalive_options,
+                channel_args,
+            )
         )
+        self._channel = self._transport.channel
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._methods = common.UnaryMethods(self._channel)
-        self._infer_method = common.multicallable(
-            self._channel.unary_unary, common.MODEL_INFER_METHOD
-        )
-        # The same RPC as a one-message client stream (identical on the wire): the request
-        # is sent in a batch of its own, so it and gRPC's copy of it are released once
-        # sent instead of when the response is in.  Used for large requests.
-        self._infer_stream_unary = common.multicallable(
-            self._channel.stream_unary, common.MODEL_INFER_METHOD
-        )
-        self._stream_method = common.multicallable(
-            self._channel.stream_stream, common.MODEL_STREAM_INFER_METHOD
-        )
         self._closed = False
 
     def __enter__(self) -> InferenceServerClient:
@@ -336,25 +333,18 @@ class InferenceServerClient(common.ClientBase):
         """
         self.stop_stream()
         self._closed = True
-        self._channel.close()
+        self._transport.close()
 
     def _unary(self, call: common.Call[T], headers: Any, client_timeout: float | None) -> T:
         metadata = self._get_metadata(headers)
         self._log(f"{call.label}, metadata {metadata}\n{call.request}")
-        policy = self._retry_policy if call.idempotent else None
-        attempt = 1
-        while True:
-            try:
-                data = self._methods[call.rpc](
-                    call.request, metadata=metadata, timeout=client_timeout
-                )
-                break
-            except grpc.RpcError as rpc_error:
-                error = common.error_from_rpc(rpc_error)
-            if policy is None or attempt >= policy.max_attempts or not common.is_retryable(error):
-                raise error
-            time.sleep(policy.backoff(attempt))
-            attempt += 1
+        data = retry_sync(
+            lambda: self._transport.unary(
+                call.rpc, call.request, metadata=metadata, timeout=client_timeout
+            ),
+            self._retry_policy if call.idempotent else None,
+            common.is_retryable,
+        )
         response = common.parse_reply(call.rpc, data)
         if call.done is not None:
             self._log(call.done)
@@ -1163,21 +1153,13 @@ class InferenceServerClient(common.ClientBase):
             outputs,
             options,
         )
-        compression = common.compression_type(compression_algorithm)
         requested = common.requested_outputs(outputs)
-        try:
-            if isinstance(parts, bytes) and len(parts) >= common.LARGE_REQUEST_BYTES:
-                requests = iter((parts,))
-                del parts  # the request iterator holds the only reference
-                data = self._infer_stream_unary(
-                    requests, metadata=metadata, timeout=client_timeout, compression=compression
-                )
-            else:
-                data = self._infer_method(
-                    parts, metadata=metadata, timeout=client_timeout, compression=compression
-                )
-        except grpc.RpcError as rpc_error:
-            raise common.error_from_rpc(rpc_error) from None
+        data = self._transport.infer(
+            parts,
+            metadata=metadata,
+            timeout=client_timeout,
+            compression=compression_type(compression_algorithm),
+        )
         result = common.parse_infer(data, requested)
         if self._verbose:
             print(result.get_response())
@@ -1286,22 +1268,19 @@ class InferenceServerClient(common.ClientBase):
                 if rpc_error.code() == grpc.StatusCode.CANCELLED:
                     error = common.cancelled_error(rpc_error.details())
                 else:
-                    error = common.error_from_rpc(rpc_error)
+                    error = error_from_rpc(rpc_error)
             except InferenceServerException as failure:
                 error = failure
             except Exception as failure:  # never leave the callback waiting
                 error = InferenceServerException(f"failed to read the response: {failure}")
             callback(result=result, error=error)
 
-        try:
-            future = self._infer_method.future(
-                parts,
-                metadata=metadata,
-                timeout=client_timeout,
-                compression=common.compression_type(compression_algorithm),
-            )
-        except grpc.RpcError as rpc_error:
-            raise common.error_from_rpc(rpc_error) from None
+        future = self._transport.infer_future(
+            parts,
+            metadata=metadata,
+            timeout=client_timeout,
+            compression=compression_type(compression_algorithm),
+        )
         self._call_future = future
         if self._verbose:
             print("Sent request" + (f" '{request_id}'" if request_id else ""))
@@ -1358,13 +1337,13 @@ class InferenceServerClient(common.ClientBase):
         stream = _InferStream(callback, self._verbose)
         try:
             stream.start(
-                self._stream_method,
+                self._transport.stream,
                 metadata,
                 stream_timeout,
-                common.compression_type(compression_algorithm),
+                compression_type(compression_algorithm),
             )
         except grpc.RpcError as rpc_error:
-            raise common.error_from_rpc(rpc_error) from None
+            raise error_from_rpc(rpc_error) from None
         self._stream = stream
 
     def stop_stream(self, cancel_requests: bool = False, timeout: float | None = None) -> None:

@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import ipaddress
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
-
-import grpc
 
 from tritonclient._codec import grpc_client, grpc_common, grpc_framing
 from tritonclient._codec.arguments import check_model_version
@@ -32,32 +28,17 @@ from tritonclient.utils._errors import (
     InferenceServerProtocolError,
     InferenceServerUnavailableError,
     RetryPolicy,
-    connection_hint,
-    server_error_with_hint,
     with_note,
 )
 
 from ._tensors import InferInput, InferRequestedOutput, InferResult, message_to_json
 
 __all__ = [
-    "INT32_MAX",
-    "LARGE_REQUEST_BYTES",
-    "MAX_GRPC_MESSAGE_SIZE",
-    "MODEL_INFER_METHOD",
-    "MODEL_STREAM_INFER_METHOD",
     "Call",
     "ClientBase",
-    "KeepAliveOptions",
-    "UnaryMethods",
     "cancelled_error",
-    "channel_credentials",
-    "channel_options",
-    "channel_target",
-    "compression_type",
     "encode_infer",
-    "error_from_rpc",
     "infer_request_from_dict",
-    "open_channel",
     "parse_infer",
     "parse_reply",
     "parse_stream",
@@ -68,75 +49,8 @@ __all__ = [
 
 T = TypeVar("T")
 
-INT32_MAX = 2**31 - 1
-#: The largest message the client sends or accepts (the server's limit too).
-MAX_GRPC_MESSAGE_SIZE = INT32_MAX
-
-MODEL_INFER_METHOD = "/inference.GRPCInferenceService/ModelInfer"
-#: Requests from this size on are sent so that they are released as soon as they are sent
-#: (the sync client's ``infer``), which lowers the peak memory of large round trips.
-LARGE_REQUEST_BYTES = 4 << 20
-MODEL_STREAM_INFER_METHOD = "/inference.GRPCInferenceService/ModelStreamInfer"
-
-
-def multicallable(
-    factory: Callable[..., Any],
-    method: str,
-    request_serializer: Callable[[Any], bytes] | None = None,
-) -> Any:
-    """``channel.<kind>(method, ...)`` for one of our RPCs, registered, answering bytes.
-
-    Responses come back undecoded (no deserializer): the clients parse and check them
-    themselves (:func:`parse_infer`, :func:`parse_stream`, :func:`parse_reply`), so that a
-    message that does not parse reaches the caller as an ``InferenceServerException`` naming
-    it.  (gRPC would log a deserializer's exception and end a sync call with a bare INTERNAL
-    "Exception deserializing response!", and hand ``None`` to an asyncio caller.)
-
-    A registered method (``_registered_method=True``, as grpcio >= 1.63's generated stubs
-    pass) saves gRPC a method-path lookup per call; older grpcio, which the project still
-    supports, does not take the argument and gets the plain call.
-    """
-    serializer = request_serializer or serialize_request
-    try:
-        return factory(
-            method,
-            request_serializer=serializer,
-            response_deserializer=None,
-            _registered_method=True,
-        )
-    except TypeError:
-        return factory(method, request_serializer=serializer, response_deserializer=None)
-
 
 _SERVICE = service_pb2.DESCRIPTOR.services_by_name["GRPCInferenceService"]
-_SERVICE_PATH = f"/{_SERVICE.full_name}/"
-
-
-def _serialize_message(message: Any) -> bytes:
-    data: bytes = message.SerializeToString()
-    return data
-
-
-class UnaryMethods:
-    """The unary non-inference RPCs of a channel, made on first use, answering bytes.
-
-    Parameters
-    ----------
-    channel : grpc.Channel or grpc.aio.Channel
-        The channel.
-    """
-
-    def __init__(self, channel: Any) -> None:
-        self._channel = channel
-        self._methods: dict[str, Any] = {}
-
-    def __getitem__(self, rpc: str) -> Any:
-        method = self._methods.get(rpc)
-        if method is None:
-            method = self._methods[rpc] = multicallable(
-                self._channel.unary_unary, _SERVICE_PATH + rpc, _serialize_message
-            )
-        return method
 
 
 def parse_reply(rpc: str, data: bytes) -> Any:
@@ -155,274 +69,6 @@ def parse_reply(rpc: str, data: bytes) -> Any:
         raise InferenceServerProtocolError(
             f"invalid {rpc} response: the {name} message does not parse ({exc})"
         ) from None
-
-
-class KeepAliveOptions:
-    """A KeepAliveOptions object is used to encapsulate GRPC KeepAlive related parameters
-    for initiating an InferenceServerClient object.
-
-    See the https://github.com/grpc/grpc/blob/master/doc/keepalive.md documentation for
-    more information.
-
-    Parameters
-    ----------
-    keepalive_time_ms : int
-        The period (in milliseconds) after which a keepalive ping is sent on the
-        transport. Default is INT32_MAX.
-    keepalive_timeout_ms : int
-        The period (in milliseconds) the sender of the keepalive ping waits for an
-        acknowledgement. If it does not receive an acknowledgment within this time, it
-        will close the connection. Default is 20000 (20 seconds).
-    keepalive_permit_without_calls : bool
-        Allows keepalive pings to be sent even if there are no calls in flight.
-        Default is False.
-    http2_max_pings_without_data : int
-        The maximum number of pings that can be sent when there is no data/header frame
-        to be sent. gRPC Core will not continue sending pings if we run over the limit.
-        Setting it to 0 allows sending pings without such a restriction. Default is 2.
-    """
-
-    def __init__(
-        self,
-        keepalive_time_ms: int = INT32_MAX,
-        keepalive_timeout_ms: int = 20000,
-        keepalive_permit_without_calls: bool = False,
-        http2_max_pings_without_data: int = 2,
-    ) -> None:
-        self.keepalive_time_ms = keepalive_time_ms
-        self.keepalive_timeout_ms = keepalive_timeout_ms
-        self.keepalive_permit_without_calls = keepalive_permit_without_calls
-        self.http2_max_pings_without_data = http2_max_pings_without_data
-
-    def __repr__(self) -> str:
-        return (
-            f"KeepAliveOptions(keepalive_time_ms={self.keepalive_time_ms}, "
-            f"keepalive_timeout_ms={self.keepalive_timeout_ms}, "
-            f"keepalive_permit_without_calls={self.keepalive_permit_without_calls}, "
-            f"http2_max_pings_without_data={self.http2_max_pings_without_data})"
-        )
-
-
-def channel_options(
-    keepalive_options: KeepAliveOptions | None, channel_args: Sequence[tuple[str, Any]] | None
-) -> list[tuple[str, Any]]:
-    """The channel arguments of a client: our defaults plus ``channel_args``.
-
-    Parameters
-    ----------
-    keepalive_options : KeepAliveOptions or None
-        Keepalive settings (defaults when None).
-    channel_args : list of (str, value) or None
-        Added to the defaults; a key given here replaces the default of the same key
-        (NVIDIA's client drops every default, message sizes included, as soon as
-        ``channel_args`` is given).
-
-    Returns
-    -------
-    list of (str, value)
-        The message size limits (``MAX_GRPC_MESSAGE_SIZE``), the keepalive arguments and
-        ``channel_args``, each key once.
-    """
-    ka = keepalive_options or KeepAliveOptions()
-    defaults: list[tuple[str, Any]] = [
-        ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
-        ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
-        ("grpc.keepalive_time_ms", ka.keepalive_time_ms),
-        ("grpc.keepalive_timeout_ms", ka.keepalive_timeout_ms),
-        ("grpc.keepalive_permit_without_calls", int(bool(ka.keepalive_permit_without_calls))),
-        ("grpc.http2.max_pings_without_data", ka.http2_max_pings_without_data),
-    ]
-    if channel_args is None:
-        return defaults
-    user = [(str(k), v) for k, v in channel_args]
-    given = {k for k, _ in user}
-    return [(k, v) for k, v in defaults if k not in given] + user
-
-
-_LB_SCHEMES = ("dns:", "ipv4:", "ipv6:")
-
-
-def _ip_target(address: str) -> tuple[str, str]:
-    """``(family, address)`` of one ``host:port`` of a URL list, for an ipv4:/ipv6: target."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise_error(f"invalid address '{address}' in the url list: expected host:port")
-    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if bare == "localhost":
-        bare = "127.0.0.1"
-    try:
-        ip = ipaddress.ip_address(bare)
-    except ValueError:
-        return "dns", address
-    if ip.version == 6:
-        return "ipv6", f"[{bare}]:{port}"
-    return "ipv4", f"{bare}:{port}"
-
-
-def channel_target(url: str | Sequence[str]) -> tuple[str, list[tuple[str, Any]]]:
-    """The gRPC target of ``url`` and the channel arguments it needs.
-
-    Parameters
-    ----------
-    url : str or list of str
-        ``host:port`` (one server, as NVIDIA's client); a gRPC target with a scheme
-        (``dns:///name:port``, ``ipv4:a:p,b:p``, ``ipv6:...``), whose addresses get gRPC's
-        round-robin load balancing; or a list of ``host:port`` (IP addresses or
-        ``localhost`` become an ``ipv4:``/``ipv6:`` target with round robin; a list of
-        names uses ``dns:///`` for a single name).
-
-    Returns
-    -------
-    tuple of (str, list of (str, value))
-        The target and the default options for it (``grpc.lb_policy_name`` =
-        ``round_robin`` for several servers), which ``channel_args`` may override.
-    """
-    round_robin: list[tuple[str, Any]] = [("grpc.lb_policy_name", "round_robin")]
-    if isinstance(url, str):
-        if url.startswith(_LB_SCHEMES):
-            return url, round_robin
-        return url, []
-    addresses = [str(u).strip() for u in url]
-    if not addresses:
-        raise_error("the url list is empty")
-    if len(addresses) == 1:
-        return channel_target(addresses[0])
-    parsed = [_ip_target(a) for a in addresses]
-    families = {family for family, _ in parsed}
-    if families == {"ipv4"} or families == {"ipv6"}:
-        return f"{families.pop()}:" + ",".join(a for _, a in parsed), round_robin
-    raise_error(
-        "a url list must hold IP addresses (or localhost) of one family; for host names "
-        "use a 'dns:///name:port' target that resolves to every server"
-    )
-
-
-def _read_file(path: str | None, what: str) -> bytes | None:
-    if path is None:
-        return None
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as e:
-        raise_error(f"unable to read {what} file '{path}': {e}")
-
-
-def channel_credentials(
-    ssl: bool,
-    root_certificates: str | None,
-    private_key: str | None,
-    certificate_chain: str | None,
-    creds: Any,
-) -> Any:
-    """The credentials of a secure channel, or None for an insecure one.
-
-    Parameters
-    ----------
-    ssl : bool
-        Use SSL/TLS.
-    root_certificates, private_key, certificate_chain : str or None
-        Paths of PEM files (read here).
-    creds : grpc.ChannelCredentials or None
-        Used as given when set (the other options are then ignored).
-
-    Returns
-    -------
-    grpc.ChannelCredentials or None
-    """
-    if creds:
-        return creds
-    if not ssl:
-        return None
-    return grpc.ssl_channel_credentials(
-        root_certificates=_read_file(root_certificates, "root certificates"),
-        private_key=_read_file(private_key, "private key"),
-        certificate_chain=_read_file(certificate_chain, "certificate chain"),
-    )
-
-
-def open_channel(
-    grpc_module: Any,
-    url: str | Sequence[str],
-    ssl: bool,
-    root_certificates: str | None,
-    private_key: str | None,
-    certificate_chain: str | None,
-    creds: Any,
-    keepalive_options: KeepAliveOptions | None,
-    channel_args: Sequence[tuple[str, Any]] | None,
-) -> Any:
-    """The channel of a client, from the client's constructor arguments.
-
-    Parameters
-    ----------
-    grpc_module : module
-        ``grpc`` (sync client) or ``grpc.aio``: what makes the channel.
-    url : str or sequence of str
-        The server address(es); see :func:`channel_target`.
-    ssl, root_certificates, private_key, certificate_chain, creds
-        TLS, as the clients take them; see :func:`channel_credentials`.
-    keepalive_options, channel_args
-        See :func:`channel_options`.
-
-    Returns
-    -------
-    grpc.Channel or grpc.aio.Channel
-    """
-    target, target_options = channel_target(url)
-    options = channel_options(keepalive_options, [*target_options, *(channel_args or [])])
-    credentials = channel_credentials(ssl, root_certificates, private_key, certificate_chain, creds)
-    if credentials is not None:
-        return grpc_module.secure_channel(target, credentials, options=options)
-    return grpc_module.insecure_channel(target, options=options)
-
-
-def compression_type(algorithm: str | None) -> Any:
-    """Map ``compression_algorithm`` to ``grpc.Compression``.
-
-    Parameters
-    ----------
-    algorithm : str or None
-        ``"deflate"``, ``"gzip"`` (any case) or None.
-
-    Returns
-    -------
-    grpc.Compression
-        ``NoCompression`` for None; also for an unknown name, with a warning (NVIDIA's
-        client prints a message and sends uncompressed).
-    """
-    if algorithm is None:
-        return grpc.Compression.NoCompression
-    name = str(algorithm).lower()
-    if name == "deflate":
-        return grpc.Compression.Deflate
-    if name == "gzip":
-        return grpc.Compression.Gzip
-    warnings.warn(
-        f"unsupported compression_algorithm {algorithm!r} (supported: 'deflate', 'gzip', "
-        "None); sending without compression",
-        stacklevel=3,
-    )
-    return grpc.Compression.NoCompression
-
-
-def error_from_rpc(rpc_error: Any) -> InferenceServerException:
-    """The exception for a failed RPC: message = details, status = ``"StatusCode.X"``.
-
-    Parameters
-    ----------
-    rpc_error : grpc.RpcError
-        The error.
-
-    Returns
-    -------
-    InferenceServerException
-        With NVIDIA's message, status and details; for a server that cannot be reached
-        (nothing listening, an HTTP port) its ``hint`` says how to fix it.
-    """
-    error = server_error_with_hint(grpc_common.exception_from_rpc_error(rpc_error))
-    if isinstance(error, InferenceServerUnavailableError):
-        error.with_hint(connection_hint(error.message() or "", "grpc"))
-    return error
 
 
 def is_retryable(error: InferenceServerException) -> bool:

@@ -1,23 +1,11 @@
 """The synchronous HTTP/REST client (``tritonclient.http.InferenceServerClient``).
 
-gevent
-    Requests are made with geventhttpclient; **the caller's program needs no monkey-patching**
-    (and a monkey-patched program is not disturbed).  geventhttpclient objects belong to the
-    thread (gevent hub) that created them, so the client keeps one ``HTTPClient`` per thread
-    that uses it and never touches one from another thread.  There are two paths:
-
-    Direct path (every plain call: ``infer``, health, metadata, ...)
-        The call runs in the calling thread, on that thread's own gevent hub, with that
-        thread's own ``HTTPClient`` for this client (created there at the thread's first call,
-        with the client's options; kept in a thread-local registry), as NVIDIA's client does.
-        No hand-off to another thread.  Inside a greenlet of a gevent program the call only
-        blocks the calling greenlet.
-    Hub thread (``async_infer``, and calls made from inside a gevent hub callback)
-        Each client starts one private OS thread with its own gevent hub (see
-        :mod:`tritonclient.http._gevent_loop`), which runs these requests as greenlets; the
-        caller waits, when it waits, on a plain lock.
-
-    Consequences:
+Transport
+    Requests are made with geventhttpclient through
+    :class:`~tritonclient._transport.gevent.GeventTransport`; **the caller's program needs no
+    monkey-patching** (and a monkey-patched program is not disturbed).  Plain calls run in the
+    calling thread with that thread's own connections, ``async_infer`` (and calls made inside
+    a gevent hub callback) on the transport's private hub thread.  Consequences:
 
     * the client is **thread-safe**: any number of threads may call it at once (NVIDIA's is
       not).  Each calling thread has up to ``concurrency`` connections of its own to the
@@ -47,38 +35,26 @@ Errors
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import ssl as _ssl
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-import gevent  # type: ignore[import-untyped]  # gevent ships no type information
-import gevent.monkey  # type: ignore[import-untyped]  # gevent ships no type information
-import numpy as np
-from gevent.hub import Hub  # type: ignore[import-untyped]  # gevent ships no type information
-from geventhttpclient import HTTPClient
-from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
-
 from tritonclient._codec.types import InferOptions
 from tritonclient._ready import wait_sync
+from tritonclient._retry import check_retry_policy, retry_sync
+from tritonclient._transport.gevent import GeventTransport
+from tritonclient._transport.gevent_loop import Job
 from tritonclient.http._common import (
     ClientCore,
     HttpCall,
-    HttpReply,
-    check_retry_policy,
-    decode_error,
     is_retryable,
     not_ready_error,
     parse_url,
-    transport_error,
 )
-from tritonclient.http._gevent_loop import GeventLoop, Job
 from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
-from tritonclient.utils import InferenceServerException, RetryPolicy, raise_error
+from tritonclient.utils import RetryPolicy, raise_error
 
 __all__ = ["InferAsyncRequest", "InferenceServerClient"]
 
@@ -89,221 +65,6 @@ Query = Mapping[str, Any] | None
 
 #: Bytes read from the socket at a time.
 _READ_BLOCK = 64 * 1024
-
-# Real OS-thread primitives even when the program monkey-patched ``threading``.
-_allocate_lock: Callable[[], Any] = gevent.monkey.get_original("_thread", "allocate_lock")
-_ThreadLocal: type = gevent.monkey.get_original("_thread", "_local")
-_getcurrent: Callable[[], Any] = gevent.getcurrent
-
-
-class _Shared:
-    """The state of one client that its per-thread ``HTTPClient`` entries share.
-
-    It never references the client itself, so the client can be garbage collected while other
-    threads still hold entries for it.
-    """
-
-    __slots__ = ("closed", "idle", "inflight", "lock", "make_stub")
-
-    def __init__(self, make_stub: Callable[[], HTTPClient]) -> None:
-        self.make_stub = make_stub
-        self.closed = False
-        self.lock = _allocate_lock()
-        #: Direct calls in progress, in all threads.
-        self.inflight = 0
-        #: Held while ``inflight > 0``; ``close()`` acquires it to wait for those calls.
-        self.idle = _allocate_lock()
-
-
-class _ThreadStub:
-    """One thread's ``HTTPClient`` for one client; used and closed only in that thread."""
-
-    __slots__ = ("__weakref__", "active", "shared", "stub")
-
-    def __init__(self, shared: _Shared) -> None:
-        self.shared = shared
-        self.stub: HTTPClient | None = shared.make_stub()
-        #: Calls of this thread (of its greenlets) using ``stub`` now.
-        self.active = 0
-
-    def close(self) -> None:
-        stub, self.stub = self.stub, None
-        if stub is not None:
-            with contextlib.suppress(Exception):  # closing idle connections must not fail
-                stub.close()
-
-    def __del__(self) -> None:  # the thread-local registry is released in its own thread
-        self.close()
-
-
-class _Registry(_ThreadLocal):  # type: ignore[misc]  # the C type has no stub
-    """Per OS thread: the thread's ``HTTPClient`` of each client it called."""
-
-    def __init__(self) -> None:
-        self.stubs: dict[_Shared, _ThreadStub] = {}
-        self.seen = -1
-
-
-_registry = _Registry()
-_closings = itertools.count()
-#: Changes whenever a client is closed: threads then close their entries for closed clients.
-_generation = next(_closings)
-
-
-def _client_closed() -> None:
-    global _generation  # one counter for the whole module
-    _generation = next(_closings)
-
-
-def _sweep(registry: _Registry) -> None:
-    """Close the calling thread's idle entries for closed clients."""
-    registry.seen = _generation
-    for shared, entry in list(registry.stubs.items()):
-        if shared.closed and entry.active == 0:
-            registry.stubs.pop(shared, None)
-            entry.close()
-
-
-def _in_hub() -> bool:
-    """Whether the caller runs in a gevent hub greenlet (where it must not block on I/O)."""
-    return isinstance(_getcurrent(), Hub)
-
-
-class _ChunkedBody:
-    """A request body made of several buffers, sent as they are (no join into one copy).
-
-    geventhttpclient sends a ``bytes`` body as ``header + body`` (a copy of the whole body),
-    and any other body with a length through ``socket.sendfile``, which reads it like a file:
-    so this object has a length (the Content-Length) and a ``read`` that hands over one
-    buffer after the other.
-    """
-
-    mode = "rb"
-
-    def __init__(self, chunks: tuple[Any, ...]) -> None:
-        self._chunks = [memoryview(c).cast("B") for c in chunks]
-        self._size = sum(c.nbytes for c in self._chunks)
-        self._next = 0
-        self._position = 0
-
-    def __len__(self) -> int:
-        return self._size
-
-    def read(self, size: int = -1) -> memoryview | bytes:
-        """The next buffer whole (``size`` is ignored: a larger piece is fine to send)."""
-        while self._next < len(self._chunks):
-            chunk = self._chunks[self._next]
-            self._next += 1
-            if chunk.nbytes:
-                self._position += chunk.nbytes
-                return chunk
-        return b""
-
-    def tell(self) -> int:
-        return self._position
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        """Only to where reading stands (what ``sendfile`` does when it is done)."""
-        if whence != 0 or offset != self._position:
-            raise OSError("a request body of buffers can only be read once, in order")
-        return self._position
-
-
-#: Answers at least this large are read straight into one buffer (see _read_into_buffer).
-_LARGE_BODY = 1 << 20
-
-
-def _read_into_buffer(response: Any, length: int) -> memoryview | None:
-    """Read the rest of a ``length``-byte body into one new buffer; None to read it as usual.
-
-    geventhttpclient collects a body in a growing ``bytearray`` and copies it into ``bytes``
-    at the end: three times the body in memory at the peak, and two extra copies.  Its parser
-    hands each piece of the body to the response's ``_on_body`` callback, so for a large
-    answer that callback is pointed at a numpy buffer of the announced length instead (numpy
-    allocates it with huge pages, without zero-filling it): one copy, and the body once in
-    memory.  Where this geventhttpclient has no such callback, None: the usual read.
-    """
-    pending = getattr(response, "_body_buffer", None)
-    if not isinstance(pending, bytearray) or not callable(getattr(response, "_on_body", None)):
-        return None
-    out = np.empty(length, dtype=np.uint8)
-    view = memoryview(out.data)
-    got = len(pending)  # the part read together with the headers
-    if got > length:
-        return None
-    view[:got] = pending
-    del pending[:]
-    position = [got]
-
-    def on_body(piece: Any) -> None:
-        start = position[0]
-        end = start + len(piece)
-        if end > length:
-            raise EOFError(f"the response body is longer than its {length} byte Content-Length")
-        view[start:end] = piece
-        position[0] = end
-
-    response._on_body = on_body
-    if response.read():  # everything went to on_body; anything here was not ours to take
-        raise EOFError("the response body arrived outside the reading buffer")
-    return view[: position[0]].toreadonly()
-
-
-def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> HttpReply:
-    """Send one request and read the whole answer (in the thread that owns ``stub``).
-
-    ``limit`` (seconds) bounds the whole exchange; every failure becomes an
-    ``InferenceServerException`` subclass (see :func:`transport_error`).
-    """
-    what = f"{call.method} {call.path}"
-    server = f"{stub.host}:{stub.port}"
-    timer = gevent.Timeout(limit) if limit is not None else None
-    if timer is not None:
-        timer.start()
-    try:
-        body_out: Any = call.body or b""
-        if call.chunks is not None:
-            body_out = _ChunkedBody(call.chunks)
-        response = stub.request(call.method, call.path, body=body_out, headers=call.headers)
-        try:
-            announced = str(response.get("content-length") or "").strip()
-            length = int(announced) if announced.isdigit() else None
-            body: Any = None
-            if length is not None and length >= _LARGE_BODY:
-                body = _read_into_buffer(response, length)
-            if body is None:
-                body = response.read()
-            if length is not None and length > len(body):
-                raise transport_error(
-                    EOFError(
-                        f"the connection closed after {len(body)} of the {length} "
-                        "bytes of the response"
-                    ),
-                    what,
-                    server,
-                )
-        finally:
-            response.release()
-        headers = {str(k).lower(): str(v) for k, v in response.items()}
-        return HttpReply(response.status_code, headers, body)
-    except gevent.Timeout as expired:
-        if expired is not timer:
-            raise
-        raise transport_error(
-            TimeoutError(f"no complete answer within {limit:g} s"), what, server
-        ) from None
-    except InferenceServerException:
-        raise
-    except HTTPParseError as error:
-        if isinstance(error, HTTPConnectionClosed) or "incomplete" in str(error).lower():
-            # the connection closed before or in the middle of the response
-            raise transport_error(EOFError(f"truncated response ({error})"), what, server) from None
-        raise transport_error(error, what, server) from None
-    except Exception as error:
-        raise transport_error(error, what, server) from None
-    finally:
-        if timer is not None:
-            timer.close()
 
 
 class InferAsyncRequest:
@@ -410,38 +171,22 @@ class InferenceServerClient(ClientCore):
         *,
         retry_policy: RetryPolicy | None = None,
     ) -> None:
-        self._loop: GeventLoop | None = None
-        self._shared: _Shared | None = None
+        self._transport: GeventTransport | None = None
         self._retry_policy = check_retry_policy(retry_policy)
-        self._call_limit: float | None = None
-        if connection_timeout is not None and network_timeout is not None:
-            self._call_limit = float(connection_timeout) + float(network_timeout)
         _scheme, host, port, base = parse_url(url, ssl)
         super().__init__(base, verbose)
-
-        def make_stub() -> HTTPClient:
-            return HTTPClient(
-                host,
-                port=port,
-                concurrency=concurrency,
-                # 64 KiB reads instead of geventhttpclient's 4 KiB: a 64 MiB answer takes
-                # 1,000 reads rather than 16,000 (about 25% less client CPU), and the buffer
-                # stays under malloc's mmap threshold for small answers.
-                block_size=_READ_BLOCK,
-                connection_timeout=connection_timeout,
-                network_timeout=network_timeout,
-                ssl=ssl,
-                ssl_options=ssl_options if ssl else None,
-                ssl_context_factory=ssl_context_factory if ssl else None,
-                insecure=insecure,
-            )
-
-        def setup() -> tuple[HTTPClient, Callable[[], None]]:
-            stub = make_stub()
-            return stub, stub.close
-
-        self._loop = GeventLoop(setup, max_greenlets)
-        self._shared = _Shared(make_stub)
+        self._transport = GeventTransport(
+            host,
+            port,
+            concurrency=concurrency,
+            connection_timeout=connection_timeout,
+            network_timeout=network_timeout,
+            max_greenlets=max_greenlets,
+            ssl=ssl,
+            ssl_options=ssl_options,
+            ssl_context_factory=ssl_context_factory,
+            insecure=insecure,
+        )
 
     def __enter__(self) -> InferenceServerClient:
         return self
@@ -450,21 +195,9 @@ class InferenceServerClient(ClientCore):
         self.close()
 
     def __del__(self) -> None:
-        # No call is in progress (it would hold a reference), so nothing to wait for; only
-        # this thread's own entry is closed here, other threads close theirs (module docstring).
-        shared = getattr(self, "_shared", None)
-        if shared is not None:
-            shared.closed = True
-            _client_closed()
-            with contextlib.suppress(Exception):  # never raise from a finalizer
-                entry = _registry.stubs.get(shared)
-                if entry is not None and entry.active == 0:
-                    _registry.stubs.pop(shared, None)
-                    entry.close()
-        loop = getattr(self, "_loop", None)
-        if loop is not None:
-            with contextlib.suppress(Exception):  # never raise from a finalizer
-                loop.close(wait=False)
+        transport = getattr(self, "_transport", None)
+        if transport is not None:
+            transport.abandon()
 
     def close(self) -> None:
         """Close the client: wait for requests in progress, then close the connections.
@@ -474,110 +207,23 @@ class InferenceServerClient(ClientCore):
         closed at once; other threads' idle connections are closed by those threads at their
         next call (through any client) or when they exit.
         """
-        shared = self._shared
-        if shared is not None:
-            with shared.lock:
-                closing = not shared.closed
-                shared.closed = True
-            if closing:
-                _client_closed()
-            entry = _registry.stubs.get(shared)
-            if entry is not None and entry.active > 0 and not _in_hub():
-                # other greenlets of this thread are in calls: let them finish
-                while not shared.idle.acquire(False):
-                    gevent.sleep(0.005)
-            else:
-                shared.idle.acquire()
-            shared.idle.release()
-            entry = _registry.stubs.get(shared)
-            if entry is not None and entry.active == 0:
-                _registry.stubs.pop(shared, None)
-                entry.close()
-        if self._loop is not None:
-            self._loop.close(wait=True)
+        if self._transport is not None:
+            self._transport.close()
 
     def _submit(self, call: HttpCall[T]) -> Job[T]:
-        if self._loop is None:  # pragma: no cover - only if __init__ failed
+        if self._transport is None:  # pragma: no cover - only if __init__ failed
             raise_error("the client is closed")
-        loop = self._loop
-
-        limit = self._call_limit
-
-        def work() -> T:
-            reply = _perform(loop.resource, call, limit)
-            self._verbose_reply(reply)
-            try:
-                return call.parse(reply)
-            except Exception as error:
-                raise decode_error(error, f"{call.method} {call.path}") from None
-
-        return loop.submit(work)
-
-    def _handed_over(self, call: HttpCall[T], timeout: float | None) -> T:
-        """One attempt of ``call`` in the hub thread, waiting at most ``timeout`` seconds."""
-        job = self._submit(call)
-        if not job.wait(timeout):
-            raise transport_error(
-                TimeoutError(f"no answer within {timeout:g} s"),
-                f"{call.method} {call.path}",
-            )
-        return job.result()
-
-    def _direct(self, call: HttpCall[T], timeout: float | None) -> T:
-        """One attempt of ``call`` in the calling thread, with that thread's ``HTTPClient``."""
-        shared = self._shared
-        if shared is None or shared.closed:
-            raise_error("the client is closed")
-        registry = _registry
-        if registry.seen != _generation:
-            _sweep(registry)
-        entry = registry.stubs.get(shared)
-        if entry is None or entry.stub is None:
-            entry = registry.stubs[shared] = _ThreadStub(shared)
-        stub = entry.stub
-        assert stub is not None
-        limit = self._call_limit
-        if timeout is not None:
-            limit = timeout if limit is None else min(limit, timeout)
-        entry.active += 1
-        try:
-            with shared.lock:
-                if shared.closed:
-                    raise_error("the client is closed")
-                shared.inflight += 1
-                if shared.inflight == 1:
-                    shared.idle.acquire()
-            try:
-                reply = _perform(stub, call, limit)
-            finally:
-                with shared.lock:
-                    shared.inflight -= 1
-                    if shared.inflight == 0:
-                        shared.idle.release()
-        finally:
-            entry.active -= 1
-            if shared.closed and entry.active == 0:
-                if registry.stubs.get(shared) is entry:
-                    del registry.stubs[shared]
-                entry.close()
-        self._verbose_reply(reply)
-        try:
-            return call.parse(reply)
-        except Exception as error:
-            raise decode_error(error, f"{call.method} {call.path}") from None
+        return self._transport.submit(call, lambda reply: self._finish(call, reply))
 
     def _run(self, call: HttpCall[T], timeout: float | None = None) -> T:
-        policy = self._retry_policy if call.idempotent else None
-        attempt = 1
-        perform = self._handed_over if _in_hub() else self._direct
-        while True:
-            try:
-                return perform(call, timeout)
-            except InferenceServerException as error:
-                if policy is None or attempt >= policy.max_attempts or not is_retryable(error):
-                    raise
-            time.sleep(policy.backoff(attempt))
-            attempt += 1
+        transport = self._transport
+        if transport is None:  # pragma: no cover - only if __init__ failed
+            raise_error("the client is closed")
+        return retry_sync(
+            lambda: self._finish(call, transport.send(call, timeout)),
+            self._retry_policy if call.idempotent else None,
+            is_retryable,
+        )
 
     def wait_until_ready(
         self,

@@ -12,10 +12,8 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import ssl as _ssl
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from tritonclient._codec.arguments import check_model_version
@@ -45,6 +43,7 @@ from tritonclient._codec.http_client import (
 from tritonclient._codec.jsontext import client_json, dumps
 from tritonclient._codec.types import Buffer, InferOptions
 from tritonclient._plugin import InferenceServerClientPlugin, Request
+from tritonclient._transport.http import HttpCall, HttpReply, transport_error
 from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
@@ -53,9 +52,6 @@ from tritonclient.utils._errors import (
     InferenceServerConnectionError,
     InferenceServerDeadlineExceededError,
     InferenceServerProtocolError,
-    InferenceServerSSLError,
-    RetryPolicy,
-    connection_hint,
     server_error_with_hint,
 )
 
@@ -64,7 +60,6 @@ __all__ = [
     "HttpCall",
     "HttpReply",
     "build_infer_body",
-    "check_retry_policy",
     "decode_error",
     "is_retryable",
     "not_ready_error",
@@ -75,43 +70,6 @@ __all__ = [
 T = TypeVar("T")
 
 _COMPRESSION = ("gzip", "deflate")
-
-
-@dataclass
-class HttpReply:
-    """A response as received: status, headers (lower-case names) and the whole body (a
-    read-only ``memoryview`` of one buffer when a large body was read in place)."""
-
-    status: int
-    headers: dict[str, str]
-    body: bytes | memoryview
-
-    def header(self, name: str) -> str | None:
-        """The value of header ``name`` (any case), or None."""
-        return self.headers.get(name.lower())
-
-
-@dataclass
-class HttpCall(Generic[T]):
-    """One request to send and the function that turns its reply into the method's result."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes | None
-    parse: Callable[[HttpReply], T]
-    #: Whether a retry policy may repeat the call (GETs and the repository index).
-    idempotent: bool = False
-    #: When set (``body`` is None), the body is these pieces in order: the JSON header, then
-    #: the inputs' binary data as views of their buffers, for a transport that can send them
-    #: as they are instead of joining them first.
-    chunks: tuple[Buffer, ...] | None = None
-
-    def payload(self) -> bytes | None:
-        """The whole body as one ``bytes`` (joining :attr:`chunks`), or None."""
-        if self.chunks is not None:
-            return b"".join(self.chunks)
-        return self.body
 
 
 def parse_url(url: str, ssl: bool) -> tuple[str, str, int, str]:
@@ -179,44 +137,6 @@ def _parse_json(reply: HttpReply) -> Any:
     return client_json(body, "the server's answer (200)")
 
 
-def transport_error(error: BaseException, what: str, server: str = "") -> InferenceServerException:
-    """The exception for a request that failed below HTTP (socket, parser, timeout).
-
-    Parameters
-    ----------
-    error : BaseException
-        What the HTTP library raised.
-    what : str
-        The request, e.g. ``"GET /v2/health/ready"``, for the message.
-    server : str, optional
-        ``host:port`` of the server, named in the exception's ``hint`` when nothing listens
-        there or it does not speak HTTP/1.1.
-
-    Returns
-    -------
-    InferenceServerException
-        :class:`InferenceServerDeadlineExceededError` for timeouts,
-        :class:`InferenceServerConnectionError` for refused, reset or closed connections,
-        :class:`InferenceServerProtocolError` for answers that cannot be parsed; the error
-        itself when it already is an ``InferenceServerException``.
-    """
-    if isinstance(error, InferenceServerException):
-        return error
-    detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    if isinstance(error, _ssl.SSLError):
-        return InferenceServerSSLError(f"{what}: TLS failed ({detail})")
-    if isinstance(error, TimeoutError):
-        return InferenceServerDeadlineExceededError(f"{what}: timed out ({detail})")
-    hint = connection_hint(detail, "http", server)
-    if isinstance(error, OSError | EOFError):
-        return InferenceServerConnectionError(f"{what}: connection failed ({detail})").with_hint(
-            hint
-        )
-    return InferenceServerProtocolError(
-        f"{what}: invalid response from the server ({detail})"
-    ).with_hint(hint)
-
-
 def decode_error(error: BaseException, what: str) -> InferenceServerException:
     """The exception for a response that arrived but could not be decoded."""
     if isinstance(error, InferenceServerException):
@@ -224,13 +144,6 @@ def decode_error(error: BaseException, what: str) -> InferenceServerException:
     return InferenceServerProtocolError(
         f"{what}: failed to decode the response ({type(error).__name__}: {error})"
     )
-
-
-def check_retry_policy(retry_policy: RetryPolicy | None) -> RetryPolicy | None:
-    """``retry_policy`` checked to be a :class:`RetryPolicy` or None."""
-    if retry_policy is not None and not isinstance(retry_policy, RetryPolicy):
-        raise_error("retry_policy must be a tritonclient.utils.RetryPolicy or None")
-    return retry_policy
 
 
 def is_retryable(error: BaseException) -> bool:
@@ -454,6 +367,14 @@ class ClientCore:
         if self._verbose:
             print(f"<{reply.status}> headers {reply.headers}")
             print(bytes(reply.body[:1024]))
+
+    def _finish(self, call: HttpCall[T], reply: HttpReply) -> T:
+        """The method's result from the reply to ``call`` (both clients, any transport)."""
+        self._verbose_reply(reply)
+        try:
+            return call.parse(reply)
+        except Exception as error:
+            raise decode_error(error, f"{call.method} {call.path}") from None
 
     def _c_get(
         self,

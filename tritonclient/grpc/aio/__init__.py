@@ -22,6 +22,13 @@ from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import model_config_pb2, service_pb2, service_pb2_grpc
 from tritonclient._ready import wait_async
+from tritonclient._retry import check_retry_policy, retry_async
+from tritonclient._transport.grpc import (
+    GrpcAioTransport,
+    compression_type,
+    error_from_rpc,
+    open_channel,
+)
 from tritonclient.grpc import (
     MAX_GRPC_MESSAGE_SIZE,
     InferInput,
@@ -137,7 +144,7 @@ class _ResponseIterator:
                 common.cancelled_error("the stream was cancelled (the client was closed)")
             ) from None
         except grpc.RpcError as rpc_error:
-            error = common.error_from_rpc(rpc_error)
+            error = error_from_rpc(rpc_error)
             pending = self._state.ledger.pending()
             with_note(error, pending and f"requests without a final response: {pending}")
             raise self._end(error) from None
@@ -220,26 +227,22 @@ class InferenceServerClient(common.ClientBase):
         retry_policy: RetryPolicy | None = None,
     ) -> None:
         super().__init__(verbose)
-        self._retry_policy = common.check_retry_policy(retry_policy)
-        self._channel = common.open_channel(
-            grpc.aio,
-            url,
-            ssl,
-            root_certificates,
-            private_key,
-            certificate_chain,
-            creds,
-            keepalive_options,
-            channel_args,
+        self._retry_policy = check_retry_policy(retry_policy)
+        self._transport = GrpcAioTransport(
+            open_channel(
+                grpc.aio,
+                url,
+                ssl,
+                root_certificates,
+                private_key,
+                certificate_chain,
+                creds,
+                keepalive_options,
+                channel_args,
+            )
         )
+        self._channel = self._transport.channel
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._methods = common.UnaryMethods(self._channel)
-        self._infer_method = common.multicallable(
-            self._channel.unary_unary, common.MODEL_INFER_METHOD
-        )
-        self._stream_method = common.multicallable(
-            self._channel.stream_stream, common.MODEL_STREAM_INFER_METHOD
-        )
 
     async def __aenter__(self) -> InferenceServerClient:
         return self
@@ -249,7 +252,7 @@ class InferenceServerClient(common.ClientBase):
 
     async def close(self) -> None:
         """Close the client. Any future calls to server will result in an Error."""
-        await self._channel.close()
+        await self._transport.close()
 
     @doc_from(_Sync.wait_until_ready)
     async def wait_until_ready(
@@ -274,20 +277,13 @@ class InferenceServerClient(common.ClientBase):
     async def _unary(self, call: common.Call[T], headers: Any, client_timeout: float | None) -> T:
         metadata = self._get_metadata(headers)
         self._log(f"{call.label}, metadata {metadata}\n{call.request}")
-        policy = self._retry_policy if call.idempotent else None
-        attempt = 1
-        while True:
-            try:
-                data = await self._methods[call.rpc](
-                    call.request, metadata=metadata, timeout=client_timeout
-                )
-                break
-            except grpc.RpcError as rpc_error:
-                error = common.error_from_rpc(rpc_error)
-            if policy is None or attempt >= policy.max_attempts or not common.is_retryable(error):
-                raise error
-            await asyncio.sleep(policy.backoff(attempt))
-            attempt += 1
+        data = await retry_async(
+            lambda: self._transport.unary(
+                call.rpc, call.request, metadata=metadata, timeout=client_timeout
+            ),
+            self._retry_policy if call.idempotent else None,
+            common.is_retryable,
+        )
         response = common.parse_reply(call.rpc, data)
         self._log(call.done if call.done is not None else response)
         return call.convert(response)
@@ -533,15 +529,12 @@ class InferenceServerClient(common.ClientBase):
             options,
         )
         requested = common.requested_outputs(outputs)
-        try:
-            data = await self._infer_method(
-                parts,
-                metadata=metadata,
-                timeout=client_timeout,
-                compression=common.compression_type(compression_algorithm),
-            )
-        except grpc.RpcError as rpc_error:
-            raise common.error_from_rpc(rpc_error) from None
+        data = await self._transport.infer(
+            parts,
+            metadata=metadata,
+            timeout=client_timeout,
+            compression=compression_type(compression_algorithm),
+        )
         result = common.parse_infer(data, requested)
         if self._verbose:
             print(result.get_response())
@@ -616,12 +609,12 @@ class InferenceServerClient(common.ClientBase):
             state.done_sending = True
 
         try:
-            call = self._stream_method(
+            call = self._transport.stream(
                 requests(),
                 metadata=metadata,
                 timeout=stream_timeout,
-                compression=common.compression_type(compression_algorithm),
+                compression=compression_type(compression_algorithm),
             )
         except grpc.RpcError as rpc_error:
-            raise common.error_from_rpc(rpc_error) from None
+            raise error_from_rpc(rpc_error) from None
         return _ResponseIterator(call, state, self._verbose)

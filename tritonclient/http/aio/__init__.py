@@ -9,13 +9,12 @@ may be constructed outside a coroutine.  Errors are those of the sync client.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ssl as _ssl
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 try:
-    import aiohttp
+    import aiohttp  # noqa: F401 - checked here for a clear message; the transport uses it
 except ModuleNotFoundError as error:  # pragma: no cover - depends on the installation
     raise ImportError(
         "tritonclient.http.aio needs aiohttp, which is not installed; "
@@ -26,24 +25,22 @@ from tritonclient._codec.types import InferOptions
 from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._ready import wait_async
+from tritonclient._retry import check_retry_policy, retry_async
+from tritonclient._transport.aiohttp import AiohttpTransport
 from tritonclient.http import _client as _sync
 from tritonclient.http._client import InferAsyncRequest
 from tritonclient.http._common import (
     ClientCore,
     HttpCall,
-    HttpReply,
-    check_retry_policy,
-    decode_error,
     is_retryable,
     not_ready_error,
     parse_url,
-    transport_error,
 )
 from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
 from tritonclient.utils import *  # noqa: F403 - NVIDIA's aio module re-exports tritonclient.utils
-from tritonclient.utils import InferenceServerException, RetryPolicy, raise_error
+from tritonclient.utils import InferenceServerException, RetryPolicy
 from tritonclient.utils._errors import InferenceServerDeadlineExceededError
 
 __all__ = [
@@ -106,14 +103,9 @@ class InferenceServerClient(ClientCore):
         self._retry_policy = check_retry_policy(retry_policy)
         scheme, host, port, base = parse_url(url, ssl)
         super().__init__(base, verbose)
-        netloc = f"[{host}]" if ":" in host else host
-        self._origin = f"{scheme}://{netloc}:{port}"
-        self._conn_limit = conn_limit
-        self._timeout = aiohttp.ClientTimeout(total=conn_timeout)
-        self._ssl_context = ssl_context
-        self._session: aiohttp.ClientSession | None = None
-        self._session_loop: asyncio.AbstractEventLoop | None = None
-        self._closed = False
+        self._transport = AiohttpTransport(
+            scheme, host, port, conn_limit=conn_limit, timeout=conn_timeout, ssl_context=ssl_context
+        )
 
     async def __aenter__(self) -> InferenceServerClient:
         return self
@@ -124,87 +116,15 @@ class InferenceServerClient(ClientCore):
     async def close(self) -> None:
         """Close the client and its connections. Any future calls to server will result in
         an Error."""
-        self._closed = True
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
-
-    def _get_session(self) -> aiohttp.ClientSession:
-        if self._closed:
-            raise_error("the client is closed")
-        loop = asyncio.get_running_loop()
-        if self._session is not None and self._session_loop is not loop:
-            # Used from another event loop (e.g. a second asyncio.run): the old session is
-            # bound to its loop, so start a new one rather than fail.
-            old, self._session = self._session, None
-            connector = old.connector
-            old.detach()
-            close = getattr(connector, "_close", None)  # sync part of aiohttp's close()
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    close()
-        if self._session is None:
-            self._session_loop = loop
-            connector = aiohttp.TCPConnector(
-                limit=self._conn_limit,
-                ssl=self._ssl_context if self._ssl_context is not None else True,
-            )
-            # No automatic "Accept-Encoding: gzip, deflate": a server would compress every
-            # answer for the client to inflate again (response compression is asked for
-            # explicitly, with response_compression_algorithm, as in the sync client).
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=self._timeout,
-                auto_decompress=False,
-                skip_auto_headers=("Accept-Encoding",),
-            )
-        return self._session
+        await self._transport.close()
 
     async def _send(self, call: HttpCall[T]) -> T:
-        session = self._get_session()
-        what = f"{call.method} {call.path}"
-        server = self._origin.partition("://")[2]
-        try:
-            async with session.request(
-                call.method,
-                self._origin + call.path,
-                data=call.payload() or None,
-                headers=call.headers,
-            ) as response:
-                body = await response.read()
-                headers = {k.lower(): v for k, v in response.headers.items()}
-                reply = HttpReply(response.status, headers, body)
-        except InferenceServerException:
-            raise
-        except asyncio.TimeoutError:
-            raise transport_error(
-                TimeoutError(f"no complete answer within {self._timeout.total} s"), what, server
-            ) from None
-        except _ssl.SSLError as error:  # aiohttp's TLS errors are also ssl.SSLError
-            raise transport_error(error, what, server) from None
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as error:
-            raise transport_error(
-                ConnectionError(f"{type(error).__name__}: {error}"), what, server
-            ) from None
-        except Exception as error:
-            raise transport_error(error, what, server) from None
-        self._verbose_reply(reply)
-        try:
-            return call.parse(reply)
-        except Exception as error:
-            raise decode_error(error, what) from None
+        return self._finish(call, await self._transport.send(call))
 
     async def _run(self, call: HttpCall[T]) -> T:
-        policy = self._retry_policy if call.idempotent else None
-        attempt = 1
-        while True:
-            try:
-                return await self._send(call)
-            except InferenceServerException as error:
-                if policy is None or attempt >= policy.max_attempts or not is_retryable(error):
-                    raise
-            await asyncio.sleep(policy.backoff(attempt))
-            attempt += 1
+        return await retry_async(
+            lambda: self._send(call), self._retry_policy if call.idempotent else None, is_retryable
+        )
 
     @doc_from(_Sync.wait_until_ready)
     async def wait_until_ready(

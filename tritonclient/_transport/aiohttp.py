@@ -1,0 +1,143 @@
+"""The asyncio HTTP transport: one aiohttp session per event loop.
+
+The session is created on first use, inside the running event loop (so a client may be
+constructed outside a coroutine), and made again if the client is used from another loop.
+A body made of several buffers (the JSON header, then the inputs' binary data) is written from
+those buffers, with its Content-Length announced: no joined copy of a large request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl as _ssl
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+
+from tritonclient._codec.types import Buffer
+from tritonclient.utils import InferenceServerException, raise_error
+
+from .http import HttpCall, HttpReply, transport_error
+
+__all__ = ["AiohttpTransport"]
+
+
+async def _pieces(chunks: tuple[Buffer, ...]) -> AsyncIterator[Buffer]:
+    for chunk in chunks:
+        if memoryview(chunk).nbytes:
+            yield chunk
+
+
+class AiohttpTransport:
+    """Sends :class:`HttpCall` s to one server with aiohttp.
+
+    Parameters
+    ----------
+    scheme : str
+        ``"http"`` or ``"https"``.
+    host : str
+        The server's host name or address.
+    port : int
+        Its port.
+    conn_limit : int
+        Connections to the server at once.
+    timeout : float
+        Bound of each whole request (connecting, sending and receiving), in seconds.
+    ssl_context : ssl.SSLContext or None
+        The TLS context for https (None: aiohttp's default verification).
+    """
+
+    def __init__(
+        self,
+        scheme: str,
+        host: str,
+        port: int,
+        *,
+        conn_limit: int = 100,
+        timeout: float = 60.0,
+        ssl_context: _ssl.SSLContext | None = None,
+    ) -> None:
+        netloc = f"[{host}]" if ":" in host else host
+        self._origin = f"{scheme}://{netloc}:{port}"
+        self._server = f"{netloc}:{port}"
+        self._conn_limit = conn_limit
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._ssl_context = ssl_context
+        self._session: aiohttp.ClientSession | None = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+
+    async def close(self) -> None:
+        """Close the session and its connections; every later call raises."""
+        self._closed = True
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise_error("the client is closed")
+        loop = asyncio.get_running_loop()
+        if self._session is not None and self._session_loop is not loop:
+            # Used from another event loop (e.g. a second asyncio.run): the old session is
+            # bound to its loop, so start a new one rather than fail.
+            old, self._session = self._session, None
+            connector = old.connector
+            old.detach()
+            close = getattr(connector, "_close", None)  # sync part of aiohttp's close()
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    close()
+        if self._session is None:
+            self._session_loop = loop
+            connector = aiohttp.TCPConnector(
+                limit=self._conn_limit,
+                ssl=self._ssl_context if self._ssl_context is not None else True,
+            )
+            # No automatic "Accept-Encoding: gzip, deflate": a server would compress every
+            # answer for the client to inflate again (response compression is asked for
+            # explicitly, with response_compression_algorithm, as in the sync client).
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=self._timeout,
+                auto_decompress=False,
+                skip_auto_headers=("Accept-Encoding",),
+            )
+        return self._session
+
+    async def send(self, call: HttpCall[Any]) -> HttpReply:
+        """One attempt of ``call``; every failure is an ``InferenceServerException``."""
+        session = self._get_session()
+        what = f"{call.method} {call.path}"
+        headers = call.headers
+        data: Any = call.body or None
+        if call.chunks is not None:
+            # Sent from the buffers as they are, with the length announced (not chunked).
+            size = sum(memoryview(c).nbytes for c in call.chunks)
+            headers = {**headers, "Content-Length": str(size)}
+            data = _pieces(call.chunks)
+        try:
+            async with session.request(
+                call.method, self._origin + call.path, data=data, headers=headers
+            ) as response:
+                body = await response.read()
+                reply_headers = {k.lower(): v for k, v in response.headers.items()}
+                return HttpReply(response.status, reply_headers, body)
+        except InferenceServerException:
+            raise
+        except asyncio.TimeoutError:
+            raise transport_error(
+                TimeoutError(f"no complete answer within {self._timeout.total} s"),
+                what,
+                self._server,
+            ) from None
+        except _ssl.SSLError as error:  # aiohttp's TLS errors are also ssl.SSLError
+            raise transport_error(error, what, self._server) from None
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as error:
+            raise transport_error(
+                ConnectionError(f"{type(error).__name__}: {error}"), what, self._server
+            ) from None
+        except Exception as error:
+            raise transport_error(error, what, self._server) from None

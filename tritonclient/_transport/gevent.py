@@ -1,0 +1,439 @@
+"""The sync HTTP transport: geventhttpclient, without monkey-patching the caller's program.
+
+geventhttpclient objects belong to the thread (gevent hub) that created them, so the transport
+keeps one ``HTTPClient`` per thread that uses it and never touches one from another thread.
+There are two paths:
+
+Direct path (:meth:`GeventTransport.send` from a plain thread or greenlet)
+    The call runs in the calling thread, on that thread's own gevent hub, with that thread's
+    own ``HTTPClient`` for this transport (created there at the thread's first call, kept in a
+    thread-local registry), as NVIDIA's client does.  No hand-off to another thread.  Inside a
+    greenlet of a gevent program the call only blocks the calling greenlet.
+Hub thread (:meth:`GeventTransport.submit`, and :meth:`send` from inside a hub callback)
+    Each transport starts one private OS thread with its own gevent hub
+    (:mod:`tritonclient._transport.gevent_loop`), which runs these requests as greenlets; the
+    caller waits, when it waits, on a plain lock.
+
+Consequences: the transport is thread-safe (each calling thread has up to ``concurrency``
+connections of its own, the hub thread another ``concurrency``); :meth:`close` and garbage
+collection work from any thread and never raise greenlet errors; the idle keep-alive
+connections of *other* threads are closed by those threads at their next call through any
+transport of this module, or when they exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import gevent  # type: ignore[import-untyped]  # gevent ships no type information
+import gevent.monkey  # type: ignore[import-untyped]  # gevent ships no type information
+import numpy as np
+from gevent.hub import Hub  # type: ignore[import-untyped]  # gevent ships no type information
+from geventhttpclient import HTTPClient
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
+
+from tritonclient.utils import InferenceServerException, raise_error
+
+from .gevent_loop import GeventLoop, Job
+from .http import HttpCall, HttpReply, transport_error
+
+__all__ = ["GeventTransport"]
+
+T = TypeVar("T")
+
+#: Bytes read from the socket at a time.
+_READ_BLOCK = 64 * 1024
+
+# Real OS-thread primitives even when the program monkey-patched ``threading``.
+_allocate_lock: Callable[[], Any] = gevent.monkey.get_original("_thread", "allocate_lock")
+_ThreadLocal: type = gevent.monkey.get_original("_thread", "_local")
+_getcurrent: Callable[[], Any] = gevent.getcurrent
+
+
+class _Shared:
+    """The state of one client that its per-thread ``HTTPClient`` entries share.
+
+    It never references the client itself, so the client can be garbage collected while other
+    threads still hold entries for it.
+    """
+
+    __slots__ = ("closed", "idle", "inflight", "lock", "make_stub")
+
+    def __init__(self, make_stub: Callable[[], HTTPClient]) -> None:
+        self.make_stub = make_stub
+        self.closed = False
+        self.lock = _allocate_lock()
+        #: Direct calls in progress, in all threads.
+        self.inflight = 0
+        #: Held while ``inflight > 0``; ``close()`` acquires it to wait for those calls.
+        self.idle = _allocate_lock()
+
+
+class _ThreadStub:
+    """One thread's ``HTTPClient`` for one client; used and closed only in that thread."""
+
+    __slots__ = ("__weakref__", "active", "shared", "stub")
+
+    def __init__(self, shared: _Shared) -> None:
+        self.shared = shared
+        self.stub: HTTPClient | None = shared.make_stub()
+        #: Calls of this thread (of its greenlets) using ``stub`` now.
+        self.active = 0
+
+    def close(self) -> None:
+        stub, self.stub = self.stub, None
+        if stub is not None:
+            with contextlib.suppress(Exception):  # closing idle connections must not fail
+                stub.close()
+
+    def __del__(self) -> None:  # the thread-local registry is released in its own thread
+        self.close()
+
+
+class _Registry(_ThreadLocal):  # type: ignore[misc]  # the C type has no stub
+    """Per OS thread: the thread's ``HTTPClient`` of each client it called."""
+
+    def __init__(self) -> None:
+        self.stubs: dict[_Shared, _ThreadStub] = {}
+        self.seen = -1
+
+
+_registry = _Registry()
+_closings = itertools.count()
+#: Changes whenever a client is closed: threads then close their entries for closed clients.
+_generation = next(_closings)
+
+
+def _client_closed() -> None:
+    global _generation  # one counter for the whole module
+    _generation = next(_closings)
+
+
+def _sweep(registry: _Registry) -> None:
+    """Close the calling thread's idle entries for closed clients."""
+    registry.seen = _generation
+    for shared, entry in list(registry.stubs.items()):
+        if shared.closed and entry.active == 0:
+            registry.stubs.pop(shared, None)
+            entry.close()
+
+
+def _in_hub() -> bool:
+    """Whether the caller runs in a gevent hub greenlet (where it must not block on I/O)."""
+    return isinstance(_getcurrent(), Hub)
+
+
+class _ChunkedBody:
+    """A request body made of several buffers, sent as they are (no join into one copy).
+
+    geventhttpclient sends a ``bytes`` body as ``header + body`` (a copy of the whole body),
+    and any other body with a length through ``socket.sendfile``, which reads it like a file:
+    so this object has a length (the Content-Length) and a ``read`` that hands over one
+    buffer after the other.
+    """
+
+    mode = "rb"
+
+    def __init__(self, chunks: tuple[Any, ...]) -> None:
+        self._chunks = [memoryview(c).cast("B") for c in chunks]
+        self._size = sum(c.nbytes for c in self._chunks)
+        self._next = 0
+        self._position = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def read(self, size: int = -1) -> memoryview | bytes:
+        """The next buffer whole (``size`` is ignored: a larger piece is fine to send)."""
+        while self._next < len(self._chunks):
+            chunk = self._chunks[self._next]
+            self._next += 1
+            if chunk.nbytes:
+                self._position += chunk.nbytes
+                return chunk
+        return b""
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        """Only to where reading stands (what ``sendfile`` does when it is done)."""
+        if whence != 0 or offset != self._position:
+            raise OSError("a request body of buffers can only be read once, in order")
+        return self._position
+
+
+#: Answers at least this large are read straight into one buffer (see _read_into_buffer).
+_LARGE_BODY = 1 << 20
+
+
+def _read_into_buffer(response: Any, length: int) -> memoryview | None:
+    """Read the rest of a ``length``-byte body into one new buffer; None to read it as usual.
+
+    geventhttpclient collects a body in a growing ``bytearray`` and copies it into ``bytes``
+    at the end: three times the body in memory at the peak, and two extra copies.  Its parser
+    hands each piece of the body to the response's ``_on_body`` callback, so for a large
+    answer that callback is pointed at a numpy buffer of the announced length instead (numpy
+    allocates it with huge pages, without zero-filling it): one copy, and the body once in
+    memory.  Where this geventhttpclient has no such callback, None: the usual read.
+    """
+    pending = getattr(response, "_body_buffer", None)
+    if not isinstance(pending, bytearray) or not callable(getattr(response, "_on_body", None)):
+        return None
+    out = np.empty(length, dtype=np.uint8)
+    view = memoryview(out.data)
+    got = len(pending)  # the part read together with the headers
+    if got > length:
+        return None
+    view[:got] = pending
+    del pending[:]
+    position = [got]
+
+    def on_body(piece: Any) -> None:
+        start = position[0]
+        end = start + len(piece)
+        if end > length:
+            raise EOFError(f"the response body is longer than its {length} byte Content-Length")
+        view[start:end] = piece
+        position[0] = end
+
+    response._on_body = on_body
+    if response.read():  # everything went to on_body; anything here was not ours to take
+        raise EOFError("the response body arrived outside the reading buffer")
+    return view[: position[0]].toreadonly()
+
+
+def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> HttpReply:
+    """Send one request and read the whole answer (in the thread that owns ``stub``).
+
+    ``limit`` (seconds) bounds the whole exchange; every failure becomes an
+    ``InferenceServerException`` subclass (see :func:`transport_error`).
+    """
+    what = f"{call.method} {call.path}"
+    server = f"{stub.host}:{stub.port}"
+    timer = gevent.Timeout(limit) if limit is not None else None
+    if timer is not None:
+        timer.start()
+    try:
+        body_out: Any = call.body or b""
+        if call.chunks is not None:
+            body_out = _ChunkedBody(call.chunks)
+        response = stub.request(call.method, call.path, body=body_out, headers=call.headers)
+        try:
+            announced = str(response.get("content-length") or "").strip()
+            length = int(announced) if announced.isdigit() else None
+            body: Any = None
+            if length is not None and length >= _LARGE_BODY:
+                body = _read_into_buffer(response, length)
+            if body is None:
+                body = response.read()
+            if length is not None and length > len(body):
+                raise transport_error(
+                    EOFError(
+                        f"the connection closed after {len(body)} of the {length} "
+                        "bytes of the response"
+                    ),
+                    what,
+                    server,
+                )
+        finally:
+            response.release()
+        headers = {str(k).lower(): str(v) for k, v in response.items()}
+        return HttpReply(response.status_code, headers, body)
+    except gevent.Timeout as expired:
+        if expired is not timer:
+            raise
+        raise transport_error(
+            TimeoutError(f"no complete answer within {limit:g} s"), what, server
+        ) from None
+    except InferenceServerException:
+        raise
+    except HTTPParseError as error:
+        if isinstance(error, HTTPConnectionClosed) or "incomplete" in str(error).lower():
+            # the connection closed before or in the middle of the response
+            raise transport_error(EOFError(f"truncated response ({error})"), what, server) from None
+        raise transport_error(error, what, server) from None
+    except Exception as error:
+        raise transport_error(error, what, server) from None
+    finally:
+        if timer is not None:
+            timer.close()
+
+
+class GeventTransport:
+    """Sends :class:`HttpCall` s to one server with geventhttpclient (see the module docstring).
+
+    Parameters
+    ----------
+    host : str
+        The server's host name or address.
+    port : int
+        Its port.
+    concurrency : int
+        Connections per calling thread (and for the hub thread).
+    connection_timeout, network_timeout : float
+        geventhttpclient's timeouts; their sum also bounds each whole call.
+    max_greenlets : int or None
+        Requests in progress at once on the hub thread (None: no limit).
+    ssl : bool
+        Use https.
+    ssl_options, ssl_context_factory, insecure
+        geventhttpclient's TLS settings (ignored without ``ssl``).
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        concurrency: int = 1,
+        connection_timeout: float = 60.0,
+        network_timeout: float = 60.0,
+        max_greenlets: int | None = None,
+        ssl: bool = False,
+        ssl_options: dict[str, Any] | None = None,
+        ssl_context_factory: Callable[..., Any] | None = None,
+        insecure: bool = False,
+    ) -> None:
+        self._loop: GeventLoop | None = None
+        self._shared: _Shared | None = None
+        self._call_limit: float | None = None
+        if connection_timeout is not None and network_timeout is not None:
+            self._call_limit = float(connection_timeout) + float(network_timeout)
+
+        def make_stub() -> HTTPClient:
+            return HTTPClient(
+                host,
+                port=port,
+                concurrency=concurrency,
+                # 64 KiB reads instead of geventhttpclient's 4 KiB: a 64 MiB answer takes
+                # 1,000 reads rather than 16,000 (about 25% less client CPU), and the buffer
+                # stays under malloc's mmap threshold for small answers.
+                block_size=_READ_BLOCK,
+                connection_timeout=connection_timeout,
+                network_timeout=network_timeout,
+                ssl=ssl,
+                ssl_options=ssl_options if ssl else None,
+                ssl_context_factory=ssl_context_factory if ssl else None,
+                insecure=insecure,
+            )
+
+        def setup() -> tuple[HTTPClient, Callable[[], None]]:
+            stub = make_stub()
+            return stub, stub.close
+
+        self._loop = GeventLoop(setup, max_greenlets)
+        self._shared = _Shared(make_stub)
+
+    def __del__(self) -> None:
+        # No call is in progress (it would hold a reference), so nothing to wait for; only
+        # this thread's own entry is closed here, other threads close theirs.
+        self.abandon()
+
+    def abandon(self) -> None:
+        """Stop without waiting (garbage collection of the client): never raises."""
+        shared = getattr(self, "_shared", None)
+        if shared is not None:
+            shared.closed = True
+            _client_closed()
+            with contextlib.suppress(Exception):  # never raise from a finalizer
+                entry = _registry.stubs.get(shared)
+                if entry is not None and entry.active == 0:
+                    _registry.stubs.pop(shared, None)
+                    entry.close()
+        loop = getattr(self, "_loop", None)
+        if loop is not None:
+            with contextlib.suppress(Exception):  # never raise from a finalizer
+                loop.close(wait=False)
+
+    def close(self) -> None:
+        """Wait for requests in progress, then close the connections (any thread, any
+        number of times); every later call raises "the client is closed"."""
+        shared = self._shared
+        if shared is not None:
+            with shared.lock:
+                closing = not shared.closed
+                shared.closed = True
+            if closing:
+                _client_closed()
+            entry = _registry.stubs.get(shared)
+            if entry is not None and entry.active > 0 and not _in_hub():
+                # other greenlets of this thread are in calls: let them finish
+                while not shared.idle.acquire(False):
+                    gevent.sleep(0.005)
+            else:
+                shared.idle.acquire()
+            shared.idle.release()
+            entry = _registry.stubs.get(shared)
+            if entry is not None and entry.active == 0:
+                _registry.stubs.pop(shared, None)
+                entry.close()
+        if self._loop is not None:
+            self._loop.close(wait=True)
+
+    def submit(self, call: HttpCall[Any], finish: Callable[[HttpReply], T]) -> Job[T]:
+        """Start ``call`` on the hub thread and return at once; the job's result is
+        ``finish(reply)`` (run on the hub thread)."""
+        if self._loop is None:  # pragma: no cover - only if __init__ failed
+            raise_error("the client is closed")
+        loop = self._loop
+        limit = self._call_limit
+
+        def work() -> T:
+            return finish(_perform(loop.resource, call, limit))
+
+        return loop.submit(work)
+
+    def send(self, call: HttpCall[Any], timeout: float | None = None) -> HttpReply:
+        """One attempt of ``call``, waiting at most ``timeout`` seconds (and the transport's
+        own limit): in the calling thread, or on the hub thread when called from a hub."""
+        if _in_hub():
+            job = self.submit(call, lambda reply: reply)
+            if not job.wait(timeout):
+                raise transport_error(
+                    TimeoutError(f"no answer within {timeout:g} s"),
+                    f"{call.method} {call.path}",
+                )
+            return job.result()
+        return self._direct(call, timeout)
+
+    def _direct(self, call: HttpCall[Any], timeout: float | None) -> HttpReply:
+        """One attempt in the calling thread, with that thread's ``HTTPClient``."""
+        shared = self._shared
+        if shared is None or shared.closed:
+            raise_error("the client is closed")
+        registry = _registry
+        if registry.seen != _generation:
+            _sweep(registry)
+        entry = registry.stubs.get(shared)
+        if entry is None or entry.stub is None:
+            entry = registry.stubs[shared] = _ThreadStub(shared)
+        stub = entry.stub
+        assert stub is not None
+        limit = self._call_limit
+        if timeout is not None:
+            limit = timeout if limit is None else min(limit, timeout)
+        entry.active += 1
+        try:
+            with shared.lock:
+                if shared.closed:
+                    raise_error("the client is closed")
+                shared.inflight += 1
+                if shared.inflight == 1:
+                    shared.idle.acquire()
+            try:
+                return _perform(stub, call, limit)
+            finally:
+                with shared.lock:
+                    shared.inflight -= 1
+                    if shared.inflight == 0:
+                        shared.idle.release()
+        finally:
+            entry.active -= 1
+            if shared.closed and entry.active == 0:
+                if registry.stubs.get(shared) is entry:
+                    del registry.stubs[shared]
+                entry.close()
