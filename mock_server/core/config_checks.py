@@ -13,6 +13,7 @@ import math
 from tritonclient._proto import model_config_pb2 as mc
 
 from .config import ENSEMBLE_PLATFORM, WILDCARD_DIM
+from .ensemble_checks import check_dataflow
 from .errors import ServerError
 
 __all__ = ["validate_config", "validate_config_on_load", "validate_config_on_poll"]
@@ -58,7 +59,9 @@ def validate_config_on_poll(config: mc.ModelConfig) -> None:
     and ``preserve_ordering`` constraints; sequence batching control tensors (START, END,
     READY need exactly one two-entry ``*_false_true``; CORRID needs a data type among
     UINT64, INT64, UINT32, INT32, STRING; one tensor per kind, no tensor for two kinds),
-    oldest-strategy preferred sizes, direct-strategy slot utilization; ensemble basics;
+    oldest-strategy preferred sizes, direct-strategy slot utilization; ensembles (no instance
+    groups, optimization or warm-up, and the dataflow of their steps, see
+    :func:`~mock_server.core.ensemble_checks.check_dataflow`);
     response cache restrictions; model metrics.
 
     Parameters
@@ -473,19 +476,9 @@ def _check_ensemble(config: mc.ModelConfig) -> None:
         )
     if config.model_warmup:
         raise ServerError.invalid_arg(f"model_warmup can not be specified for ensemble '{model}'")
-    steps = config.ensemble_scheduling.step
-    if not steps:
+    if not config.ensemble_scheduling.step:
         raise ServerError.invalid_arg(f"must specify 'step' for ensemble '{model}'")
-    for index, step in enumerate(steps):
-        for field_name, present in (
-            ("model_name", bool(step.model_name)),
-            ("input_map", bool(step.input_map)),
-            ("output_map", bool(step.output_map)),
-        ):
-            if not present:
-                raise ServerError.invalid_arg(
-                    f"must specify '{field_name}' in step {index} of ensemble '{model}'"
-                )
+    check_dataflow(config)
 
 
 def _check_model_metrics(config: mc.ModelConfig) -> None:

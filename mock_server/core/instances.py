@@ -39,7 +39,7 @@ from .settings import TraceSettings
 from .types import InferRequest, InferResponse, RequestedOutput, ResponseCallback, Tensor
 from .validation import RequestChecks
 
-__all__ = ["InstanceSpec", "ModelInstance", "ModelVersion", "instance_specs"]
+__all__ = ["InstanceSpec", "ModelInstance", "ModelVersion", "instance_specs", "output_labels"]
 
 log = logging.getLogger("mock_server.core")
 
@@ -121,6 +121,17 @@ def _classify(
     if not batched:
         result = result.reshape(-1)
     return Tensor(tensor.name, "BYTES", tuple(result.shape), result, dict(tensor.parameters))
+
+
+def output_labels(config: mc.ModelConfig, model_dir: Path, output: str) -> list[str]:
+    """The classification labels of ``output``: the lines of its ``label_filename`` in the
+    model's folder (none when it has no such file)."""
+    for out in config.output:
+        if out.name == output and out.label_filename:
+            path = model_dir / out.label_filename
+            if path.is_file():
+                return path.read_text(encoding="utf-8").splitlines()
+    return []
 
 
 class StatsSink(Protocol):
@@ -376,6 +387,9 @@ class ModelVersion:
                     compute_end - compute_start,
                     end - compute_end,
                 )
+                listener = pending.request.stats_listener
+                if listener is not None:
+                    listener(compute_start - start, compute_end - compute_start, end - compute_end)
         if total:
             self._stats.record_execution(
                 total, compute_start - start, compute_end - compute_start, end - compute_end
@@ -399,13 +413,7 @@ class ModelVersion:
     # -- responses ------------------------------------------------------------------------
     def _labels_for(self, output: str) -> list[str]:
         if output not in self._labels:
-            labels: list[str] = []
-            for out in self.config.output:
-                if out.name == output and out.label_filename:
-                    path = self._model_dir / out.label_filename
-                    if path.is_file():
-                        labels = path.read_text(encoding="utf-8").splitlines()
-            self._labels[output] = labels
+            self._labels[output] = output_labels(self.config, self._model_dir, output)
         return self._labels[output]
 
     def _select_outputs(self, request: InferRequest, outputs: list[Tensor]) -> list[Tensor]:

@@ -12,7 +12,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,8 @@ from .. import __version__
 from . import config as cfg
 from .config_checks import validate_config
 from .config_json import config_from_json, config_to_json
+from .ensemble import EnsembleVersion
+from .ensemble_checks import check_composition, composing_models
 from .errors import ErrorKind, ServerError
 from .instances import ModelInstance, ModelVersion, instance_specs
 from .repository import ModelSource, Repository, materialize_override, select_versions
@@ -174,25 +176,108 @@ def _files_fingerprint(fingerprint: Any) -> str:
     return str(fingerprint).partition(":")[0]
 
 
+#: A loaded version: a model's (instances and scheduler) or an ensemble's.
+LoadedVersion = ModelVersion | EnsembleVersion
+
+
 @dataclass
 class _Entry:
-    """Everything the server knows about one model name."""
+    """Everything the server knows about one model name.
+
+    ``in_graph``, ``explicit`` and ``composing`` are Triton's dependency graph: a model is in
+    it from the moment a load (of it, or of an ensemble using it) polls it until it is
+    unloaded; ``explicit`` tells whether it was asked for (not only pulled in by an ensemble);
+    ``composing`` names the models an ensemble runs (with their required versions).  Ensembles
+    in the graph are re-evaluated whenever a model they run is loaded or unloaded.
+    """
 
     name: str
     source: ModelSource | None = None
     config: mc.ModelConfig | None = None
-    versions: dict[int, ModelVersion] = field(default_factory=dict)
+    versions: dict[int, LoadedVersion] = field(default_factory=dict)
     states: dict[int, tuple[ModelState, str]] = field(default_factory=dict)
     fingerprint: Any = None
     override: ModelSource | None = None
+    in_graph: bool = False
+    explicit: bool = False
+    composing: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: False after a load found no version to load: Triton then lists no row for the model.
+    listed: bool = True
 
 
-def _load_failure(name: str, version: int, error: ServerError) -> ServerError:
+class LoadFailure(ServerError):
+    """A model failed to load: Triton's answer to the load request, with the reason kept apart.
+
+    Parameters
+    ----------
+    name : str
+        The model.
+    reason : str
+        Why, as Triton states it for the model (``version 1 is at UNAVAILABLE state: ...;``, or
+        an ensemble's dependency problem); ensembles that use the model quote it.
+    invalid : bool
+        The model is an ensemble whose graph is at fault (Triton's invalid dependency node),
+        rather than a model that failed to load.
+    cycle : str or None
+        The ensemble a circular dependency starts from, while the failure travels back to it.
+
+    Attributes
+    ----------
+    unlisted : bool
+        The load found no version to load (the model has no row in the repository index).
+    """
+
+    def __init__(
+        self, name: str, reason: str, *, invalid: bool = False, cycle: str | None = None
+    ) -> None:
+        super().__init__(ErrorKind.INVALID_ARG, f"load failed for model '{name}': {reason}\n")
+        self.reason = reason
+        self.invalid = invalid
+        self.cycle = cycle
+        self.unlisted = False
+
+
+def _load_failure(name: str, version: int, error: ServerError) -> LoadFailure:
     """Triton's answer to a load request whose model version failed to load."""
-    return ServerError.invalid_arg(
-        f"load failed for model '{name}': version {version} is at UNAVAILABLE state: "
-        f"{error.status_text()};\n"
+    return LoadFailure(name, f"version {version} is at UNAVAILABLE state: {error.status_text()};")
+
+
+def _no_version(name: str) -> LoadFailure:
+    return LoadFailure(
+        name, f"at least one version must be available under the version policy of model '{name}'"
     )
+
+
+def _poll_failure(name: str) -> ServerError:
+    """Triton's answer to a load request for a model it cannot poll (the reason is logged)."""
+    return ServerError.internal(f"failed to load '{name}', failed to poll from model repository")
+
+
+def _is_ensemble(config: mc.ModelConfig | None) -> bool:
+    return config is not None and (
+        config.HasField("ensemble_scheduling") or config.platform == cfg.ENSEMBLE_PLATFORM
+    )
+
+
+def _load_order(sources: dict[str, ModelSource], names: list[str]) -> list[str]:
+    """``names`` with ensembles last, so that their composing models load first on their own
+    (an ensemble loads the ones it finds unloaded anyway)."""
+    return sorted(names, key=lambda n: (n in sources and _is_ensemble(sources[n].config), n))
+
+
+@dataclass
+class _Operation:
+    """One load or unload request, across the models it touches.
+
+    ``visited`` are the models it loaded (or found loaded), ``failed`` why some did not load,
+    ``changed`` those it (re)loaded or unloaded (their ensembles are re-evaluated at the end),
+    ``stack`` the ensembles being loaded, outermost first (to find cycles).
+    """
+
+    visited: set[str] = field(default_factory=set)
+    failed: dict[str, ServerError] = field(default_factory=dict)
+    changed: list[str] = field(default_factory=list)
+    stack: list[str] = field(default_factory=list)
 
 
 class CoreServer:
@@ -241,12 +326,16 @@ class CoreServer:
         else:
             names = sorted(sources)
         ok = True
-        for name in names:
-            try:
-                self._load(name, sources=sources)
-            except ServerError as exc:
-                log.error("failed to load '%s': %s", name, exc.message)
-                ok = False
+        op = _Operation()
+        try:
+            for name in _load_order(sources, names):
+                try:
+                    self._load(name, sources=sources, op=op)
+                except ServerError as exc:
+                    log.error("failed to load '%s': %s", name, exc.message)
+                    ok = False
+        finally:
+            self._reevaluate(op)
         self._startup_ok = ok
         self._started = True
         if mode is ModelControlMode.POLL and self.options.repository_poll_secs > 0:
@@ -258,10 +347,9 @@ class CoreServer:
         self._stop_event.set()
         if self._poller is not None:
             self._poller.join(timeout=5)
-        with self._lock:
-            names = list(self._entries)
-        for name in names:
-            self._unload(name)
+        op = _Operation()
+        for name in self._unload_order():
+            self._unload(name, op)
         self.repository.cleanup()
         self.shm.close()
         self._trace.flush()
@@ -292,7 +380,7 @@ class CoreServer:
             raise ServerError.not_found(f"Request for unknown model: '{name}' is not found")
         return entry
 
-    def model_version(self, name: str, version: int = -1) -> ModelVersion:
+    def model_version(self, name: str, version: int = -1) -> LoadedVersion:
         """The ready version ``version`` of ``name`` (-1: the highest ready version)."""
         with self._lock:
             entry = self._entry(name)
@@ -309,7 +397,7 @@ class CoreServer:
                 )
             return found
 
-    def loaded_versions(self) -> list[ModelVersion]:
+    def loaded_versions(self) -> list[LoadedVersion]:
         """Every loaded model version, ordered by name and version."""
         with self._lock:
             return [
@@ -354,6 +442,8 @@ class CoreServer:
             rows: list[dict[str, Any]] = []
             for name in names:
                 entry = self._entries.get(name)
+                if entry is not None and not entry.listed and not entry.states:
+                    continue  # a load found no version of it: Triton lists nothing
                 if entry is None or not entry.states:
                     if not ready_only:
                         rows.append({"name": name})
@@ -383,15 +473,26 @@ class CoreServer:
         self, name: str, config: str | None = None, files: dict[str, bytes] | None = None
     ) -> None:
         """Load or reload ``name`` (EXPLICIT mode), optionally with an override config (JSON)
-        and override files (``file:<path>`` → content)."""
+        and override files (``file:<path>`` → content).
+
+        An ensemble's composing models load with it (those not loaded, or changed on disk);
+        ensembles that run a model that (re)loads here are reloaded after it, as in Triton.
+        """
         self._check_explicit("load")
-        self._load(name, override_config=config, files=files or {})
+        self._operation(
+            lambda op: self._load(name, override_config=config, files=files or {}, op=op)
+        )
 
     def unload_model(self, name: str, unload_dependents: bool = False) -> None:
-        """Unload ``name`` (EXPLICIT mode).  ``unload_dependents`` would also unload ensembles
-        that use it; this server has no ensembles, so it changes nothing."""
+        """Unload ``name`` (EXPLICIT mode).
+
+        Ensembles that run it are unloaded with it (and load again when it does).  With
+        ``unload_dependents``, unloading an ensemble also unloads the composing models it
+        pulled in that were not loaded explicitly and that no other ensemble runs (Triton's
+        cascading unload).
+        """
         self._check_explicit("unload")
-        self._unload(name)
+        self._operation(lambda op: self._unload(name, op, cascade=unload_dependents))
 
     def poll_model_repository(self) -> None:
         """Rescan the repositories now: load new and changed models, unload removed ones."""
@@ -409,31 +510,62 @@ class CoreServer:
     def _poll_once(self) -> None:
         sources = self.repository.scan()
         with self._lock:
-            loaded = dict(self._entries)
-        for name in sorted(set(loaded) - set(sources)):
-            self._unload(name)
-        for name, source in sorted(sources.items()):
-            entry = loaded.get(name)
-            if entry is None or entry.fingerprint != source.fingerprint:
-                try:
-                    self._load(name, sources=sources)
-                except ServerError as exc:
-                    log.error("failed to load '%s': %s", name, exc.message)
+            known = dict(self._entries)
+        op = _Operation()
+        try:
+            for name in sorted(set(known) - set(sources)):
+                self._unload(name, op)
+            for name in _load_order(sources, sorted(sources)):
+                entry = known.get(name)
+                if entry is None or entry.fingerprint != sources[name].fingerprint:
+                    try:
+                        self._load(name, sources=sources, op=op)
+                    except ServerError as exc:
+                        log.error("failed to load '%s': %s", name, exc.message)
+        finally:
+            self._reevaluate(op)
 
     def _load_lock(self, name: str) -> threading.Lock:
         with self._lock:
             return self._load_locks.setdefault(name, threading.Lock())
 
+    def _operation(self, action: Callable[[_Operation], None]) -> None:
+        """Run one load or unload request, then re-evaluate the ensembles it affects."""
+        op = _Operation()
+        try:
+            action(op)
+        finally:
+            self._reevaluate(op)
+
     def _load(
         self,
         name: str,
         *,
+        op: _Operation,
         sources: dict[str, ModelSource] | None = None,
         override_config: str | None = None,
         files: dict[str, bytes] | None = None,
+        explicit: bool = True,
     ) -> None:
-        with self._load_lock(name):
-            self._load_locked(name, sources, override_config, files or {})
+        """Load ``name`` within ``op``; a model the operation already handled is not loaded
+        again (its failure, if it failed, is raised again)."""
+        overridden = override_config is not None or bool(files)
+        if name in op.failed and not overridden:
+            raise op.failed[name]
+        if name in op.visited and not overridden:
+            if explicit:
+                with self._lock:
+                    entry = self._entries.get(name)
+                    if entry is not None:
+                        entry.explicit = True
+            return
+        op.visited.add(name)
+        try:
+            with self._load_lock(name):
+                self._load_locked(name, sources, override_config, files or {}, explicit, op)
+        except ServerError as exc:
+            op.failed[name] = exc
+            raise
 
     def _resolve_source(
         self,
@@ -448,9 +580,7 @@ class CoreServer:
             sources = self.repository.scan()
         source = sources.get(name)
         if source is None:
-            raise ServerError.internal(
-                f"failed to load '{name}', failed to poll from model repository"
-            )
+            raise _poll_failure(name)
         return source
 
     def _load_locked(
@@ -459,9 +589,9 @@ class CoreServer:
         sources: dict[str, ModelSource] | None,
         override_config: str | None,
         files: dict[str, bytes],
+        explicit: bool,
+        op: _Operation,
     ) -> None:
-        from ..python_backend.backend import PythonBackendModel
-
         plain = sources is None and override_config is None and not files
         if plain:
             with self._lock:
@@ -469,25 +599,52 @@ class CoreServer:
                 if current is not None and current.override is not None and current.versions:
                     # Triton keeps a model loaded with an override config when a plain load
                     # request follows: its repository files did not change since.
+                    current.in_graph = True
+                    current.explicit = current.explicit or explicit
                     return
         source = self._resolve_source(name, sources, override_config, files)
-        if plain:
-            with self._lock:
-                current = self._entries.get(name)
-                if (
-                    current is not None
-                    and current.versions
-                    and current.fingerprint == source.fingerprint
-                ):
-                    # Nor does Triton reload a loaded model whose files did not change: it
-                    # keeps serving, statistics included.
-                    return
+        if source.config_error is not None and sources is None:
+            # A load request for a model its repository cannot give (Triton's poll failure):
+            # the reason goes to the log only, and the model's state does not change.
+            log.error("failed to poll model '%s': %s", name, source.config_error.message)
+            raise _poll_failure(name)
         with self._lock:
             entry = self._entries.setdefault(name, _Entry(name))
+            entry.in_graph = True
+            entry.explicit = entry.explicit or explicit
             old_versions = dict(entry.versions)
+        if source.config_error is None and _is_ensemble(source.config):
+            self._load_ensemble(name, entry, source, plain, op)
+            return
+        if (
+            plain
+            and old_versions
+            and entry.fingerprint == source.fingerprint
+            and source.config_error is None
+        ):
+            # Nor does Triton reload a loaded model whose files did not change: it keeps
+            # serving, statistics included.
+            return
+        self._load_model(name, entry, source, old_versions, override_config, files, op)
+
+    def _load_model(
+        self,
+        name: str,
+        entry: _Entry,
+        source: ModelSource,
+        old_versions: dict[int, LoadedVersion],
+        override_config: str | None,
+        files: dict[str, bytes],
+        op: _Operation,
+    ) -> None:
+        """Load the versions of a Python-backend model (``_load_locked`` checked the rest)."""
+        from ..python_backend.backend import PythonBackendModel
+
         try:
             if source.config_error is not None:
                 raise source.config_error
+            if not source.available_versions:
+                raise self._versionless(entry, source)
             try:
                 config = self._complete(name, source, PythonBackendModel)
             except ServerError as exc:
@@ -495,11 +652,11 @@ class CoreServer:
                 version = max(source.available_versions, default=1)
                 raise _load_failure(name, version, exc) from exc
             versions = select_versions(config, source.available_versions)
-            if not versions:
-                raise ServerError.invalid_arg(
-                    f"at least one version must be available under the version policy of "
-                    f"model '{name}'"
-                )
+        except LoadFailure as exc:
+            if exc.unlisted:
+                raise
+            self._record_failure(entry, source, exc, old_versions)
+            raise
         except ServerError as exc:
             self._record_failure(entry, source, exc, old_versions)
             raise
@@ -523,7 +680,7 @@ class CoreServer:
             for version in versions:
                 if version not in old_versions:
                     entry.states[version] = (ModelState.LOADING, "")
-        new_versions: dict[int, ModelVersion] = {}
+        new_versions: dict[int, LoadedVersion] = {}
         new_stats: list[ModelStats] = []
         try:
             for version in versions:
@@ -542,22 +699,250 @@ class CoreServer:
             self._record_failure(entry, source, exc, old_versions, versions)
             failed = next((v for v in versions if v not in new_versions), versions[0])
             raise _load_failure(name, failed, exc) from exc
+        self._adopt(entry, source, config, new_versions, new_stats, old_versions)
+        op.changed.append(name)
+
+    def _adopt(
+        self,
+        entry: _Entry,
+        source: ModelSource,
+        config: mc.ModelConfig,
+        new_versions: dict[int, LoadedVersion],
+        new_stats: list[ModelStats],
+        old_versions: dict[int, LoadedVersion],
+    ) -> None:
+        """Swap newly started versions in, then stop the ones they replace."""
         with self._lock:
             if entry.override is not None and entry.override is not source:
                 entry.override.cleanup()
-            entry.override = source if (override_config is not None or files) else None
+            entry.override = source if source.is_override else None
             entry.source = source
             entry.config = config
             entry.fingerprint = source.fingerprint
             entry.versions = new_versions
             entry.states = {v: (ModelState.READY, "") for v in new_versions}
+            entry.listed = True
             for stats in new_stats:
                 self.stats.publish(stats)
         # Versions that were replaced or dropped by the new policy go after the swap, so the
         # model keeps serving throughout a reload.
         for version, old in old_versions.items():
-            self._stop_version(name, version, old, record=False, keep_stats=old.stats in new_stats)
+            self._stop_version(
+                entry.name, version, old, record=False, keep_stats=old.stats in new_stats
+            )
 
+    def _versionless(self, entry: _Entry, source: ModelSource) -> LoadFailure:
+        """The failure of a load that finds no version folder: Triton then lists no version,
+        nor the model itself, in the repository index (until a load succeeds)."""
+        with self._lock:
+            if not entry.versions:
+                entry.states = {}
+                entry.listed = False
+        if source.override_dir is not None:
+            source.cleanup()
+        failure = _no_version(entry.name)
+        failure.unlisted = True
+        return failure
+
+    # -- ensembles -----------------------------------------------------------------------
+    def _load_ensemble(
+        self, name: str, entry: _Entry, source: ModelSource, plain: bool, op: _Operation
+    ) -> None:
+        """Load an ensemble: its composing models first (Triton's polling chain), then its
+        versions, unless nothing changed."""
+        assert source.config is not None
+        with self._lock:
+            entry.composing = composing_models(source.config)
+            # Kept even if the load fails: the ensemble stays in the graph, and loads when the
+            # models it misses do.
+            entry.source = source
+            unchanged = plain and bool(entry.versions) and entry.fingerprint == source.fingerprint
+        op.stack.append(name)
+        try:
+            composing = self._composing_configs(name, entry, op, poll=True)
+        except LoadFailure as exc:
+            self._invalidate(entry, exc, op)
+            raise
+        finally:
+            op.stack.pop()
+        if unchanged and not any(model in op.changed for model in entry.composing):
+            return
+        self._start_ensemble(entry, source, composing, op)
+
+    def _composing_configs(
+        self, name: str, entry: _Entry, op: _Operation, *, poll: bool
+    ) -> dict[str, mc.ModelConfig]:
+        """The configurations of an ensemble's composing models, loading them first when
+        ``poll`` (a load request); otherwise only what is loaded now counts (an ensemble
+        re-evaluated after a composing model changed)."""
+        missing = None
+        for model in entry.composing:
+            if model in op.stack:
+                raise LoadFailure(
+                    name,
+                    f"circular dependency between ensembles: {model} -> ... -> {name} -> {model}",
+                    invalid=True,
+                    cycle=model,
+                )
+            if poll:
+                try:
+                    self._load(model, explicit=False, op=op)
+                except LoadFailure:
+                    pass  # reported below, after any missing model
+                except ServerError:
+                    missing = missing or model  # not in any repository, or cannot be read
+            else:
+                with self._lock:
+                    known = self._entries.get(model)
+                    if known is None or not known.in_graph:
+                        missing = missing or model
+        if missing is not None:
+            raise LoadFailure(
+                name,
+                f"ensemble {name} contains models that are not available or ambiguous: {missing}",
+                invalid=True,
+            )
+        configs: dict[str, mc.ModelConfig] = {}
+        for model, versions in entry.composing.items():
+            failure = op.failed.get(model)
+            if isinstance(failure, LoadFailure):
+                if failure.cycle is not None:
+                    # Every ensemble of a cycle fails with the cycle (from its own start).
+                    cycle = None if failure.cycle == name else failure.cycle
+                    raise LoadFailure(name, failure.reason, invalid=True, cycle=cycle)
+                if failure.invalid:
+                    raise LoadFailure(
+                        name,
+                        f"ensemble '{name}' depends on '{model}' which is not valid. Model "
+                        f"'{model}' failed with error: {failure.reason}",
+                        invalid=True,
+                    )
+            with self._lock:
+                known = self._entries.get(model)
+                loaded = dict(known.versions) if known is not None else {}
+            if not loaded:
+                detail = (
+                    f" Model '{model}' loading failed with error: {failure.reason}"
+                    if isinstance(failure, LoadFailure)
+                    else ""
+                )
+                raise LoadFailure(
+                    name,
+                    f"ensemble '{name}' depends on '{model}' which has no loaded version.{detail}",
+                    invalid=True,
+                )
+            for version in versions:
+                if version != -1 and version not in loaded:
+                    raise LoadFailure(
+                        name,
+                        f"ensemble '{name}' depends on '{model}' whose required version "
+                        f"{version} is not loaded.",
+                        invalid=True,
+                    )
+            configs[model] = loaded[max(loaded)].config
+        return configs
+
+    def _start_ensemble(
+        self,
+        entry: _Entry,
+        source: ModelSource,
+        composing: dict[str, mc.ModelConfig],
+        op: _Operation,
+    ) -> None:
+        """Check an ensemble against its composing models and start its versions."""
+        name = entry.name
+        assert source.config is not None
+        with self._lock:
+            old_versions = dict(entry.versions)
+        if not source.available_versions:
+            raise self._versionless(entry, source)
+        version = max(source.available_versions)
+        try:
+            config = cfg.complete_config(source.config, name, has_gpu=self.has_gpu)
+            validate_config(config)
+        except ServerError as exc:
+            self._record_failure(entry, source, exc, old_versions)
+            raise _load_failure(name, version, exc) from exc
+        try:
+            decoupled = check_composition(config, composing)
+        except ServerError as exc:
+            failure = LoadFailure(name, exc.message, invalid=True)
+            self._invalidate(entry, failure, op)
+            raise failure from exc
+        # Triton writes the decision into the configuration it serves.
+        config.model_transaction_policy.decoupled = decoupled
+        versions = select_versions(config, source.available_versions)
+        new_stats = [self.stats.new(name, v) for v in versions]
+        new_versions: dict[int, LoadedVersion] = {
+            v: EnsembleVersion(
+                name,
+                v,
+                config,
+                source.path,
+                stats,
+                self.model_version,
+                failures=self.stats.failures(name, v),
+            )
+            for v, stats in zip(versions, new_stats, strict=True)
+        }
+        self._adopt(entry, source, config, new_versions, new_stats, old_versions)
+        op.changed.append(name)
+
+    def _invalidate(self, entry: _Entry, failure: LoadFailure, op: _Operation) -> None:
+        """An ensemble whose graph is at fault is unloaded (Triton unloads invalid nodes)."""
+        log.error("%s", failure.reason)
+        with self._lock:
+            versions = dict(entry.versions)
+            entry.versions = {}
+        for version, model in versions.items():
+            self._stop_version(entry.name, version, model, record=True)
+        if versions:
+            op.changed.append(entry.name)
+
+    def _dependents(self, name: str) -> list[str]:
+        """The ensembles in the graph that run ``name``."""
+        with self._lock:
+            return sorted(
+                other
+                for other, entry in self._entries.items()
+                if entry.in_graph and name in entry.composing
+            )
+
+    def _reevaluate(self, op: _Operation) -> None:
+        """Reload, or unload, the ensembles that run a model ``op`` changed (transitively)."""
+        if self._stop_event.is_set():
+            return
+        handled = set(op.visited)
+        index = 0
+        while index < len(op.changed):
+            changed = op.changed[index]
+            index += 1
+            for dependent in self._dependents(changed):
+                if dependent in handled:
+                    continue
+                handled.add(dependent)
+                self._reload_dependent(dependent, op)
+
+    def _reload_dependent(self, name: str, op: _Operation) -> None:
+        with self._load_lock(name):
+            with self._lock:
+                entry = self._entries.get(name)
+                source = entry.source if entry is not None else None
+            if entry is None or source is None or not entry.in_graph:
+                return
+            op.stack.append(name)
+            try:
+                composing = self._composing_configs(name, entry, op, poll=False)
+                self._start_ensemble(entry, source, composing, op)
+            except LoadFailure as exc:
+                if not exc.invalid:
+                    log.error("failed to load '%s': %s", name, exc.message)
+                else:
+                    self._invalidate(entry, exc, op)
+            finally:
+                op.stack.pop()
+
+    # -- models --------------------------------------------------------------------------
     def _complete(self, name: str, source: ModelSource, backend: Any) -> mc.ModelConfig:
         raw = source.config if source.config is not None else mc.ModelConfig(name=name)
         if not raw.backend and not raw.platform:
@@ -565,13 +950,9 @@ class CoreServer:
         if raw.backend != "python":
             raise ServerError.invalid_arg(
                 f"model '{name}' uses backend '{raw.backend or raw.platform}'; this server runs "
-                'only Python-backend models (backend: "python")'
+                'only Python-backend models (backend: "python") and ensembles'
             )
         filename = raw.default_model_filename or "model.py"
-        if not source.available_versions:
-            raise ServerError.invalid_arg(
-                f"at least one version must be available under the version policy of model '{name}'"
-            )
         version = max(source.available_versions)
         if self.options.strict_model_config:
             if source.config is None:
@@ -641,7 +1022,7 @@ class CoreServer:
         entry: _Entry,
         source: ModelSource,
         error: ServerError,
-        old_versions: dict[int, ModelVersion],
+        old_versions: dict[int, LoadedVersion],
         versions: list[int] | None = None,
     ) -> None:
         with self._lock:
@@ -655,7 +1036,7 @@ class CoreServer:
                 source.cleanup()
 
     def _stop_version(
-        self, name: str, version: int, model: ModelVersion, record: bool, keep_stats: bool = False
+        self, name: str, version: int, model: LoadedVersion, record: bool, keep_stats: bool = False
     ) -> None:
         if record:
             with self._lock:
@@ -667,7 +1048,9 @@ class CoreServer:
             with self._lock:
                 self._entries[name].states[version] = (ModelState.UNAVAILABLE, "unloaded")
 
-    def _unload(self, name: str) -> None:
+    def _unload(self, name: str, op: _Operation, *, cascade: bool = False) -> None:
+        """Unload every version of ``name`` and take it out of the dependency graph; with
+        ``cascade``, also the composing models only it pulled in."""
         with self._load_lock(name):
             with self._lock:
                 entry = self._entries.get(name)
@@ -675,6 +1058,8 @@ class CoreServer:
                     return  # unloading an unknown model succeeds, as in Triton
                 versions = dict(entry.versions)
                 entry.versions = {}
+                in_graph, entry.in_graph, entry.explicit = entry.in_graph, False, False
+                composing = list(entry.composing)
             for version, model in versions.items():
                 self._stop_version(name, version, model, record=True)
             with self._lock:
@@ -682,6 +1067,30 @@ class CoreServer:
                     entry.override.cleanup()
                     entry.override = None
                 entry.fingerprint = None
+        if versions or in_graph:
+            op.changed.append(name)
+        if not cascade:
+            return
+        for composing_name in composing:
+            with self._lock:
+                known = self._entries.get(composing_name)
+                keep = known is None or not known.in_graph or known.explicit
+            if not keep and not self._dependents(composing_name):
+                self._unload(composing_name, op, cascade=True)
+
+    def _unload_order(self) -> list[str]:
+        """Every model, ensembles before the models they run (so in-flight ensemble requests
+        can finish while the server stops)."""
+        with self._lock:
+            remaining = {name: set(entry.composing) for name, entry in self._entries.items()}
+        order: list[str] = []
+        while remaining:
+            used = set().union(*remaining.values())
+            free = sorted(name for name in remaining if name not in used) or sorted(remaining)
+            order.extend(free)
+            for name in free:
+                del remaining[name]
+        return order
 
     # -- trace settings ------------------------------------------------------------------
     def _check_trace_model(self, model: str | None) -> None:

@@ -132,6 +132,9 @@ class InferResponse:
 #: Receives every response of a request, from whichever thread produced it.
 ResponseCallback = Callable[[InferResponse], None]
 
+#: Receives the compute input, infer and output durations (ns) of a successful request.
+StatsListener = Callable[[int, int, int], None]
+
 
 @dataclass
 class InferRequest:
@@ -161,6 +164,10 @@ class InferRequest:
         Queue timeout in microseconds; 0 means none.
     response_callback : callable
         Called with each :class:`InferResponse`; the last one has ``final=True``.
+    stats_listener : callable or None
+        Called with the request's compute durations (input, infer, output; ns) when it
+        succeeds, after the model's own statistics are recorded: Triton's secondary statistics
+        aggregator, through which an ensemble sums the compute time of its steps.
     """
 
     model_name: str
@@ -176,6 +183,7 @@ class InferRequest:
     timeout_us: int = 0
     response_callback: ResponseCallback | None = None
     cancelled: CancelFlag = field(default_factory=CancelFlag)
+    stats_listener: StatsListener | None = None
 
     def cancel(self) -> None:
         """Ask the server to stop working on this request (models see ``is_cancelled()``)."""
