@@ -137,7 +137,8 @@ def config_to_json(config: Message) -> dict[str, Any]:
     is unspecified).  Floats print as their shortest round-tripping decimal, integral floats
     as integers (Triton prints ``[0, 1.5]``).
 
-    Two Triton 2.51 quirks are *not* reproduced: it prints
+    Scalars that Triton 2.51 does not have (``ensemble_scheduling.max_inflight_requests``) are
+    printed only when set.  Two Triton 2.51 quirks are *not* reproduced: it prints
     ``sequence_batching.state.initial_state.dims`` as strings and puts a set oneof member of
     ``InitialState`` after ``name``; this function prints numbers in declaration order.
 
@@ -154,11 +155,18 @@ def config_to_json(config: Message) -> dict[str, Any]:
     return _message_to_json(config)
 
 
+#: Fields newer than Triton 2.51 (``ModelEnsembling.max_inflight_requests``, Nov 2025): a 2.51
+#: server never prints them, so they are printed only when set to something else than 0.
+_NEWER_SCALARS = frozenset({"inference.ModelEnsembling.max_inflight_requests"})
+
+
 def _message_to_json(message: Message) -> dict[str, Any]:
     out: dict[str, Any] = {}
     fields: Any = message.DESCRIPTOR.fields
     for field in fields:
         value = getattr(message, field.name)
+        if field.full_name in _NEWER_SCALARS and not value:
+            continue
         if _is_map(field):
             value_field = field.message_type.fields_by_name["value"]
             out[field.name] = {
