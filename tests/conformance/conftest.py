@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests.conformance.cases_ensemble import PAIR_MODELS as ENSEMBLE_MODELS
 from tests.conformance.cases_metrics import MODELS as METRICS_MODELS
 from tests.conformance.pair import Pair, run_pair
 from tests.peers import PeerServerError
@@ -42,6 +43,11 @@ PAIRS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
     ),
     # Used only by test_metrics_differential.py, whose scenarios build on one another.
     "metrics": (("--model-control-mode=explicit", "--load-model=*"), METRICS_MODELS),
+    # The ensembles of tests/conformance/models with their composing models (cases_ensemble.py).
+    "ensemble": (
+        ("--model-control-mode=explicit", "--load-model=*"),
+        ENSEMBLE_MODELS,
+    ),
     # Used only by test_pb_utils_differential.py.
     "pb_utils": (
         ("--model-control-mode=explicit", "--load-model=*"),

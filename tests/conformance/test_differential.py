@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from tests.conformance import cases_grpc, cases_http, cases_metrics, cases_modes
+from tests.conformance import (
+    cases_ensemble,
+    cases_grpc,
+    cases_http,
+    cases_metrics,
+    cases_modes,
+)
 from tests.conformance.allowlist import ALLOWED
 from tests.conformance.cases import Case
 from tests.conformance.conftest import PairPool
@@ -18,7 +24,12 @@ from tests.conformance.wire import run_case
 
 pytestmark = pytest.mark.triton_peer
 
-CASES: list[Case] = [*cases_http.cases(), *cases_grpc.cases(), *cases_modes.cases()]
+CASES: list[Case] = [
+    *cases_http.cases(),
+    *cases_grpc.cases(),
+    *cases_modes.cases(),
+    *cases_ensemble.cases(),
+]
 
 
 def test_case_ids_are_unique_and_allowlist_names_real_cases() -> None:
