@@ -359,7 +359,8 @@ def test_file_override_materializes_a_temporary_folder(tmp_path: Path, private_t
     source = repository.materialize_override("m", '{"backend": "python"}', files)
 
     assert source.override_dir is not None and source.override_dir.parent == private_tmp
-    assert source.path == source.override_dir / "m"
+    # The temporary folder is the model folder itself, as Triton's (not named after the model).
+    assert source.path == source.override_dir
     assert source.repository == source.override_dir
     assert (source.path / "2" / "model.py").read_bytes() == MODEL_PY
     assert (source.path / "2" / "sub" / "data.bin").read_bytes() == b"\x00\x01\xff"
@@ -412,35 +413,64 @@ def test_files_require_config(
 
 
 @pytest.mark.parametrize(
-    "key",
+    ("key", "where"),
     [
-        "file:../x/model.py",
-        "file:1/../../model.py",
-        "file:..",
-        "file:1/..",
-        "file:/etc/model.py",
-        "file:\\abs\\model.py",
-        "file:C:\\model.py",
-        "file:..\\model.py",
-        "file:",
-        "file:.",
-        "file:a\0b",
+        ("file:/1/model.py", "1/model.py"),  # a leading / is dropped, as in Triton 2.51
+        ("file:///1/model.py", "1/model.py"),
+        ("file:/etc/x/model.py", "etc/x/model.py"),
+        ("file:./1/model.py", "1/model.py"),
+        ("file:1//model.py", "1/model.py"),
+        ("file:1/./model.py", "1/model.py"),
+        ("file:1/../1/model.py", "1/model.py"),  # normalised, and still inside
+        ("file:1\\model.py", "1\\model.py"),  # a backslash is part of the name
+        ("file:C:\\model.py", "C:\\model.py"),
+        ("1/model.py", "1/model.py"),  # the prefix may be left out
     ],
 )
-def test_file_paths_must_stay_inside(tmp_path: Path, private_tmp: Path, key: str) -> None:
+def test_file_paths_are_relative_to_the_model_folder(
+    tmp_path: Path, private_tmp: Path, key: str, where: str
+) -> None:
+    source = Repository([tmp_path]).materialize_override("m", "{}", {key: MODEL_PY})
+    assert (source.path / where).read_bytes() == MODEL_PY
+    assert source.available_versions == ([1] if where == "1/model.py" else [])
+    source.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("key", "logged"),
+    [
+        ("file:../x/model.py", "must stay within model directory"),
+        ("file:1/../../model.py", "must stay within model directory"),
+        ("file:..", "must stay within model directory"),
+        ("file:/../model.py", "must stay within model directory"),
+        ("file:1/..", "Is a directory"),
+        ("file:", "Is a directory"),
+        ("file:.", "Is a directory"),
+        ("file:1/", "Is a directory"),
+        ("file:a\0b", "failed to write file parameter 'file:a"),
+    ],
+)
+def test_file_paths_must_name_a_file_inside(
+    tmp_path: Path, private_tmp: Path, caplog: pytest.LogCaptureFixture, key: str, logged: str
+) -> None:
     files = {"file:1/model.py": MODEL_PY, key: b"evil"}
     with pytest.raises(ServerError) as exc:
         Repository([tmp_path]).materialize_override("m", "{}", files)
-    expect_error(exc, ErrorKind.INVALID_ARG, "Invalid file parameter", key.split(":", 1)[1][:2])
+    # Triton 2.51 answers with a poll failure; the reason is in the log.
+    expect_error(exc, ErrorKind.INTERNAL, POLL_FAILURE)
+    assert logged in caplog.text
     assert list(private_tmp.iterdir()) == []
     assert not (tmp_path / "x").exists() and not (tmp_path / "model.py").exists()
 
 
-def test_file_path_conflict(tmp_path: Path, private_tmp: Path) -> None:
+def test_file_path_conflict(
+    tmp_path: Path, private_tmp: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     files = {"file:1": b"a file", "file:1/model.py": MODEL_PY}
     with pytest.raises(ServerError) as exc:
         Repository([tmp_path]).materialize_override("m", "{}", files)
-    expect_error(exc, ErrorKind.INVALID_ARG, "Invalid file parameter 'file:1/model.py'")
+    expect_error(exc, ErrorKind.INTERNAL, POLL_FAILURE)
+    assert "failed to write file parameter 'file:1/model.py'" in caplog.text
     assert list(private_tmp.iterdir()) == []
 
 
@@ -456,15 +486,15 @@ def test_file_path_conflict(tmp_path: Path, private_tmp: Path) -> None:
         ('{"bogus": 1}', ErrorKind.INTERNAL, POLL_FAILURE, "bogus: Cannot find field"),
         (
             '{"name": "zzz"}',
-            ErrorKind.INVALID_ARG,
+            ErrorKind.INTERNAL,
+            POLL_FAILURE,
             "unexpected directory name 'm' for model 'zzz'",
-            "",
         ),
         (
             '{"max_batch_size": -2}',
-            ErrorKind.INVALID_ARG,
+            ErrorKind.INTERNAL,
+            POLL_FAILURE,
             "'max_batch_size' must be non-negative value for m",
-            "",
         ),
     ],
 )
@@ -496,19 +526,33 @@ def test_config_only_override_of_an_unknown_model(
     assert "model not found in any model repository" in caplog.text
 
 
-def test_config_only_override_of_a_duplicated_model(tmp_path: Path) -> None:
+def test_config_only_override_of_a_duplicated_model(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     write_model(tmp_path / "a", "dup")
     write_model(tmp_path / "b", "dup")
     with pytest.raises(ServerError) as exc:
         Repository([tmp_path / "a", tmp_path / "b"]).materialize_override("dup", "{}", {})
-    expect_error(exc, ErrorKind.INVALID_ARG, "model appears in two or more repositories")
+    expect_error(exc, ErrorKind.INTERNAL, "failed to load 'dup', failed to poll from model")
+    assert "model appears in two or more repositories" in caplog.text
 
 
-@pytest.mark.parametrize("name", ["", "..", ".", "a/b", "../m", ".hidden", "a\\b", " m"])
-def test_override_rejects_bad_model_names(tmp_path: Path, private_tmp: Path, name: str) -> None:
+@pytest.mark.parametrize(
+    "name", ["..", ".", "a/b", "../m", ".hidden", "a\\b", " m", "m ", "x" * 300]
+)
+def test_file_override_takes_any_model_name(tmp_path: Path, private_tmp: Path, name: str) -> None:
+    # As Triton 2.51: the files go to a folder of their own, whatever the model is called.
+    source = Repository([tmp_path]).materialize_override(name, "{}", {"file:1/model.py": MODEL_PY})
+    assert source.config is not None and source.config.name == name
+    assert source.path.parent == private_tmp and source.available_versions == [1]
+    assert not (tmp_path / "m").exists()
+    source.cleanup()
+
+
+def test_file_override_refuses_an_empty_model_name(tmp_path: Path, private_tmp: Path) -> None:
     with pytest.raises(ServerError) as exc:
-        Repository([tmp_path]).materialize_override(name, "{}", {"file:1/model.py": MODEL_PY})
-    expect_error(exc, ErrorKind.INVALID_ARG, "invalid model name")
+        Repository([tmp_path]).materialize_override("", "{}", {"file:1/model.py": MODEL_PY})
+    expect_error(exc, ErrorKind.INTERNAL, "failed to load '', failed to poll from model")
     assert list(private_tmp.iterdir()) == []
 
 

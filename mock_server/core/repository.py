@@ -24,7 +24,7 @@ import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
 from tritonclient._proto import model_config_pb2 as mc
@@ -245,10 +245,17 @@ def materialize_override(
       configuration instead of ``config.pbtxt`` (which is then not read at all).
     * ``file:<path>`` entries: the model is loaded from a new temporary folder holding exactly
       those files (e.g. ``file:1/model.py``), nothing from the repository; ``config`` is
-      required then, as in Triton.  The folder is ``<tmp>/<name>``; the source owns it
-      (``override_dir``) until :meth:`ModelSource.cleanup` or :meth:`Repository.cleanup`.
-      Replacing an override does not remove the previous folder by itself: the caller
-      removes it once the new model serves (the old one may still be running from it).
+      required then, as in Triton.  The folder is the model folder itself (named
+      ``mock_server_override_*``, not after the model, so any name works, as in Triton); the
+      source owns it (``override_dir``) until :meth:`ModelSource.cleanup` or
+      :meth:`Repository.cleanup`.  Replacing an override does not remove the previous folder
+      by itself: the caller removes it once the new model serves (the old one may still be
+      running from it).
+
+    Paths are taken as Triton 2.51 takes them: relative to the model folder, leading ``/``
+    included (``file:/1/model.py`` is ``1/model.py``), normalised (``1/../1/model.py`` is
+    ``1/model.py``), backslashes being ordinary characters; a path that leaves the folder
+    after normalisation, or names the folder itself, or cannot be written, fails the load.
 
     Unlike a repository scan, which records problems on the source, every problem here is
     raised (and any temporary folder removed first).
@@ -273,15 +280,15 @@ def materialize_override(
     Raises
     ------
     ServerError
-        ``INTERNAL`` ``failed to load '<m>', failed to poll from model repository`` (Triton's
-        words; the reason is logged): files without ``config``, a ``config`` that is not a
-        valid JSON ``ModelConfig``, a config-only override of a model no repository has.
-        ``INVALID_ARG``: invalid model name; a file path that is absolute, empty or leaves the
-        model folder (``..``); a configuration naming another model or failing Triton's
-        poll-time checks; the name in two or more repositories.
+        ``INTERNAL`` ``failed to load '<m>', failed to poll from model repository`` for every
+        problem, as Triton 2.51 answers (the reason is logged): an empty model name; files
+        without ``config``; a ``config`` that is not a valid JSON ``ModelConfig``, names another
+        model or fails Triton's poll-time checks; a config-only override of a model no
+        repository has, or that two have; a file path that leaves the model folder, names it,
+        or cannot be written.
     """
-    if not _is_model_name(name):
-        raise ServerError.invalid_arg(f"invalid model name '{name}'")
+    if not name:
+        raise _poll_failure(name, "the model name is empty")
     if config_json is None:
         if files:
             raise _poll_failure(
@@ -290,9 +297,9 @@ def materialize_override(
         return repository.source(name)  # nothing overridden: the model as the repository has it
     try:
         raw = config_from_json(config_json, f"the load request of model '{name}'")
+        _check_config(raw, name)
     except ServerError as exc:
         raise _poll_failure(name, exc.message) from exc
-    _check_config(raw, name)
     config_digest = hashlib.sha256(raw.SerializeToString(deterministic=True)).hexdigest()[:16]
 
     if not files:
@@ -300,7 +307,7 @@ def materialize_override(
         if not found:
             raise _poll_failure(name, "model not found in any model repository")
         if len(found) > 1:
-            raise _duplicate_error(found)
+            raise _poll_failure(name, _duplicate_error(found).message)
         repo, folder = found[0]
         return ModelSource(
             name=name,
@@ -313,35 +320,33 @@ def materialize_override(
             override_config=True,
         )
 
-    relative = {key: _override_path(key) for key in files}
-    root = Path(tempfile.mkdtemp(prefix="mock_server_override_"))
-    folder = root / name
+    # Triton writes the files into a fresh temporary folder that is the model folder itself.
+    folder = Path(tempfile.mkdtemp(prefix="mock_server_override_")).resolve()
     try:
-        folder.mkdir()
-        for key, path in relative.items():
-            target = folder.joinpath(*path.parts)
-            content = files[key]
+        for key, content in files.items():
+            target = _override_target(folder, key, name)
             data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
-            except OSError as exc:
-                raise ServerError.invalid_arg(
-                    f"Invalid file parameter '{_display_key(key)}': {exc.strerror or exc}"
+            except (OSError, ValueError) as exc:
+                detail = getattr(exc, "strerror", None) or exc
+                raise _poll_failure(
+                    name, f"failed to write file parameter '{_display_key(key)}': {detail}"
                 ) from exc
         source = ModelSource(
             name=name,
             path=folder,
-            repository=root,
+            repository=folder,
             config=raw,
             available_versions=version_folders(folder),
             fingerprint=model_fingerprint(folder) + ":" + config_digest,
             has_config_file=(folder / CONFIG_FILENAME).is_file(),
             override_config=True,
-            override_dir=root,
+            override_dir=folder,
         )
     except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
         raise
     repository._track(source)
     return source
@@ -526,11 +531,6 @@ def _is_folder_name(name: str) -> bool:
     return bool(name) and not (name.startswith(".") or "/" in name or "\\" in name or "\0" in name)
 
 
-def _is_model_name(name: str) -> bool:
-    """Whether a load request may create a model of that name (also no surrounding spaces)."""
-    return _is_folder_name(name) and name.strip() == name
-
-
 def _model_folders(repository: Path) -> list[Path]:
     try:
         entries = list(os.scandir(repository))
@@ -599,17 +599,24 @@ def _display_key(key: str) -> str:
     return key if key.startswith(_FILE_PREFIX) else _FILE_PREFIX + key
 
 
-def _override_path(key: str) -> PurePosixPath:
-    """The relative path of a ``file:<path>`` override entry; traversal is rejected."""
+def _override_target(folder: Path, key: str, name: str) -> Path:
+    """Where the ``file:<path>`` entry ``key`` is written in the model folder ``folder``.
+
+    As Triton 2.51: the path is joined to the folder with its leading ``/`` dropped and then
+    normalised; what leaves the folder is refused, and so is the folder itself (there is no
+    file to write there), both as poll failures.
+    """
     text = key[len(_FILE_PREFIX) :] if key.startswith(_FILE_PREFIX) else key
-    problem = ""
-    if not text or "\0" in text:
-        problem = "the path is empty or invalid"
-    elif text.startswith(("/", "\\")) or PureWindowsPath(text).drive:
-        problem = "the path must be relative to the model directory"
-    parts = [part for part in text.replace("\\", "/").split("/") if part not in ("", ".")]
-    if not problem and (not parts or ".." in parts):
-        problem = "the path must stay within the model directory"
-    if problem:
-        raise ServerError.invalid_arg(f"Invalid file parameter '{_display_key(key)}': {problem}")
-    return PurePosixPath(*parts)
+    joined = os.path.normpath(os.path.join(folder, text.lstrip("/")))
+    if os.path.commonpath([str(folder), joined]) != str(folder):
+        raise _poll_failure(
+            name,
+            f"Invalid file parameter '{_display_key(key)}' with normalized path '{joined}' must "
+            "stay within model directory.",
+        )
+    if joined == str(folder) or text.endswith("/"):
+        raise _poll_failure(
+            name,
+            f"failed to open binary file for write {joined}: Is a directory",
+        )
+    return Path(joined)

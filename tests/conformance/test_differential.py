@@ -16,6 +16,7 @@ from tests.conformance import (
     cases_http,
     cases_metrics,
     cases_modes,
+    cases_overrides,
 )
 from tests.conformance.allowlist import ALLOWED
 from tests.conformance.cases import Case
@@ -29,6 +30,7 @@ CASES: list[Case] = [
     *cases_grpc.cases(),
     *cases_modes.cases(),
     *cases_ensemble.cases(),
+    *cases_overrides.cases(),
 ]
 
 
