@@ -397,6 +397,55 @@ def test_sequence_without_start_and_idle_release() -> None:
         sched.enqueue(Pending(request(rec, 3, correlation_id=9), 1))
 
 
+ITERATIVE = 'name: "it" sequence_batching { iterative_sequence: true }'
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [{}, {"sequence_start": True}, {"sequence_end": True}, {"correlation_id": ""}],
+)
+def test_iterative_sequence_gives_requests_without_id_a_sequence_of_their_own(
+    flags: dict[str, Any],
+) -> None:
+    # Triton 2.51: ids 1, 2, ... per model, START flag only (an END flag is dropped).
+    sched = SequenceScheduler(config(ITERATIVE), 1, lambda p, e: None)
+    other = SequenceScheduler(config(ITERATIVE), 1, lambda p, e: None)
+    rec = Recorder()
+    first, second = request(rec, 1, **flags), request(rec, 2, **flags)
+    for req in (first, second):
+        sched.enqueue(Pending(req, 1))
+    assert [(r.correlation_id, r.sequence_start, r.sequence_end) for r in (first, second)] == [
+        (1, True, False),
+        (2, True, False),
+    ]
+    third = request(rec, 3)
+    other.enqueue(Pending(third, 1))
+    assert third.correlation_id == 1  # another model counts on its own
+
+
+def test_iterative_sequence_ends_when_its_request_is_released() -> None:
+    sched = SequenceScheduler(config(ITERATIVE), 1, lambda p, e: None)
+    rec = Recorder()
+    sched.enqueue(Pending(request(rec, 1, correlation_id=9, sequence_start=True), 1))
+    (pending,) = sched.next_batch(0, 1.0)
+    sched.requeue(pending, 0)  # rescheduled: the sequence goes on
+    (pending,) = sched.next_batch(0, 1.0)
+    sched.enqueue(Pending(request(rec, 2, correlation_id=9), 1))  # queued behind it
+    sched.released(pending)
+    (pending,) = sched.next_batch(0, 1.0)
+    sched.released(pending)  # released, nothing queued: the sequence is over
+    with pytest.raises(ServerError, match="must specify the START flag"):
+        sched.enqueue(Pending(request(rec, 3, correlation_id=9), 1))
+
+
+def test_sequence_id_zero_without_iterative_batching_is_not_a_sequence() -> None:
+    # The validation refuses such requests before they reach the scheduler; the scheduler
+    # itself never makes up an id for a model without iterative sequence batching.
+    sched = SequenceScheduler(config(SEQ), 1, lambda p, e: None)
+    with pytest.raises(ServerError, match="must specify the START flag"):
+        sched.enqueue(Pending(request(Recorder(), 1), 1))
+
+
 def test_decoupled_responses_and_stats() -> None:
     class Repeat(EchoInstance):
         def execute(self, requests: list[InferRequest]) -> list[InferRequest]:

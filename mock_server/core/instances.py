@@ -400,6 +400,8 @@ class ModelVersion:
         for pending in batch:
             if id(pending.request) in again:
                 self.scheduler.requeue(pending, index)
+            else:
+                self.scheduler.released(pending)
 
     def _fail(self, request: InferRequest, error: ServerError) -> None:
         if request.response_callback is not None:

@@ -8,7 +8,10 @@
 * :class:`SequenceScheduler` serves models with ``sequence_batching``: requests are routed by
   correlation id to the instance that holds the sequence, the sequence control tensors
   (START, READY, END, CORRID) are added as inputs, and idle sequences are released after
-  ``max_sequence_idle_microseconds``.
+  ``max_sequence_idle_microseconds``.  With ``iterative_sequence``, as in Triton 2.51, a
+  request without a correlation id (0 or "") starts a sequence of its own under an id the
+  scheduler gives it (1, 2, ... per model, with the START flag only), and a sequence ends when
+  the model releases a request without rescheduling it.
 
 Both hand out lists of :class:`Pending` to the instance workers (Triton's Python backend
 receives a batch as a list of requests); requests that expire or are cancelled while queued
@@ -61,6 +64,9 @@ class Scheduler:
     def requeue(self, pending: Pending, instance: int) -> None:
         """Put back a request that the model asked to reschedule."""
         raise NotImplementedError
+
+    def released(self, pending: Pending) -> None:
+        """A request the model executed and did not reschedule (nothing to do by default)."""
 
     def close(self) -> list[Pending]:
         """Stop accepting requests; return what was still queued."""
@@ -336,6 +342,8 @@ class SequenceScheduler(Scheduler):
         idle_us = config.sequence_batching.max_sequence_idle_microseconds or 1_000_000
         self._idle_ns = idle_us * 1000
         self._slots = max(config.max_batch_size, 1)
+        self._iterative = bool(config.sequence_batching.iterative_sequence)
+        self._last_generated_id = 0
 
     def _describe(self, request: InferRequest) -> str:
         return (
@@ -351,12 +359,20 @@ class SequenceScheduler(Scheduler):
 
     def enqueue(self, pending: Pending) -> None:
         request = pending.request
-        corr_id = request.correlation_id
         with self._cond:
             if self._closed:
                 raise ServerError.unavailable(
                     f"model '{request.model_name}' is unloading; request rejected"
                 )
+            if self._iterative and request.correlation_id in (0, ""):
+                # Triton gives a request without a sequence a sequence of its own: a fresh id
+                # and the START flag (an END flag the request had is dropped; its sequence
+                # ends when the model releases it without rescheduling).
+                self._last_generated_id += 1
+                request.correlation_id = self._last_generated_id
+                request.sequence_start = True
+                request.sequence_end = False
+            corr_id = request.correlation_id
             now = time.monotonic_ns()
             self._release_idle(now)
             seq = self._sequences.get(corr_id)
@@ -385,6 +401,19 @@ class SequenceScheduler(Scheduler):
         with self._cond:
             self._queues[instance].appendleft(pending)
             self._cond.notify_all()
+
+    def released(self, pending: Pending) -> None:
+        if not self._iterative:
+            return
+        # An iterative sequence lasts as long as the model reschedules its request.
+        corr_id = pending.request.correlation_id
+        with self._cond:
+            queued = any(
+                p.request.correlation_id == corr_id for queue in self._queues for p in queue
+            )
+            if not queued:
+                self._sequences.pop(corr_id, None)
+                self._cond.notify_all()
 
     def queued(self) -> int:
         with self._cond:

@@ -2,12 +2,15 @@
 
 Runs on the "ensemble" pair (``conftest.PAIRS``): the ensembles of ``tests/conformance/models``
 (``ensemble_*``), their composing models (``ens_*``, ``fail_modes``, ``simple_sequence``) and
-``bls_ensemble``, all loaded at start. Covered: metadata and configuration, inference through
-chains, fan-out/fan-in, a nested ensemble, a decoupled step (streamed over gRPC, refused over
-HTTP), failing steps, what a step receives (id, parameters, correlation id, flags, timeout), a
-sequence model as a step, requested-output pruning, statistics of the ensemble and its composing
-models, the load-time checks (override configurations of ``ensemble_target``), and loading and
-unloading with composing models and dependents. Cases that change what is loaded put it back.
+``bls_ensemble``, all loaded at start, with the iterative sequence models of
+``cases_sequence_id.py`` (that corpus and ``cases_overrides.py`` run on this pair too).
+
+Covered: metadata and configuration, inference through chains, fan-out/fan-in, a nested
+ensemble, a decoupled step (streamed over gRPC, refused over HTTP), failing steps, what a step
+receives (id, parameters, correlation id, flags, timeout), a sequence model as a step,
+requested-output pruning, statistics of the ensemble and its composing models, the load-time
+checks (override configurations of ``ensemble_target``), and loading and unloading with
+composing models and dependents. Cases that change what is loaded put it back.
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ PAIR_MODELS = (
     "ens_sum",
     "fail_modes",
     "simple_sequence",
+    # For cases_sequence_id.py and cases_overrides.py, which run on this pair too.
+    "iterative_probe",
+    "iterative_probe_decoupled",
 )
 FOUR = [1.0, 2.0, 3.0, 4.0]
 _NESTED_BODY = {"inputs": [json_tensor("INPUT", "FP32", [2, 4], FOUR * 2)]}

@@ -17,6 +17,7 @@ from tests.conformance import (
     cases_metrics,
     cases_modes,
     cases_overrides,
+    cases_sequence_id,
 )
 from tests.conformance.allowlist import ALLOWED
 from tests.conformance.cases import Case
@@ -31,6 +32,7 @@ CASES: list[Case] = [
     *cases_modes.cases(),
     *cases_ensemble.cases(),
     *cases_overrides.cases(),
+    *cases_sequence_id.cases(),
 ]
 
 
