@@ -19,8 +19,10 @@ What follows Triton 2.51 (observed on a real server, see ``tests/conformance``):
   outputs (a composing model can change them through response parameters of those names);
 * steps that only feed outputs the request did not ask for are pruned, with Triton's pruning
   walk; when nothing can produce a requested output the request fails with "unexpected
-  deadlock" (2.51's walk can prune a requested output written by a step that also feeds a
-  pruned one: the request then fails that way, as on Triton);
+  deadlock".  The walk is 2.51's, faults included: a step whose every output is an ensemble
+  output not asked for is pruned even when another step reads those outputs, and a tensor
+  left without readers is pruned even when it was asked for (with ``ensemble_fan``, asking
+  for only one of its two outputs fails that way, on Triton as here);
 * a step's error ends the request with ``in ensemble '<name>', <the step's message>`` and the
   step's status; a decoupled ensemble streams one response per iteration, the last one (or an
   empty one) final;
