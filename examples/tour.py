@@ -1,8 +1,8 @@
 """A tour of the SDK, run by the README's demo command.
 
 Starts the bundled server on free ports, then drives it with this project's clients: health
-and metadata, inference over gRPC and HTTP, BYTES tensors, a sequence, a decoupled stream and
-system shared memory.  Prints what it does; exits non-zero on any wrong result; stops the
+and metadata, inference over gRPC and HTTP, an ensemble, BYTES tensors, a sequence, a decoupled
+stream and system shared memory.  Prints what it does; exits non-zero on any wrong result; stops the
 server at the end.
 """
 
@@ -59,6 +59,11 @@ def tour_grpc(url: str) -> None:
         result = client.infer("simple", simple_inputs(grpcclient, a, b))
         check(np.array_equal(result.as_numpy("OUTPUT0"), a + b), "infer 'simple': OUTPUT0 = a + b")
         check(np.array_equal(result.as_numpy("OUTPUT1"), a - b), "infer 'simple': OUTPUT1 = a - b")
+        result = client.infer("simple_ensemble", simple_inputs(grpcclient, a, b))
+        check(
+            np.array_equal(result.as_numpy("OUTPUT0"), 2 * a),
+            "ensemble 'simple_ensemble' (simple, then simple again): OUTPUT0 = 2a",
+        )
 
         words = np.array([["hello", "wörld"]], dtype=np.object_)
         tensor = grpcclient.InferInput("INPUT0", words.shape, "BYTES")

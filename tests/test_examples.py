@@ -42,6 +42,7 @@ CASES: dict[str, tuple[str, tuple[str | None, ...]]] = {
     "custom_parameters_client.py": ("default", BOTH),
     "compression_client.py": ("default", BOTH),
     "classification_client.py": ("default", BOTH),
+    "ensemble_client.py": ("default", BOTH),
     "trace_log_settings_client.py": ("default", BOTH),
     "model_control_client.py": ("explicit", BOTH),
     "tls_client.py": ("tls", BOTH),

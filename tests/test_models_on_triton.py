@@ -59,6 +59,7 @@ EXPECTED_MODELS = {
     "bls_simple",
     "add_sub_gpu",
     "slow",
+    "simple_ensemble",
 }
 IDENTITY_DTYPES = {
     "bool": ("BOOL", np.bool_),
@@ -573,6 +574,23 @@ def test_bls_simple(server: RunningTritonServer) -> None:
     assert out["OUTPUT0"]["shape"] == [2, 16]
     assert out["OUTPUT0"]["data"] == (in0 + in1).reshape(-1).tolist()
     assert out["OUTPUT1"]["data"] == (in0 - in1).reshape(-1).tolist()
+
+
+def test_simple_ensemble(server: RunningTritonServer) -> None:
+    in0 = np.arange(48, dtype=np.int32).reshape(3, 16)
+    in1 = np.full((3, 16), -2, dtype=np.int32)
+    out = infer_json(
+        server,
+        "simple_ensemble",
+        [tensor("INPUT0", "INT32", in0), tensor("INPUT1", "INT32", in1)],
+    )
+    assert out["OUTPUT0"]["shape"] == [3, 16]
+    assert out["OUTPUT0"]["data"] == (2 * in0).reshape(-1).tolist()
+    assert out["OUTPUT1"]["data"] == (2 * in1).reshape(-1).tolist()
+    config = get_json(server, "/v2/models/simple_ensemble/config")
+    assert config["platform"] == "ensemble"
+    assert config["model_transaction_policy"] == {"decoupled": False}
+    assert [s["model_name"] for s in config["ensemble_scheduling"]["step"]] == ["simple"] * 2
 
 
 def test_add_sub_gpu_runs_on_cpu(server: RunningTritonServer) -> None:
