@@ -718,7 +718,8 @@ class Server:
         model : str | Model
             model name or model object
         unload_dependents : bool
-            if True dependent models will also be unloaded (there are no ensembles here)
+            if True, unloading an ensemble also unloads the composing models it loaded that
+            were not loaded explicitly and that no other ensemble runs
         wait_until_unloaded : bool
             if True call will wait until model is unloaded before returning.
         polling_interval : float
