@@ -24,8 +24,17 @@ from typing import Any
 
 from tests.conformance.wire import H, Pause, Step
 
-#: The models of the "metrics" pair.
-MODELS = ("simple", "identity_int32", "square_int32", "fail_modes", "custom_metrics")
+#: The models of the "metrics" pair (the ensembles run simple, and fail_modes then ens_probe).
+MODELS = (
+    "simple",
+    "identity_int32",
+    "square_int32",
+    "fail_modes",
+    "custom_metrics",
+    "simple_ensemble",
+    "ensemble_fail",
+    "ens_probe",
+)
 
 #: Families whose values are measured times (microseconds): kept only as "0" or ">0", since
 #: whether a server counted time at all is a difference, how much is not.
@@ -104,17 +113,22 @@ SCENARIOS: list[Scenario] = [
             *(_infer("fail_modes", "MODE", "INT32", [1], [mode]) for mode in (0, 1, 2)),
             H("POST", "/v2/models/square_int32/generate_stream", {"IN": 3}),
             H("POST", "/v2/models/square_int32/generate", {"IN": -1}),
+            # An ensemble runs its steps (counted there too); a failed one counts twice.
+            H("POST", "/v2/models/simple_ensemble/infer", _SIMPLE),
+            *(_infer("ensemble_fail", "MODE", "INT32", [1], [mode]) for mode in (0, 1)),
             *(_custom(value) for value in (0.25, 3.0, 1e20, -1.5, 1.0)),
             Pause(0.5),  # decoupled requests count once their execute has returned
         ],
     ),
-    # Per-model samples go, but the failure counters and the custom metrics the model held.
+    # Per-model samples go, but the failure counters and the custom metrics the model held
+    # (the ensemble that runs fail_modes goes with it).
     Scenario(
         "metrics/unloaded",
         [_unload("custom_metrics"), _unload("fail_modes")],
-        unloaded=("custom_metrics", "fail_modes"),
+        unloaded=("custom_metrics", "fail_modes", "ensemble_fail"),
     ),
-    # Reloaded models continue their failure counters and custom metrics.
+    # Reloaded models continue their failure counters and custom metrics (the ensemble comes
+    # back with fail_modes).
     Scenario(
         "metrics/reloaded",
         [
@@ -122,6 +136,7 @@ SCENARIOS: list[Scenario] = [
             _load("fail_modes"),
             _custom(2.5),
             _infer("fail_modes", "MODE", "INT32", [1], [2]),
+            _infer("ensemble_fail", "MODE", "INT32", [1], [2]),
         ],
     ),
     # No model left: the per-model families have no sample and are not written at all.
