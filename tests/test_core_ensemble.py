@@ -280,21 +280,28 @@ def test_a_failed_request_counts_twice_as_in_triton(tmp_path: Path) -> None:
         server.stop()
 
 
-def test_independent_steps_run_concurrently(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path, "slow")
-    both = {
+def slow_steps(repo: Path, name: str, flow: list[tuple[str, str]]) -> None:
+    """An ensemble of ``slow`` steps (``source`` -> ``target`` each), inputs A and DELAY."""
+    targets = {target for _, target in flow}
+    outputs = sorted(targets - {source for source, _ in flow})
+    config = {
         "platform": "ensemble",
         "max_batch_size": 0,
         "input": [io("A", "TYPE_INT32", (-1,)), io("DELAY", "TYPE_UINT32", (1,))],
-        "output": [io("X", "TYPE_INT32", (-1,)), io("Y", "TYPE_INT32", (-1,))],
+        "output": [io(output, "TYPE_INT32", (-1,)) for output in outputs],
         "ensemble_scheduling": {
             "step": [
-                step("slow", {"INPUT0": "A", "DELAY_MS": "DELAY"}, {"OUTPUT0": "X"}),
-                step("slow", {"INPUT0": "A", "DELAY_MS": "DELAY"}, {"OUTPUT0": "Y"}),
+                step("slow", {"INPUT0": source, "DELAY_MS": "DELAY"}, {"OUTPUT0": target})
+                for source, target in flow
             ]
         },
     }
-    write_ensemble(repo, "both_slow", both)
+    write_ensemble(repo, name, config)
+
+
+def test_independent_steps_run_concurrently(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, "slow")
+    slow_steps(repo, "both_slow", [("A", "X"), ("A", "Y")])
     config = (repo / "slow" / "config.pbtxt").read_text()
     (repo / "slow" / "config.pbtxt").write_text(config.replace("count: 1", "count: 2"))
     server = explicit(repo, "both_slow")
@@ -317,19 +324,7 @@ def test_independent_steps_run_concurrently(tmp_path: Path) -> None:
 
 def test_cancelling_the_request_cancels_the_steps_not_yet_scheduled(tmp_path: Path) -> None:
     repo = make_repo(tmp_path, "slow")
-    chain = {
-        "platform": "ensemble",
-        "max_batch_size": 0,
-        "input": [io("A", "TYPE_INT32", (-1,)), io("DELAY", "TYPE_UINT32", (1,))],
-        "output": [io("Z", "TYPE_INT32", (-1,))],
-        "ensemble_scheduling": {
-            "step": [
-                step("slow", {"INPUT0": "A", "DELAY_MS": "DELAY"}, {"OUTPUT0": "B"}),
-                step("slow", {"INPUT0": "B", "DELAY_MS": "DELAY"}, {"OUTPUT0": "Z"}),
-            ]
-        },
-    }
-    write_ensemble(repo, "slow_chain", chain)
+    slow_steps(repo, "slow_chain", [("A", "B"), ("B", "Z")])
     server = explicit(repo, "slow_chain")
     try:
         request = InferRequest(
