@@ -24,8 +24,8 @@ What follows Triton 2.51 (observed on a real server, see ``tests/conformance``):
   left without readers is pruned even when it was asked for (with ``ensemble_fan``, asking
   for only one of its two outputs fails that way, on Triton as here);
 * a step's error ends the request with ``in ensemble '<name>', <the step's message>`` and the
-  step's status; a decoupled ensemble streams one response per iteration, the last one (or an
-  empty one) final;
+  step's status, at once (steps still running finish unobserved; no other step starts); a
+  decoupled ensemble streams one response per iteration, the last one (or an empty one) final;
 * statistics: a successful request counts as one request and one execution of its batch size,
   its compute durations being the sums of its steps'; a failed one counts twice as a failure
   (reason ``OTHER``), as 2.51 does (it reports it once on responding and once on release);
@@ -591,7 +591,8 @@ class _Context:
                             ensemble.name, str(ensemble.version), self.request.id, final=True
                         )
                     )
-        elif not self._error_sent and final:
+        elif not self._error_sent:
+            # Triton 2.51 answers with the error at once, steps still running or not.
             self._held = None
             self._send_error(_prefixed(ensemble.name, self._status))
         if final:
@@ -599,11 +600,19 @@ class _Context:
             self._record()
 
     def _send_error(self, error: ServerError) -> None:
+        """Queue the error response; Triton 2.51 counts the failure once when it responds
+        (and once more when the last step is done, see :meth:`_record`)."""
         self._error_sent = True
         ensemble = self.ensemble
+        self._count_failure()
         self._outbox.append(
             InferResponse(ensemble.name, str(ensemble.version), self.request.id, error=error)
         )
+
+    def _count_failure(self) -> None:
+        ensemble = self.ensemble
+        ensemble.stats.record_failure(time.monotonic_ns() - self.enqueue_ns)
+        ensemble.failures["OTHER"] += 1
 
     def _record(self) -> None:
         """Record the request in the ensemble's statistics (before its final response goes)."""
@@ -626,10 +635,8 @@ class _Context:
                 listener(compute_input, compute_infer, compute_output)
         else:
             # Triton 2.51 reports a failed ensemble request twice: when it responds with the
-            # error and when it releases the request.
-            for _ in range(2):
-                ensemble.stats.record_failure(end - self.enqueue_ns)
-            ensemble.failures["OTHER"] += 2
+            # error (_send_error) and again here, when it releases the request.
+            self._count_failure()
 
     # -- steps ----------------------------------------------------------------------------------
     def _dispatch(self, runs: list[_Run]) -> None:
