@@ -79,6 +79,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="copy shared-memory inputs instead of zero-copy views (for untrusted clients "
         "that might shrink a registered object while a model reads it; default false)",
     )
+    p.add_argument(
+        "--exit-on-error",
+        type=_bool,
+        default=True,
+        help="exit when a model fails to load at start-up, as tritonserver does (default "
+        "true; false keeps serving the models that did load)",
+    )
+    p.add_argument(
+        "--python-backend-isolation",
+        choices=["process", "thread"],
+        default="process",
+        help="how Python-backend model instances run: 'process' (default), each in a stub "
+        "process of its own as in Triton (a crash or os._exit in model code fails only that "
+        "model; the model file is the module 'model'), or 'thread', in the server's process "
+        "(faster to load, easier to debug); a model's config parameter "
+        "'python_backend_isolation' overrides it",
+    )
     p.add_argument("--exit-timeout-secs", type=float, default=30.0)
     p.add_argument("--id", dest="server_id", default="triton", help="server name in metadata")
     p.add_argument(
@@ -191,6 +208,7 @@ def options_from_args(args: argparse.Namespace) -> tuple[ServerOptions, Frontend
         strict_model_config=args.strict_model_config,
         allow_client_shm=args.allow_client_shm,
         shm_copy_inputs=args.shm_copy_inputs,
+        python_backend_isolation=args.python_backend_isolation,
     )
     use_grpc_ssl = args.grpc_use_ssl or args.grpc_use_ssl_mutual
     if use_grpc_ssl and not (args.grpc_server_cert and args.grpc_server_key):
@@ -244,6 +262,18 @@ def main(argv: list[str] | None = None) -> int:
         server.start()
     except (OSError, ServerError) as exc:
         print(f"mock_server: failed to start: {exc}", file=sys.stderr)
+        server.stop()
+        return 1
+    failures = server.core.startup_failures()
+    if failures and args.exit_on_error:
+        # tritonserver's default (--exit-on-error=true): the reasons are in the log above.
+        for name, reason in failures.items():
+            print(f"mock_server: failed to load '{name}': {reason}", file=sys.stderr, flush=True)
+        print(
+            "error: creating server: Internal - failed to load all models",
+            file=sys.stderr,
+            flush=True,
+        )
         server.stop()
         return 1
     for row in server.core.repository_index():

@@ -24,7 +24,7 @@ import pytest
 
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.types import InferRequest, InferResponse, RequestedOutput, Tensor
-from mock_server.python_backend import PythonBackendModel, PythonModelInstance, collect_metrics
+from mock_server.python_backend import PythonBackendModel, collect_metrics
 from tritonclient.utils import np_to_triton_dtype
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -166,12 +166,14 @@ class FakeRuntime:
 
 
 class Loader:
-    """Loads models and finalizes every instance at teardown."""
+    """Loads models (in stub processes or in this process, as ``isolation`` says) and
+    finalizes every instance at teardown."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, isolation: str = "process") -> None:
         self.root = root
+        self.isolation = isolation
         self.runtime = FakeRuntime()
-        self.instances: list[PythonModelInstance] = []
+        self.instances: list[Any] = []
 
     def __call__(
         self,
@@ -184,12 +186,14 @@ class Loader:
         extra: dict[str, str] | None = None,
         filename: str = "model.py",
         write: bool = True,
-    ) -> PythonModelInstance:
+    ) -> Any:
         model_dir = self.root / name
         if write:
             model_dir = write_model(self.root, source, name, extra=extra, filename=filename)
         config = config if config is not None else make_config(name)
-        model = PythonBackendModel(name, model_dir, 1, config, filename, self.runtime)
+        model = PythonBackendModel(
+            name, model_dir, 1, config, filename, self.runtime, isolation=self.isolation
+        )
         instance = model.create_instance(instance_name or f"{name}_0", kind, device_id)
         self.instances.append(instance)
         return instance
@@ -199,9 +203,19 @@ class Loader:
             instance.finalize()
 
 
+@pytest.fixture(params=["process", "thread"])
+def load(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Loader]:
+    """Models run in both isolation modes: in stub processes (the default) and in this
+    process."""
+    loader = Loader(tmp_path, request.param)
+    yield loader
+    loader.close()
+
+
 @pytest.fixture
-def load(tmp_path: Path) -> Iterator[Loader]:
-    loader = Loader(tmp_path)
+def load_in_process(tmp_path: Path) -> Iterator[Loader]:
+    """Models run in this process, for tests that look inside the model object or module."""
+    loader = Loader(tmp_path, "thread")
     yield loader
     loader.close()
 
@@ -785,7 +799,8 @@ DECOUPLED_THREAD = """
 """
 
 
-def test_decoupled_sends_from_another_thread_after_execute_returns(load: Loader) -> None:
+def test_decoupled_sends_from_another_thread_after_execute_returns(load_in_process: Loader) -> None:
+    load = load_in_process  # looks inside the model object or module
     config = make_config(model_transaction_policy={"decoupled": True})
     instance = load(DECOUPLED_THREAD, config)
     three, none = Collector(), Collector()
@@ -811,7 +826,8 @@ def test_decoupled_sends_from_another_thread_after_execute_returns(load: Loader)
     assert len(three.responses) == 4 and len(none.responses) == 1
 
 
-def test_sender_argument_errors(load: Loader) -> None:
+def test_sender_argument_errors(load_in_process: Loader) -> None:
+    load = load_in_process  # looks inside the model object or module
     source = """
         import triton_python_backend_utils as pb_utils
 
@@ -838,7 +854,8 @@ def test_sender_argument_errors(load: Loader) -> None:
     ]
 
 
-def test_default_mode_may_answer_through_the_sender(load: Loader) -> None:
+def test_default_mode_may_answer_through_the_sender(load_in_process: Loader) -> None:
+    load = load_in_process  # looks inside the model object or module
     source = """
         import numpy as np
         import triton_python_backend_utils as pb_utils
@@ -1187,7 +1204,8 @@ def test_finalize_is_called_and_its_errors_logged(
     assert error is not None and error.kind is ErrorKind.UNAVAILABLE
 
 
-def test_same_file_and_sibling_names_do_not_collide(load: Loader) -> None:
+def test_same_file_and_sibling_names_do_not_collide(load_in_process: Loader) -> None:
+    load = load_in_process  # looks inside the model object or module
     source = """
         import numpy as np
         import triton_python_backend_utils as pb_utils
@@ -1220,7 +1238,8 @@ def test_same_file_and_sibling_names_do_not_collide(load: Loader) -> None:
     assert len(module_names) == 2
 
 
-def test_each_instance_imports_the_module_afresh(load: Loader) -> None:
+def test_each_instance_imports_the_module_afresh(load_in_process: Loader) -> None:
+    load = load_in_process  # looks inside the model object or module
     source = """
         import numpy as np
         import triton_python_backend_utils as pb_utils
@@ -1241,7 +1260,8 @@ def test_each_instance_imports_the_module_afresh(load: Loader) -> None:
     assert second._loaded.module.COUNTER == [1]
 
 
-def test_reload_picks_up_edited_code(load: Loader) -> None:
+def test_reload_picks_up_edited_code(load_in_process: Loader) -> None:
+    load = load_in_process  # looks inside the model object or module
     template = """
         import numpy as np
         import triton_python_backend_utils as pb_utils
@@ -1280,23 +1300,25 @@ def test_custom_filename(load: Loader) -> None:
 def test_metrics_an_instance_holds_at_unload_stay(load: Loader) -> None:
     """As on Triton 2.51: what an unloaded model still holds stays reported, and the next load
     that creates the same family and metric continues its value."""
+    # One family per isolation mode: both keep theirs in this process's registry.
+    family_name = f"pb_test_requests_total_{load.isolation}"
     source = """
         import triton_python_backend_utils as pb_utils
 
         class TritonPythonModel:
             def initialize(self, args):
                 self.family = pb_utils.MetricFamily(
-                    name="pb_test_requests_total", description="requests seen",
+                    name="FAMILY", description="requests seen",
                     kind=pb_utils.MetricFamily.COUNTER)
                 self.metric = self.family.Metric(labels={"model": args["model_name"]})
 
             def execute(self, requests):
                 self.metric.increment(len(requests))
                 return [pb_utils.InferenceResponse([]) for _ in requests]
-    """
+    """.replace("FAMILY", family_name)
 
     def values() -> list[tuple[dict[str, str], float | None]]:
-        family = {f.name: f for f in collect_metrics()}["pb_test_requests_total"]
+        family = {f.name: f for f in collect_metrics()}[family_name]
         assert family.kind == "counter" and family.description == "requests seen"
         return [(m.labels, m.value) for m in family.metrics]
 

@@ -9,13 +9,14 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.types import InferRequest, InferResponse
-from mock_server.python_backend import PythonBackendModel, PythonModelInstance
+from mock_server.python_backend import PythonBackendModel
 from tests.test_python_backend import (
     Collector,
     Loader,
@@ -28,9 +29,11 @@ from tests.test_python_backend import (
 )
 
 
-@pytest.fixture
-def load(tmp_path: Path) -> Iterator[Loader]:
-    loader = Loader(tmp_path)
+@pytest.fixture(params=["process", "thread"])
+def load(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Loader]:
+    """Models run in both isolation modes: in stub processes (the default) and in this
+    process."""
+    loader = Loader(tmp_path, request.param)
     yield loader
     loader.close()
 
@@ -418,7 +421,7 @@ class InstanceRuntime:
     """A BackendRuntime that runs requests on PythonModelInstances, one worker thread each."""
 
     def __init__(self) -> None:
-        self.instances: dict[str, PythonModelInstance] = {}
+        self.instances: dict[str, Any] = {}
         self.locks: dict[str, threading.Lock] = {}
 
     def infer(self, request: InferRequest) -> Iterator[InferResponse]:
@@ -469,7 +472,7 @@ REPEAT = """
 
 def test_bls_between_two_python_models(tmp_path: Path) -> None:
     runtime = InstanceRuntime()
-    created: list[PythonModelInstance] = []
+    created: list[Any] = []
     try:
         for name, source, config in (
             ("stream", REPEAT, make_config("stream", model_transaction_policy={"decoupled": True})),

@@ -52,6 +52,11 @@ class ServerError(Exception):
     def __repr__(self) -> str:
         return f"ServerError({self.kind.name}, {self.message!r})"
 
+    def __reduce__(self) -> tuple[type[ServerError], tuple[ErrorKind, str]]:
+        # Pickled with both arguments (Exception's default keeps only the message), so that
+        # errors cross to and from Python-backend stub processes.
+        return (type(self), (self.kind, self.message))
+
     def status_text(self) -> str:
         """Triton's ``Status::AsString()``: the kind in words, then the message
         (``Internal: ...``); how Triton quotes the reason a model version failed to load."""

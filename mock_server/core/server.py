@@ -125,6 +125,10 @@ class ServerOptions:
     shm_copy_inputs : bool
         Copy shared-memory inputs out of the client's region instead of handing models
         zero-copy views (see :mod:`mock_server.core.shm`).
+    python_backend_isolation : str
+        How Python-backend model instances run unless a model's ``python_backend_isolation``
+        parameter says otherwise: ``"process"`` (each in a stub process of its own, as in
+        Triton) or ``"thread"`` (in the server's process).
     """
 
     model_repository: list[Path] = field(default_factory=list)
@@ -141,6 +145,7 @@ class ServerOptions:
     strict_model_config: bool = False
     allow_client_shm: bool = True
     shm_copy_inputs: bool = False
+    python_backend_isolation: str = "process"
 
 
 def detect_gpu() -> bool:
@@ -300,6 +305,7 @@ class CoreServer:
         self._started = False
         self._stopped = False
         self._startup_ok = True
+        self._startup_failures: dict[str, str] = {}
         self._poller: threading.Thread | None = None
         self._stop_event = threading.Event()
         self.runtime = _Runtime(self)
@@ -333,6 +339,7 @@ class CoreServer:
                     self._load(name, sources=sources, op=op)
                 except ServerError as exc:
                     log.error("failed to load '%s': %s", name, exc.message)
+                    self._startup_failures[name] = exc.message
                     ok = False
         finally:
             self._reevaluate(op)
@@ -354,6 +361,10 @@ class CoreServer:
         self.shm.close()
         self._trace.flush()
         self._stopped = True
+
+    def startup_failures(self) -> dict[str, str]:
+        """The models that failed to load at start-up, with the reason of each."""
+        return dict(self._startup_failures)
 
     def live(self) -> bool:
         """Whether the server is up (started and not stopped)."""
@@ -963,7 +974,11 @@ class CoreServer:
             completed_json = config_to_json(raw)
         else:
             completed_json = backend.auto_complete(
-                source.path, version, config_to_json(raw), filename
+                source.path,
+                version,
+                config_to_json(raw),
+                filename,
+                isolation=self.options.python_backend_isolation,
             )
         config = cfg.complete_config(
             config_from_json(completed_json, f"{name} (auto-completed)"),
@@ -988,7 +1003,15 @@ class CoreServer:
         stats: ModelStats,
     ) -> ModelVersion:
         filename = config.default_model_filename or "model.py"
-        model = backend(name, source.path, version, config_to_json(config), filename, self.runtime)
+        model = backend(
+            name,
+            source.path,
+            version,
+            config_to_json(config),
+            filename,
+            self.runtime,
+            isolation=self.options.python_backend_isolation,
+        )
         instances: list[ModelInstance] = []
         try:
             for spec in instance_specs(config):

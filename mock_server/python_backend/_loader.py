@@ -33,7 +33,7 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any
 
-__all__ = ["LoadedModel", "discard", "import_model"]
+__all__ = ["LoadedModel", "discard", "import_model", "use_triton_import"]
 
 _counter = itertools.count(1)
 # Model imports shuffle sys.modules and sys.meta_path; one at a time.
@@ -121,6 +121,30 @@ def _top(name: str) -> str:
     return name.partition(".")[0]
 
 
+_triton_import = False
+
+
+def use_triton_import() -> None:
+    """Import model files as Triton's stub does from now on (in a stub process, which loads
+    one model file): the version folder, then the model folder, appended to ``sys.path``, and
+    the file imported as the module ``<version>.<file stem>`` (e.g. ``1.model``)."""
+    global _triton_import
+    _triton_import = True
+
+
+def _import_as_triton(path: Path) -> LoadedModel:
+    if path.suffix != ".py":
+        # The stub's words for a model file it cannot import as a module.
+        raise ImportError(f"Model name must end with '.py'. Model name is \"{path.name}\".")
+    version_dir = path.parent
+    for folder in (str(version_dir), str(version_dir.parent)):
+        if folder not in sys.path:
+            sys.path.append(folder)
+    name = f"{version_dir.name}.{path.stem}"
+    module = importlib.import_module(name)
+    return LoadedModel(module, name)
+
+
 def import_model(model_name: str, version: int, path: Path) -> LoadedModel:
     """Import the model file at ``path`` under a fresh module name.
 
@@ -146,6 +170,8 @@ def import_model(model_name: str, version: int, path: Path) -> LoadedModel:
     """
     if not path.is_file():
         raise FileNotFoundError(str(path))
+    if _triton_import:
+        return _import_as_triton(path)
     safe = re.sub(r"\W", "_", model_name)
     name = f"_triton_python_model_{safe}_v{version}_{next(_counter)}"
     folder = path.parent

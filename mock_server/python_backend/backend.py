@@ -24,6 +24,7 @@ import copy
 import inspect
 import json
 import logging
+import os
 import threading
 import time
 import traceback
@@ -37,7 +38,19 @@ from . import _context, _loader, metrics
 from . import triton_python_backend_utils as pb_utils
 from .runtime import BackendRuntime
 
-__all__ = ["PythonBackendModel", "PythonModelInstance"]
+__all__ = [
+    "ISOLATION_MODES",
+    "ISOLATION_PARAMETER",
+    "PythonBackendModel",
+    "PythonModelInstance",
+    "model_isolation",
+]
+
+#: How model instances run: ``"process"`` (each in a stub process of its own, as Triton runs
+#: them; the default) or ``"thread"`` (in the server's own process, on a worker thread).
+ISOLATION_MODES = ("process", "thread")
+#: The model-config parameter that chooses the isolation of one model.
+ISOLATION_PARAMETER = "python_backend_isolation"
 
 log = logging.getLogger("mock_server.python_backend")
 
@@ -88,6 +101,63 @@ def _model_class(loaded: _loader.LoadedModel, model_name: str, path: Path) -> An
     return cls
 
 
+def _parameter(config_json: dict[str, Any], key: str) -> str | None:
+    parameters = config_json.get("parameters") or {}
+    entry = parameters.get(key) if isinstance(parameters, dict) else None
+    if isinstance(entry, dict):
+        return str(entry.get("string_value", ""))
+    return None
+
+
+def model_isolation(config_json: dict[str, Any], default: str = "process") -> str:
+    """How a model's instances run: its ``python_backend_isolation`` parameter, else ``default``.
+
+    Raises
+    ------
+    ServerError
+        INVALID_ARG for a value other than ``"process"`` or ``"thread"``.
+    """
+    value = _parameter(config_json, ISOLATION_PARAMETER)
+    chosen = default if value is None or value == "" else value.strip().lower()
+    if chosen not in ISOLATION_MODES:
+        name = config_json.get("name", "")
+        raise ServerError.invalid_arg(
+            f"model '{name}': parameter '{ISOLATION_PARAMETER}' must be 'process' or 'thread', "
+            f"got '{value if value is not None else default}'"
+        )
+    return chosen
+
+
+def _stub_spec(config_json: dict[str, Any], model_dir: Path) -> Any:
+    """Where a model's stub runs: the interpreter its ``EXECUTION_ENV_PATH`` names, or the
+    server's own (forked)."""
+    from ._process import StubSpec
+
+    value = _parameter(config_json, "EXECUTION_ENV_PATH")
+    if not value:
+        return StubSpec()
+    name = config_json.get("name", "")
+    path = Path(value.replace("$$TRITON_MODEL_DIRECTORY", str(model_dir)))
+    if path.is_dir():
+        for candidate in ("bin/python3", "bin/python"):
+            if (path / candidate).is_file():
+                return StubSpec(python=str(path / candidate))
+        raise ServerError.invalid_arg(
+            f"model '{name}': EXECUTION_ENV_PATH '{value}' is a folder without bin/python3"
+        )
+    if path.is_file() and os.access(path, os.X_OK):
+        return StubSpec(python=str(path))
+    if path.name.endswith((".tar.gz", ".tgz")):
+        raise ServerError.invalid_arg(
+            f"model '{name}': EXECUTION_ENV_PATH '{value}' is an archive; this server runs "
+            "an unpacked environment: give its folder (holding bin/python3) or its interpreter"
+        )
+    raise ServerError.invalid_arg(
+        f"model '{name}': EXECUTION_ENV_PATH '{value}' is neither an environment folder nor "
+        "a Python interpreter"
+    )
+
+
 def _decoupled(config_json: dict[str, Any]) -> bool:
     policy = config_json.get("model_transaction_policy") or {}
     return bool(policy.get("decoupled", False))
@@ -117,16 +187,30 @@ class PythonBackendModel:
         The model file's name (``default_model_filename``, usually ``model.py``).
     runtime : BackendRuntime
         The core's hooks for BLS and model control.
+    isolation : str, optional
+        The server's default isolation (``"process"`` or ``"thread"``); the model's
+        ``python_backend_isolation`` parameter overrides it.
+
+    Raises
+    ------
+    ServerError
+        For an invalid ``python_backend_isolation`` or ``EXECUTION_ENV_PATH`` parameter.
     """
 
     @staticmethod
     def auto_complete(
-        model_dir: Path, version: int, config_json: dict[str, Any], filename: str
+        model_dir: Path,
+        version: int,
+        config_json: dict[str, Any],
+        filename: str,
+        isolation: str = "process",
     ) -> dict[str, Any]:
         """Let the model complete its configuration.
 
         Imports the model file and, if ``TritonPythonModel`` has ``auto_complete_config``, calls
-        it with a :class:`pb_utils.ModelConfig` wrapping ``config_json``.
+        it with a :class:`pb_utils.ModelConfig` wrapping ``config_json``: in a stub process of
+        its own (as Triton does) unless the model's isolation (``isolation``, or its
+        ``python_backend_isolation`` parameter) is ``"thread"``.
 
         Parameters
         ----------
@@ -139,6 +223,8 @@ class PythonBackendModel:
             ``"TYPE_FP32"``).  It is not modified.
         filename : str
             The model file's name.
+        isolation : str, optional
+            The server's default isolation, ``"process"`` or ``"thread"``.
 
         Returns
         -------
@@ -155,6 +241,16 @@ class PythonBackendModel:
         """
         name = str(config_json.get("name") or Path(model_dir).name)
         path = Path(model_dir) / str(version) / filename
+        if model_isolation(config_json, isolation) == "process":
+            if not path.is_file():
+                raise ServerError.not_found(
+                    f"unable to load model '{name}': model file '{path}' not found"
+                )
+            from ._process import auto_complete_in_stub
+
+            return auto_complete_in_stub(
+                Path(model_dir), version, config_json, filename, _stub_spec(config_json, model_dir)
+            )
         loaded = _import(name, version, path)
         try:
             cls = _model_class(loaded, name, path)
@@ -196,6 +292,7 @@ class PythonBackendModel:
         config_json: dict[str, Any],
         filename: str,
         runtime: BackendRuntime,
+        isolation: str = "process",
     ) -> None:
         self.model_name = model_name
         self.model_dir = Path(model_dir)
@@ -208,9 +305,13 @@ class PythonBackendModel:
             str(o.get("name", "")) for o in config_json.get("output") or [] if isinstance(o, dict)
         ]
         self.path = self.model_dir / str(version) / filename
+        self.isolation = model_isolation(config_json, isolation)
+        self._stub_spec: Any = (
+            _stub_spec(config_json, self.model_dir) if self.isolation == "process" else None
+        )
         _context.register_runtime(runtime)
 
-    def create_instance(self, instance_name: str, kind: str, device_id: int) -> PythonModelInstance:
+    def create_instance(self, instance_name: str, kind: str, device_id: int) -> Any:
         """Import the model file, create ``TritonPythonModel`` and run its ``initialize``.
 
         Parameters
@@ -224,7 +325,9 @@ class PythonBackendModel:
 
         Returns
         -------
-        PythonModelInstance
+        PythonModelInstance or ProcessModelInstance
+            The instance, in this process or in a stub process of its own (see
+            :attr:`isolation`).
 
         Raises
         ------
@@ -232,6 +335,26 @@ class PythonBackendModel:
             If the file cannot be imported, defines no usable ``TritonPythonModel``, or
             ``initialize`` raises.
         """
+        if self.isolation == "process":
+            if not self.path.is_file():
+                raise ServerError.not_found(
+                    f"unable to load model '{self.model_name}': model file '{self.path}' not found"
+                )
+            from ._process import ProcessModelInstance
+
+            return ProcessModelInstance.start(
+                self.model_name,
+                self.model_dir,
+                self.version,
+                self.config_json,
+                self.filename,
+                self.runtime,
+                instance_name,
+                kind,
+                device_id,
+                self._stub_spec,
+                self.decoupled,
+            )
         loaded = _import(self.model_name, self.version, self.path)
         context = _context.ModelContext(
             self.model_name,
@@ -432,7 +555,7 @@ class PythonModelInstance:
                     self._compute = (compute_start, time.monotonic_ns())
                     return []
                 result = self._run_async(result, "execute")
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # Triton reports SystemExit like any error
             self._compute = (compute_start, time.monotonic_ns())
             self._fail_open(batch, self._batch_error(exc))
             return []
@@ -557,7 +680,7 @@ class PythonModelInstance:
                 ),
             )
             return
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             self._fail_open(batch, self._batch_error(exc))
             return
         if result is not None:

@@ -1,0 +1,286 @@
+"""The channel between the server and a model's stub process, and how tensors cross it.
+
+A stub process (see :mod:`mock_server.python_backend._stub`) talks to the server over one
+connected Unix stream socket.  Every message is a pickled tuple whose first item names it,
+framed by :class:`multiprocessing.connection.Connection` (a length, then the bytes).  Both
+sides may send from several threads; :meth:`Channel.send` serialises whole messages.
+
+Tensor data travels in the message itself while it is small; arrays of
+:data:`SHM_THRESHOLD` bytes or more are copied once into a POSIX shared-memory object
+(:mod:`shm.posix`) that the receiver maps and unlinks at once, so that the data is never
+pickled, and nothing is left in ``/dev/shm`` once the receiver has the mapping.  Each object's
+name starts with the stub's prefix, so whatever a dead process left behind is found and
+removed by :func:`sweep`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import pickle
+import socket
+import threading
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from shm import posix
+
+from ..core.errors import ErrorKind, ServerError
+from ..core.types import InferRequest, InferResponse, RequestedOutput, Tensor
+
+__all__ = [
+    "SHM_THRESHOLD",
+    "Channel",
+    "ShmArray",
+    "ShmNamer",
+    "discard_packed",
+    "discard_response",
+    "pack_array",
+    "pack_request",
+    "pack_response",
+    "pack_tensor",
+    "sweep",
+    "unpack_array",
+    "unpack_request",
+    "unpack_response",
+    "unpack_tensor",
+]
+
+#: Arrays of at least this many bytes go through shared memory instead of the message.
+SHM_THRESHOLD = 64 * 1024
+
+_DEV_SHM = Path("/dev/shm")
+
+
+class Channel:
+    """A message channel over a connected socket (either end).
+
+    Parameters
+    ----------
+    fd : int
+        The socket's file descriptor; the channel owns it from now on.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._conn = Connection(fd)
+        self._send_lock = threading.Lock()
+        self._closed = False
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        """Send one message.
+
+        Raises
+        ------
+        OSError
+            When the other end is gone (``BrokenPipeError``, ``ConnectionResetError``) or the
+            channel was closed.
+        """
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        with self._send_lock:
+            if self._closed:
+                raise BrokenPipeError("the channel is closed")
+            self._conn.send_bytes(data)
+
+    def recv(self) -> tuple[Any, ...]:
+        """Receive one message (blocking).
+
+        Raises
+        ------
+        EOFError
+            When the other end closed the channel or died.
+        """
+        try:
+            data = self._conn.recv_bytes()
+        except OSError as exc:  # reset by a dying peer, or closed under us
+            raise EOFError(str(exc)) from exc
+        message = pickle.loads(data)
+        assert isinstance(message, tuple)
+        return message
+
+    def close(self) -> None:
+        """Close the socket; a blocked :meth:`recv` on another thread ends with EOFError."""
+        with self._send_lock:
+            self._closed = True
+        # shutdown() wakes a reader blocked in recv() on another thread, close() alone does not.
+        with contextlib.suppress(OSError):
+            sock = socket.socket(fileno=os.dup(self._conn.fileno()))
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            finally:
+                sock.close()
+        with contextlib.suppress(OSError):
+            self._conn.close()
+
+
+@dataclass(frozen=True)
+class ShmArray:
+    """A large array waiting in a shared-memory object (see :func:`pack_array`)."""
+
+    key: str
+    dtype: np.dtype[Any]
+    shape: tuple[int, ...]
+    nbytes: int
+
+
+class ShmNamer:
+    """Makes the names of one side's shared-memory objects: ``<prefix><n>``."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self._counter = itertools.count()
+
+    def next(self) -> str:
+        return f"/{self.prefix}{next(self._counter)}"
+
+
+def pack_array(array: npt.NDArray[Any], namer: ShmNamer) -> npt.NDArray[Any] | ShmArray:
+    """What to put in a message for ``array``: the array itself when small (or of objects,
+    which only pickling can carry), else a :class:`ShmArray` holding a copy of its data."""
+    if array.dtype.hasobject or array.nbytes < SHM_THRESHOLD:
+        return array
+    key = namer.next()
+    region = posix.create(key, array.nbytes, create_only=True)
+    try:
+        target: npt.NDArray[Any] = np.frombuffer(region.buffer, dtype=array.dtype).reshape(
+            array.shape
+        )
+        np.copyto(target, array, casting="no")
+        del target
+    except BaseException:
+        region.close()
+        posix.unlink(key)
+        raise
+    region.close()
+    return ShmArray(key, array.dtype, tuple(array.shape), int(array.nbytes))
+
+
+def unpack_array(packed: npt.NDArray[Any] | ShmArray) -> npt.NDArray[Any]:
+    """The array of :func:`pack_array`'s result; a shared-memory object is mapped (the array
+    is a view of the mapping, which lives as long as the array) and unlinked."""
+    if not isinstance(packed, ShmArray):
+        return packed
+    try:
+        region = posix.open_region(packed.key, 0, packed.nbytes)
+    finally:
+        posix.unlink(packed.key)
+    array: npt.NDArray[Any] = np.frombuffer(region.buffer, dtype=packed.dtype).reshape(packed.shape)
+    # The view keeps the mapping alive; closing the region object only drops its own handle.
+    region.close()
+    return array
+
+
+def discard_packed(packed: Any) -> None:
+    """Remove the shared-memory object of a packed array that will never be unpacked."""
+    if isinstance(packed, ShmArray):
+        posix.unlink(packed.key)
+
+
+def sweep(prefix: str) -> int:
+    """Remove every shared-memory object whose name starts with ``prefix``; return how many."""
+    removed = 0
+    try:
+        entries = list(_DEV_SHM.glob(f"{prefix}*"))
+    except OSError:
+        return 0
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            entry.unlink()
+            removed += 1
+    return removed
+
+
+# -- core types across the channel --------------------------------------------------------------
+def pack_tensor(tensor: Tensor, namer: ShmNamer) -> tuple[Any, ...]:
+    """A core tensor as message data (see :func:`pack_array`)."""
+    return (
+        tensor.name,
+        tensor.datatype,
+        tuple(tensor.shape),
+        pack_array(np.asarray(tensor.data), namer),
+        dict(tensor.parameters),
+    )
+
+
+def unpack_tensor(packed: tuple[Any, ...]) -> Tensor:
+    """The core tensor of :func:`pack_tensor`'s result."""
+    name, datatype, shape, data, parameters = packed
+    return Tensor(name, datatype, tuple(shape), unpack_array(data), parameters)
+
+
+def pack_request(request: InferRequest, namer: ShmNamer) -> tuple[Any, ...]:
+    """A core request (everything but its callback and cancellation flag) as message data."""
+    return (
+        request.model_name,
+        request.model_version,
+        request.id,
+        [pack_tensor(t, namer) for t in request.inputs],
+        [(o.name, dict(o.parameters)) for o in request.outputs],
+        dict(request.parameters),
+        request.correlation_id,
+        request.sequence_start,
+        request.sequence_end,
+        request.priority,
+        request.timeout_us,
+    )
+
+
+def unpack_request(packed: tuple[Any, ...]) -> InferRequest:
+    """The core request of :func:`pack_request`'s result (no callback yet)."""
+    (model, version, rid, inputs, outputs, parameters, corrid, start, end, priority, timeout) = (
+        packed
+    )
+    return InferRequest(
+        model_name=model,
+        model_version=version,
+        id=rid,
+        inputs=[unpack_tensor(t) for t in inputs],
+        outputs=[RequestedOutput(name, params) for name, params in outputs],
+        parameters=parameters,
+        correlation_id=corrid,
+        sequence_start=start,
+        sequence_end=end,
+        priority=priority,
+        timeout_us=timeout,
+    )
+
+
+def pack_response(response: InferResponse, namer: ShmNamer) -> tuple[Any, ...]:
+    """A core response as message data."""
+    error = response.error
+    return (
+        response.model_name,
+        response.model_version,
+        response.id,
+        [pack_tensor(t, namer) for t in response.outputs],
+        dict(response.parameters),
+        None if error is None else (error.kind.name, error.message),
+        response.final,
+        response.model_error,
+    )
+
+
+def unpack_response(packed: tuple[Any, ...]) -> InferResponse:
+    """The core response of :func:`pack_response`'s result."""
+    model, version, rid, outputs, parameters, error, final, model_error = packed
+    return InferResponse(
+        model,
+        version,
+        rid,
+        outputs=[unpack_tensor(t) for t in outputs],
+        parameters=parameters,
+        error=None if error is None else ServerError(ErrorKind[error[0]], error[1]),
+        final=final,
+        model_error=model_error,
+    )
+
+
+def discard_response(packed: tuple[Any, ...]) -> None:
+    """Remove the shared-memory objects of a packed response nobody will unpack."""
+    for tensor in packed[3]:
+        discard_packed(tensor[3])

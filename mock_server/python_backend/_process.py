@@ -1,0 +1,565 @@
+"""The server's side of a stub process: a model instance that runs in a process of its own.
+
+:class:`ProcessModelInstance` is what the core drives (``execute``, ``finalize``,
+``compute_window``) for a model instance isolated in a stub (see
+:mod:`mock_server.python_backend._stub`).  It starts the stub, sends it batches and routes
+what comes back: responses to their requests' callbacks, BLS requests and model control to the
+server's :class:`~mock_server.python_backend.runtime.BackendRuntime`, custom-metric operations
+to the server's registry (run as the instance, so that Triton's ownership rules hold), log
+records to the server's loggers.
+
+When the stub dies (a crash, ``os._exit``, a signal), its reader sees the channel close.  As in
+Triton 2.51, the model stays READY, its requests in flight and every later one fail with
+``Stub process '<instance>' is not healthy.``, and other models keep serving.  Finalizing the
+instance ends the process (killing it if it does not end on its own) and removes every
+shared-memory object it or the server made for it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import ErrorKind, ServerError
+from ..core.types import InferRequest
+from . import _context, _ipc, _launcher, metrics
+from .runtime import BackendRuntime
+
+__all__ = ["ProcessModelInstance", "StubSpec", "auto_complete_in_stub"]
+
+log = logging.getLogger("mock_server.python_backend")
+
+#: How long a stub may take to start and say hello (Triton's ``stub-timeout-seconds``).
+STARTUP_TIMEOUT_S = 30.0
+#: How long ``finalize`` may run before the stub is killed.
+FINALIZE_TIMEOUT_S = 30.0
+
+_prefix_counter = itertools.count(1)
+
+
+def _new_prefix() -> str:
+    # Unique per stub: a dead one's leftovers are found by this prefix (see _ipc.sweep).
+    return f"mockpb_{os.getpid()}_{next(_prefix_counter)}_{uuid.uuid4().hex[:6]}_"
+
+
+@dataclass
+class StubSpec:
+    """How to start a stub.
+
+    Attributes
+    ----------
+    python : str or None
+        The interpreter (a model's ``EXECUTION_ENV_PATH``); None: fork the server's own.
+    env : dict or None
+        The environment for a fresh interpreter (None: the server's).
+    """
+
+    python: str | None = None
+    env: dict[str, str] | None = None
+
+
+@dataclass
+class _Batch:
+    done: threading.Event = field(default_factory=threading.Event)
+    again: list[int] = field(default_factory=list)
+    window: tuple[int, int] | None = None
+
+
+class _StubConnection:
+    """A started stub process and its channel; the reader thread dispatches its messages."""
+
+    def __init__(self, label: str, spec: StubSpec, start: dict[str, Any]) -> None:
+        self.label = label
+        self.prefix = _new_prefix()
+        self.namer = _ipc.ShmNamer(self.prefix + "p")
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            if spec.python is None:
+                self.process = _launcher.spawn_forked(child.fileno())
+            else:
+                self.process = _launcher.spawn_interpreter(spec.python, child.fileno(), spec.env)
+        except BaseException:
+            parent.close()
+            raise
+        finally:
+            child.close()
+        self.channel = _ipc.Channel(parent.detach())
+        self.dead = threading.Event()
+        self.handlers: dict[str, Callable[[tuple[Any, ...]], None]] = {}
+        self.replies: dict[str, tuple[Any, ...]] = {}
+        self._reply_cond = threading.Condition()
+        self.on_death: Callable[[], None] | None = None
+        start = dict(start, prefix=self.prefix + "s")
+        self.channel.send(("start", start))
+        self._reader = threading.Thread(target=self._read, name=f"stub:{label}", daemon=True)
+        self._reader.start()
+        self.wait_reply("started", STARTUP_TIMEOUT_S)
+
+    def _read(self) -> None:
+        while True:
+            try:
+                message = self.channel.recv()
+            except EOFError:
+                break
+            except Exception:  # a message that cannot be read: the stub is not usable
+                log.exception("stub of '%s' sent an unreadable message", self.label)
+                break
+            handler = self.handlers.get(message[0])
+            if handler is not None:
+                try:
+                    handler(message)
+                except Exception:
+                    log.exception(
+                        "handling %r from the stub of '%s' failed", message[0], self.label
+                    )
+                continue
+            with self._reply_cond:
+                self.replies[message[0]] = message
+                self._reply_cond.notify_all()
+        self.dead.set()
+        with self._reply_cond:
+            self._reply_cond.notify_all()
+        if self.on_death is not None:
+            self.on_death()
+
+    def wait_reply(self, kind: str, timeout: float | None) -> tuple[Any, ...]:
+        """The stub's next ``kind`` message; ServerError when it dies or ``timeout`` passes."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._reply_cond:
+            while kind not in self.replies:
+                if self.dead.is_set():
+                    raise ServerError.internal(self.death_text())
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise ServerError.internal(
+                        f"timed out waiting for the stub process of '{self.label}' ({kind})"
+                    )
+                self._reply_cond.wait(remaining)
+            return self.replies.pop(kind)
+
+    def death_text(self) -> str:
+        code = self.process.exit_code(1.0)
+        how = "ended" if code is None else f"exited with status {code}"
+        if code is not None and code < 0:
+            how = f"was killed by signal {-code}"
+        return f"the stub process of '{self.label}' (pid {self.process.pid}) {how}"
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        self.channel.send(message)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """End the process (killed if it does not end within ``timeout``), close the channel
+        and remove the shared-memory objects it left."""
+        if self.process.exit_code(timeout) is None:
+            self.process.kill()
+            self.process.exit_code(timeout)
+        self.channel.close()
+        self._reader.join(timeout)
+        self.process.release()
+        _ipc.sweep(self.prefix)
+
+
+def _start_payload(
+    what: str, model_name: str, model_dir: Path, version: int, config: Any, filename: str
+) -> dict[str, Any]:
+    return {
+        "what": what,
+        "model_name": model_name,
+        "model_dir": str(model_dir),
+        "version": version,
+        "config_json": config,
+        "filename": filename,
+        "log_level": logging.getLogger().getEffectiveLevel(),
+    }
+
+
+def auto_complete_in_stub(
+    model_dir: Path, version: int, config_json: dict[str, Any], filename: str, spec: StubSpec
+) -> dict[str, Any]:
+    """Run the model's ``auto_complete_config`` in a stub of its own (as Triton does) and
+    return the completed configuration.
+
+    Raises
+    ------
+    ServerError
+        As :meth:`PythonBackendModel.auto_complete`, or when the stub dies.
+    """
+    name = str(config_json.get("name") or Path(model_dir).name)
+    stub = _StubConnection(
+        f"{name} (auto-complete)",
+        spec,
+        _start_payload("auto_complete", name, model_dir, version, config_json, filename),
+    )
+    stub.handlers["log"] = _relay_log
+    try:
+        reply = stub.wait_reply("auto_completed", None)
+    except ServerError as exc:
+        raise ServerError.internal(
+            f"auto-complete-config of model '{name}' failed: {exc.message}"
+        ) from None
+    finally:
+        stub.close()
+    status, value = reply[1]
+    if status == "error":
+        raise ServerError(ErrorKind[value[0]], value[1])
+    assert isinstance(value, dict)
+    return value
+
+
+def _relay_log(message: tuple[Any, ...]) -> None:
+    """Log a record the stub forwarded, as if model code had logged it here."""
+    _, name, level, text, path, line, function, exc_text, model_name, model_version = message
+    logger = logging.getLogger(name)
+    if not logger.isEnabledFor(level):
+        return
+    extra = None
+    if model_name is not None:
+        extra = {"model_name": model_name, "model_version": model_version}
+    record = logger.makeRecord(name, level, path, line, text, (), None, function, extra)
+    record.exc_text = exc_text
+    logger.handle(record)
+
+
+class ProcessModelInstance:
+    """One model instance in a stub process, driven by the core like an in-process instance.
+
+    Created by :meth:`start`.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        version: int,
+        instance_name: str,
+        decoupled: bool,
+        runtime: BackendRuntime,
+        context: _context.ModelContext,
+    ) -> None:
+        self._model_name = model_name
+        self._version = version
+        self.instance_name = instance_name
+        self._decoupled = decoupled
+        self._runtime = runtime
+        self._context = context
+        self._lock = threading.Lock()
+        self._handles = itertools.count(1)
+        self._requests: dict[int, InferRequest] = {}
+        self._batches: dict[int, _Batch] = {}
+        self._bls: dict[int, InferRequest] = {}
+        self._metric_objects: dict[int, Any] = {}
+        self._metric_ids = itertools.count(1)
+        self._compute: tuple[int, int] | None = None
+        self._finalized = False
+        self._stub: _StubConnection | None = None
+
+    # -- start -----------------------------------------------------------------------------------
+    @classmethod
+    def start(
+        cls,
+        model_name: str,
+        model_dir: Path,
+        version: int,
+        config_json: dict[str, Any],
+        filename: str,
+        runtime: BackendRuntime,
+        instance_name: str,
+        kind: str,
+        device_id: int,
+        spec: StubSpec,
+        decoupled: bool,
+    ) -> ProcessModelInstance:
+        """Start the stub, import the model there and run its ``initialize``.
+
+        Raises
+        ------
+        ServerError
+            As :meth:`PythonBackendModel.create_instance`, or when the stub cannot start or
+            dies while initializing.
+        """
+        context = _context.ModelContext(
+            model_name, version, instance_name, runtime, model_dir=str(model_dir / str(version))
+        )
+        instance = cls(model_name, version, instance_name, decoupled, runtime, context)
+        payload = _start_payload("instance", model_name, model_dir, version, config_json, filename)
+        payload.update(instance_name=instance_name, kind=kind, device_id=device_id)
+        stub = _StubConnection(instance_name, spec, payload)
+        instance._stub = stub
+        stub.handlers.update(
+            {
+                "response": instance._on_response,
+                "executed": instance._on_executed,
+                "rpc": instance._on_rpc,
+                "bls": instance._on_bls,
+                "bls_cancel": instance._on_bls_cancel,
+                "metric_release": instance._on_metric_release,
+                "log": _relay_log,
+            }
+        )
+        stub.on_death = instance._on_death
+        try:
+            # No time limit: initialize() may load big models; a dead stub ends the wait.
+            reply = stub.wait_reply("initialized", None)
+        except ServerError:
+            failed = stub.replies.pop("init_failed", None)
+            instance._release()
+            if failed is not None:
+                raise ServerError(ErrorKind[failed[1][0]], failed[1][1]) from None
+            raise
+        del reply
+        return instance
+
+    # -- what the core calls ---------------------------------------------------------------------
+    @property
+    def model_name(self) -> str:
+        """The model's name."""
+        return self._model_name
+
+    def compute_window(self) -> tuple[int, int] | None:
+        """The ``time.monotonic_ns()`` readings around the model's ``execute`` in the last
+        batch (the stub reads the same system-wide monotonic clock)."""
+        return self._compute
+
+    def _unhealthy(self) -> ServerError:
+        return ServerError.internal(f"Stub process '{self.instance_name}' is not healthy.")
+
+    def execute(self, requests: list[InferRequest]) -> list[InferRequest]:
+        """Run one batch in the stub and wait for its ``execute`` to return.
+
+        Returns
+        -------
+        list of InferRequest
+            The requests the model asked to reschedule.
+        """
+        stub = self._stub
+        if stub is None or self._finalized:
+            error = ServerError.unavailable(f"model '{self._model_name}' is not loaded")
+            for request in requests:
+                _fail(request, self._model_name, self._version, error)
+            return []
+        batch = _Batch()
+        with self._lock:
+            batch_id = next(self._handles)
+            packed = []
+            for request in requests:
+                handle = next(self._handles)
+                self._requests[handle] = request
+                packed.append((handle, request))
+            self._batches[batch_id] = batch
+        try:
+            if stub.dead.is_set():
+                raise BrokenPipeError
+            stub.send(
+                (
+                    "execute",
+                    batch_id,
+                    [(h, _ipc.pack_request(r, stub.namer)) for h, r in packed],
+                )
+            )
+        except OSError:  # SharedMemoryError is an OSError too
+            with self._lock:
+                self._batches.pop(batch_id, None)
+            self._fail_all([h for h, _ in packed], self._unhealthy())
+            return []
+        batch.done.wait()
+        self._compute = batch.window
+        with self._lock:
+            again = [self._requests.pop(h) for h in batch.again if h in self._requests]
+        return again
+
+    def finalize(self) -> None:
+        """Run the model's ``finalize`` in the stub, then end the stub and clean up after it."""
+        if self._finalized:
+            return
+        self._finalized = True
+        stub = self._stub
+        if stub is None:
+            return
+        if not stub.dead.is_set():
+            try:
+                stub.send(("finalize",))
+                stub.wait_reply("finalized", FINALIZE_TIMEOUT_S)
+            except (OSError, ServerError) as exc:
+                log.error("finalize of model instance '%s' failed: %s", self.instance_name, exc)
+        self._release()
+
+    def _release(self) -> None:
+        stub = self._stub
+        if stub is not None:
+            stub.close()
+        for request in list(self._bls.values()):
+            request.cancel()
+        # The families the instance still holds stay, as Triton keeps them (see metrics).
+        metrics.release_owner(self._context.owner)
+        with self._lock:
+            self._metric_objects.clear()
+
+    # -- messages from the stub (reader thread) --------------------------------------------------
+    def _deliver(self, handle: int, packed: tuple[Any, ...]) -> None:
+        response = _ipc.unpack_response(packed)
+        with self._lock:
+            # A request is done with its final response (a rescheduled one gets none: it is
+            # dropped when its batch ends, and comes back under a new handle).
+            request = self._requests.pop(handle, None) if response.final else None
+            if request is None and not response.final:
+                request = self._requests.get(handle)
+        if request is None:
+            return
+        callback = request.response_callback
+        if callback is not None:
+            callback(response)
+
+    def _on_response(self, message: tuple[Any, ...]) -> None:
+        self._deliver(message[1], message[2])
+
+    def _on_executed(self, message: tuple[Any, ...]) -> None:
+        _, batch_id, responses, again, window, error = message
+        for handle, packed in responses:
+            self._deliver(handle, packed)
+        with self._lock:
+            batch = self._batches.pop(batch_id, None)
+        if batch is None:
+            return
+        if error is not None:
+            log.error("model instance '%s': %s", self.instance_name, error[1])
+        batch.again = list(again)
+        batch.window = (window[0], window[1]) if window is not None else None
+        batch.done.set()
+
+    def _on_death(self) -> None:
+        stub = self._stub
+        if not self._finalized and stub is not None:
+            log.error("%s; its requests fail from now on", stub.death_text())
+        error = self._unhealthy()
+        with self._lock:
+            handles = list(self._requests)
+            batches = list(self._batches.values())
+            self._batches.clear()
+        self._fail_all(handles, error)
+        for batch in batches:
+            batch.done.set()
+        for request in list(self._bls.values()):
+            request.cancel()
+
+    def _fail_all(self, handles: list[int], error: ServerError) -> None:
+        for handle in handles:
+            with self._lock:
+                request = self._requests.pop(handle, None)
+            if request is not None:
+                _fail(request, self._model_name, self._version, error)
+
+    # -- calls the stub makes --------------------------------------------------------------------
+    def _reply(self, call_id: int, ok: bool, value: Any) -> None:
+        stub = self._stub
+        if stub is None:
+            return
+        try:
+            stub.send(("reply", call_id, ok, value))
+        except OSError:
+            pass
+        except Exception as exc:  # an unpicklable result or exception
+            stub.send(("reply", call_id, False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+
+    def _on_rpc(self, message: tuple[Any, ...]) -> None:
+        _, call_id, method, args = message
+        if method in ("load_model", "unload_model", "is_model_ready"):
+            # Model control may take long (or call back into this stub): off the reader.
+            threading.Thread(
+                target=self._run_rpc, args=(call_id, method, args), daemon=True
+            ).start()
+            return
+        self._run_rpc(call_id, method, args)
+
+    def _run_rpc(self, call_id: int, method: str, args: tuple[Any, ...]) -> None:
+        try:
+            with _context.entered(self._context, "execute"):
+                value = self._rpc(method, args)
+        except BaseException as exc:
+            self._reply(call_id, False, exc)
+            return
+        self._reply(call_id, True, value)
+
+    def _rpc(self, method: str, args: tuple[Any, ...]) -> Any:
+        if method == "is_cancelled":
+            request = self._requests.get(args[0])
+            return request is not None and request.cancelled.is_set()
+        if method == "is_model_ready":
+            return self._runtime.is_model_ready(*args)
+        if method == "load_model":
+            return self._runtime.load_model(*args)
+        if method == "unload_model":
+            return self._runtime.unload_model(*args)
+        if method == "metric_family":
+            family = metrics.MetricFamily(*args)
+            return self._keep(family), family.name(), family.description()
+        if method == "metric":
+            family_handle, labels, buckets = args
+            return self._keep(self._metric_objects[family_handle].Metric(labels, buckets))
+        if method == "metric_op":
+            handle, operation, values = args
+            target = self._metric_objects[handle]
+            if operation == "repr":
+                return repr(target)
+            return getattr(target, operation)(*values)
+        raise ServerError.internal(f"unknown stub call {method!r}")
+
+    def _keep(self, obj: Any) -> int:
+        with self._lock:
+            handle = next(self._metric_ids)
+            self._metric_objects[handle] = obj
+        return handle
+
+    def _on_metric_release(self, message: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._metric_objects.pop(message[1], None)
+
+    def _on_bls(self, message: tuple[Any, ...]) -> None:
+        _, call_id, packed = message
+        request = _ipc.unpack_request(packed)
+        self._bls[call_id] = request
+        threading.Thread(
+            target=self._run_bls,
+            args=(call_id, request),
+            name=f"bls:{request.model_name}",
+            daemon=True,
+        ).start()
+
+    def _run_bls(self, call_id: int, request: InferRequest) -> None:
+        stub = self._stub
+        assert stub is not None
+        try:
+            try:
+                for response in self._runtime.infer(request):
+                    stub.send(("bls_response", call_id, _ipc.pack_response(response, stub.namer)))
+                    if response.final:
+                        return
+                stub.send(("bls_end", call_id))
+            except ServerError as exc:
+                stub.send(("bls_error", call_id, exc.kind.name, exc.message))
+            except Exception as exc:
+                stub.send(("bls_error", call_id, "INTERNAL", f"{type(exc).__name__}: {exc}"))
+        except OSError:
+            request.cancel()  # the stub is gone: stop the work it asked for
+        finally:
+            self._bls.pop(call_id, None)
+
+    def _on_bls_cancel(self, message: tuple[Any, ...]) -> None:
+        request = self._bls.get(message[1])
+        if request is not None:
+            request.cancel()
+
+
+def _fail(request: InferRequest, model: str, version: int, error: ServerError) -> None:
+    from ..core.types import InferResponse
+
+    callback = request.response_callback
+    if callback is not None:
+        callback(InferResponse(model, str(version), request.id, error=error, final=True))

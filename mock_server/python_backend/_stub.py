@@ -1,0 +1,451 @@
+"""The stub process: one model instance (or one ``auto_complete_config`` call) in a process of
+its own, as Triton's ``triton_python_backend_stub`` runs it.
+
+The stub runs the same backend code as the in-process mode
+(:class:`~mock_server.python_backend.backend.PythonBackendModel`), on these terms:
+
+* the model file is imported as Triton's stub imports it: the version folder, then the model
+  folder are appended to ``sys.path`` and the file is the module ``<version>.<file stem>``
+  (so ``import model`` from model code imports the file again, under the name ``model``, as
+  Triton's QA models rely on); no bytecode is written next to it;
+* model code runs on the process's main thread (signal handlers can be installed, as in
+  Triton); a reader thread takes the server's messages;
+* requests arrive as core requests whose responses go back over the channel; their
+  cancellation flag asks the server; BLS requests and model control
+  (:class:`StubRuntime`), custom metrics (:class:`RemoteMetricFamily`) and log records are
+  sent to the server, which owns them;
+* ``SystemExit`` and every other exception of model code become errors, as in Triton; the
+  process ends when the server finalizes the instance, when the server goes away, or when
+  model code ends it (the server then reports the stub as unhealthy).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import itertools
+import logging
+import os
+import queue
+import signal
+import sys
+import threading
+import weakref
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar, NoReturn
+
+from ..core.errors import ErrorKind, ServerError
+from ..core.types import CancelFlag, InferRequest, InferResponse
+from . import _context, _ipc, _loader
+from . import metrics as _metrics
+from . import triton_python_backend_utils as pb_utils
+
+__all__ = ["RemoteMetricFamily", "StubRuntime", "main"]
+
+
+class _Stub:
+    """The stub's end of the channel: a reader thread and the RPCs made over it."""
+
+    def __init__(self, channel: _ipc.Channel, prefix: str) -> None:
+        self.channel = channel
+        self.namer = _ipc.ShmNamer(prefix)
+        self.work: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._replies: dict[int, concurrent.futures.Future[Any]] = {}
+        self._bls: dict[int, queue.Queue[tuple[Any, ...]]] = {}
+        self.finishing = False
+        self.batch_responses: list[tuple[Any, ...]] | None = None
+        self.executing_thread: int | None = None
+        self._reader = threading.Thread(target=self._read, name="stub-reader", daemon=True)
+
+    def start(self) -> None:
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                message = self.channel.recv()
+            except EOFError:
+                break
+            kind = message[0]
+            if kind == "reply":
+                with self._lock:
+                    future = self._replies.pop(message[1], None)
+                if future is not None:
+                    if message[2]:
+                        future.set_result(message[3])
+                    else:
+                        future.set_exception(message[3])
+            elif kind in ("bls_response", "bls_error", "bls_end"):
+                with self._lock:
+                    sink = self._bls.get(message[1])
+                if sink is not None:
+                    sink.put(message)
+                elif kind == "bls_response":
+                    _ipc.discard_response(message[2])
+            else:
+                self.work.put(message)
+        # The server closed the channel or died: nothing is left to do for whoever runs here.
+        if not self.finishing:
+            os._exit(0)
+
+    # -- calls to the server ---------------------------------------------------------------------
+    def call(self, method: str, *args: Any) -> Any:
+        """Run ``method`` in the server and return its result (or raise its exception)."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._lock:
+            call_id = next(self._ids)
+            self._replies[call_id] = future
+        self.channel.send(("rpc", call_id, method, args))
+        return future.result()
+
+    def notify(self, *message: Any) -> None:
+        """Send a message that needs no answer (ignored once the server is gone)."""
+        with contextlib.suppress(OSError):
+            self.channel.send(message)
+
+    def open_bls(self) -> tuple[int, queue.Queue[tuple[Any, ...]]]:
+        sink: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        with self._lock:
+            call_id = next(self._ids)
+            self._bls[call_id] = sink
+        return call_id, sink
+
+    def close_bls(self, call_id: int) -> None:
+        with self._lock:
+            self._bls.pop(call_id, None)
+
+    # -- responses -------------------------------------------------------------------------------
+    def send_response(self, handle: int, response: InferResponse) -> None:
+        packed = _ipc.pack_response(response, self.namer)
+        batch = self.batch_responses
+        if batch is not None and threading.get_ident() == self.executing_thread:
+            batch.append((handle, packed))  # sent with the end of the execution, in one message
+            return
+        self.channel.send(("response", handle, packed))
+
+
+_stub: _Stub | None = None
+
+
+def _the_stub() -> _Stub:
+    assert _stub is not None, "not running in a stub process"
+    return _stub
+
+
+class _RemoteCancel(CancelFlag):
+    """The cancellation flag of a request the stub received: the server knows whether the
+    client cancelled it, so asking it is the answer (as Triton's stub asks its parent)."""
+
+    def __init__(self, handle: int) -> None:
+        super().__init__()
+        self._handle = handle
+
+    def is_set(self) -> bool:
+        if not self._set and _the_stub().call("is_cancelled", self._handle):
+            self._set = True
+        return self._set
+
+
+class _BlsCancel(CancelFlag):
+    """The cancellation flag of a BLS request the model made: setting it cancels the request
+    in the server."""
+
+    def __init__(self, call_id: int) -> None:
+        super().__init__()
+        self._call_id = call_id
+
+    def set(self) -> None:
+        if not self._set:
+            _the_stub().notify("bls_cancel", self._call_id)
+        super().set()
+
+
+class StubRuntime:
+    """:class:`~mock_server.python_backend.runtime.BackendRuntime` for model code in a stub:
+    every call goes to the server."""
+
+    def infer(self, request: InferRequest) -> Iterator[InferResponse]:
+        stub = _the_stub()
+        call_id, sink = stub.open_bls()
+        request.cancelled = _BlsCancel(call_id)
+        return self._responses(stub, call_id, sink, request)
+
+    @staticmethod
+    def _responses(
+        stub: _Stub, call_id: int, sink: queue.Queue[tuple[Any, ...]], request: InferRequest
+    ) -> Iterator[InferResponse]:
+        try:
+            stub.channel.send(("bls", call_id, _ipc.pack_request(request, stub.namer)))
+            while True:
+                message = sink.get()
+                if message[0] == "bls_end":
+                    return
+                if message[0] == "bls_error":
+                    raise ServerError(ErrorKind[message[2]], message[3])
+                response = _ipc.unpack_response(message[2])
+                yield response
+                if response.final:
+                    return
+        finally:
+            stub.close_bls(call_id)
+            while not sink.empty():  # responses nobody will read: their shared memory goes
+                message = sink.get_nowait()
+                if message[0] == "bls_response":
+                    _ipc.discard_response(message[2])
+
+    def is_model_ready(self, model_name: str, model_version: str = "") -> bool:
+        return bool(_the_stub().call("is_model_ready", model_name, model_version))
+
+    def load_model(
+        self, model_name: str, config: str = "", files: dict[str, bytes] | None = None
+    ) -> None:
+        _the_stub().call("load_model", model_name, config, files)
+
+    def unload_model(self, model_name: str) -> None:
+        _the_stub().call("unload_model", model_name)
+
+
+# -- custom metrics, kept by the server ----------------------------------------------------------
+class RemoteMetricFamily:
+    """``pb_utils.MetricFamily`` in a stub: the family lives in the server (where Triton keeps
+    it too, so that every instance of every model shares it by name); this object is a handle,
+    and dropping the last handle of a family deletes it there."""
+
+    COUNTER: ClassVar[_metrics.MetricKind] = _metrics.MetricKind.COUNTER
+    GAUGE: ClassVar[_metrics.MetricKind] = _metrics.MetricKind.GAUGE
+    HISTOGRAM: ClassVar[_metrics.MetricKind] = _metrics.MetricKind.HISTOGRAM
+    MetricKind: ClassVar[type[_metrics.MetricKind]] = _metrics.MetricKind
+
+    def __init__(self, name: Any, description: Any, kind: Any) -> None:
+        stub = _the_stub()
+        self._handle, self._name, self._description = stub.call(
+            "metric_family", name, description, kind
+        )
+        self._kind = kind
+        weakref.finalize(self, stub.notify, "metric_release", self._handle)
+
+    def name(self) -> str:
+        """Return the family's name."""
+        return str(self._name)
+
+    def description(self) -> str:
+        """Return the family's description."""
+        return str(self._description)
+
+    def kind(self) -> _metrics.MetricKind:
+        """Return the family's kind."""
+        return _metrics.MetricKind(self._kind)
+
+    def Metric(  # the Python backend's public name
+        self, labels: Mapping[str, str] | None = None, buckets: list[float] | None = None
+    ) -> RemoteMetric:
+        """Create (or share) the metric of this family with ``labels``."""
+        return RemoteMetric(self, labels, buckets)
+
+    def __repr__(self) -> str:
+        return f"MetricFamily({self._name!r}, kind={_metrics.MetricKind(self._kind).name})"
+
+
+class RemoteMetric:
+    """``pb_utils.Metric`` in a stub: a handle on the metric the server keeps."""
+
+    def __init__(
+        self,
+        family: RemoteMetricFamily,
+        labels: Mapping[str, str] | None = None,
+        buckets: list[float] | None = None,
+    ) -> None:
+        stub = _the_stub()
+        family_handle = family._handle if isinstance(family, RemoteMetricFamily) else family
+        self._family = family
+        self._handle = stub.call("metric", family_handle, labels, buckets)
+        weakref.finalize(self, stub.notify, "metric_release", self._handle)
+
+    def _op(self, method: str, *args: Any) -> Any:
+        return _the_stub().call("metric_op", self._handle, method, args)
+
+    def increment(self, value: float) -> None:
+        """Add ``value`` to a counter or gauge."""
+        self._op("increment", value)
+
+    def set(self, value: float) -> None:
+        """Set a gauge to ``value``."""
+        self._op("set", value)
+
+    def value(self) -> float:
+        """Return the current value of a counter or gauge."""
+        return float(self._op("value"))
+
+    def observe(self, value: float) -> None:
+        """Record one observation in a histogram."""
+        self._op("observe", value)
+
+    def __repr__(self) -> str:
+        return str(self._op("repr"))
+
+
+# -- logging -------------------------------------------------------------------------------------
+class _ForwardLogs(logging.Handler):
+    """Sends every log record to the server, which logs it there."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+            if record.exc_info and not record.exc_text:
+                record.exc_text = logging.Formatter().formatException(record.exc_info)
+        except Exception:
+            self.handleError(record)
+            return
+        _the_stub().notify(
+            "log",
+            record.name,
+            record.levelno,
+            message,
+            record.pathname,
+            record.lineno,
+            record.funcName,
+            record.exc_text,
+            getattr(record, "model_name", None),
+            getattr(record, "model_version", None),
+        )
+
+
+# -- the main loop -------------------------------------------------------------------------------
+def _error(exc: ServerError) -> tuple[str, str]:
+    return (exc.kind.name, exc.message)
+
+
+def _auto_complete(stub: _Stub, spec: dict[str, Any]) -> None:
+    from .backend import PythonBackendModel
+
+    try:
+        result: Any = (
+            "ok",
+            PythonBackendModel.auto_complete(
+                spec["model_dir"],
+                spec["version"],
+                spec["config_json"],
+                spec["filename"],
+                isolation="thread",
+            ),
+        )
+    except ServerError as exc:
+        result = ("error", _error(exc))
+    stub.channel.send(("auto_completed", result))
+
+
+def _execute(stub: _Stub, instance: Any, batch_id: int, packed: list[Any]) -> None:
+    requests: list[InferRequest] = []
+    handles: dict[int, int] = {}
+    for handle, request_data in packed:
+        request = _ipc.unpack_request(request_data)
+        request.cancelled = _RemoteCancel(handle)
+        request.response_callback = _responder(stub, handle)
+        handles[id(request)] = handle
+        requests.append(request)
+    stub.batch_responses = [] if not instance._owner.decoupled else None
+    stub.executing_thread = threading.get_ident()
+    error: tuple[str, str] | None = None
+    try:
+        again = instance.execute(requests)
+    except Exception as exc:  # a bug of the backend, not of the model: fail the batch
+        again = []
+        error = ("INTERNAL", f"failed to execute: {type(exc).__name__}: {exc}")
+    finally:
+        responses, stub.batch_responses = stub.batch_responses, None
+        stub.executing_thread = None
+    window = instance.compute_window()
+    stub.channel.send(
+        (
+            "executed",
+            batch_id,
+            responses or [],
+            [handles[id(r)] for r in again],
+            window,
+            error,
+        )
+    )
+
+
+def _responder(stub: _Stub, handle: int) -> Any:
+    return lambda response: stub.send_response(handle, response)
+
+
+def main(fd: int) -> int:
+    """Serve one model instance (or one auto-complete call) on channel socket ``fd``.
+
+    Returns
+    -------
+    int
+        The process's exit status.
+    """
+    global _stub
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when a stub ends
+    # Triton's stub writes no bytecode beside the model here (it would look like a changed
+    # model to the repository poller), and imports nothing from the working directory.
+    sys.dont_write_bytecode = True
+    if "" in sys.path:
+        sys.path.remove("")
+    channel = _ipc.Channel(fd)
+    hello = channel.recv()
+    assert hello[0] == "start", hello
+    spec: dict[str, Any] = hello[1]
+    stub = _Stub(channel, spec["prefix"])
+    _stub = stub
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.addHandler(_ForwardLogs())
+    root.setLevel(spec.get("log_level", logging.INFO))
+    _loader.use_triton_import()
+    # Custom metrics are the server's: the model's MetricFamily objects are handles on them.
+    pb_utils.MetricFamily = RemoteMetricFamily  # type: ignore[misc,assignment]
+    pb_utils.Metric = RemoteMetric  # type: ignore[misc,assignment]
+    _context.register_runtime(StubRuntime())
+    stub.start()
+    channel.send(("started", os.getpid()))
+    if spec["what"] == "auto_complete":
+        _auto_complete(stub, spec)
+        return _finish(stub)
+    from .backend import PythonBackendModel
+
+    try:
+        model = PythonBackendModel(
+            spec["model_name"],
+            spec["model_dir"],
+            spec["version"],
+            spec["config_json"],
+            spec["filename"],
+            StubRuntime(),
+            isolation="thread",
+        )
+        instance = model.create_instance(spec["instance_name"], spec["kind"], spec["device_id"])
+    except ServerError as exc:
+        channel.send(("init_failed", _error(exc)))
+        return _finish(stub)
+    channel.send(("initialized",))
+    while True:
+        message = stub.work.get()
+        if message[0] == "execute":
+            _execute(stub, instance, message[1], message[2])
+        elif message[0] == "finalize":
+            # The model object outlives the reply: the metric families it still holds are
+            # then kept by the server, as Triton keeps them, instead of being released by
+            # the object's teardown before the server knows the instance is gone.
+            model = instance._model
+            instance.finalize()
+            channel.send(("finalized",))
+            _finish(stub)
+            del model
+
+
+def _finish(stub: _Stub) -> NoReturn:
+    """Flush what the model printed and end the process without running interpreter teardown
+    (which would run model objects' finalizers after the server is done with the stub)."""
+    stub.finishing = True
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
