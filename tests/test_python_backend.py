@@ -1376,3 +1376,49 @@ def test_data_folders_and_stdlib_names_do_not_shadow_modules(load: Loader) -> No
     collector = Collector()
     instance.execute([make_request(collector=collector)])
     assert output(only(collector), "OK").tolist() == [True]
+
+
+# -- readiness (current Triton: the model's own is_model_ready(), newer than Triton 2.51) ---------
+READY_HOOK = """
+    import asyncio
+    import time
+
+    import triton_python_backend_utils as pb_utils
+
+    class TritonPythonModel:
+        def execute(self, requests):
+            return [pb_utils.InferenceResponse([]) for _ in requests]
+
+        def is_model_ready(self):
+            return ANSWER
+"""
+
+
+@pytest.mark.parametrize(
+    ("answer", "ready"),
+    [
+        ("True", True),
+        ("False", False),
+        ("1", False),  # not a bool
+        ("None", False),
+        ("[][0]", False),  # raises
+        ("asyncio.sleep(0)", False),  # a coroutine: the hook is synchronous
+        ("time.sleep(30)", False),  # too slow
+    ],
+    ids=["true", "false", "int", "none", "raises", "coroutine", "slow"],
+)
+def test_the_model_decides_its_readiness(load: Loader, answer: str, ready: bool) -> None:
+    instance = load(READY_HOOK.replace("ANSWER", answer))
+    start = time.monotonic()
+    assert instance.ready(0.5) is ready
+    assert time.monotonic() - start < 5
+    collector = Collector()
+    instance.execute([make_request(collector=collector)])
+    assert only(collector).error is None  # readiness does not stop it from serving
+
+
+def test_a_model_without_the_hook_is_ready_until_finalized(load: Loader) -> None:
+    instance = load(READY_HOOK.replace("def is_model_ready", "def other"))
+    assert instance.ready()
+    instance.finalize()
+    assert not instance.ready()

@@ -50,7 +50,9 @@ class ModelInstance(Protocol):
     An instance may also offer ``compute_window() -> tuple[int, int] | None``: the
     :func:`time.monotonic_ns` readings just before and just after the model's own computation
     in the last ``execute``, which split the execution into Triton's compute input, infer and
-    output phases (without it the whole execution counts as compute infer).
+    output phases (without it the whole execution counts as compute infer); and
+    ``ready() -> bool``, asked when the model's readiness is (its backend's active health
+    check; an instance without it is ready while loaded).
     """
 
     def execute(self, requests: list[InferRequest]) -> list[InferRequest]: ...
@@ -314,6 +316,14 @@ class ModelVersion:
                 self._flights.pop(id(request), None)
             request.response_callback = flight.callback
             raise
+
+    def ready(self) -> bool:
+        """Whether every instance says it is ready (see :class:`ModelInstance`)."""
+        for instance in self._instances:
+            check: Callable[[], bool] | None = getattr(instance, "ready", None)
+            if check is not None and not check():
+                return False
+        return True
 
     @property
     def stats(self) -> StatsSink:

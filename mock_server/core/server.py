@@ -418,12 +418,14 @@ class CoreServer:
             ]
 
     def model_ready(self, name: str, version: int = -1) -> bool:
-        """Whether the model (version) is loaded and ready."""
+        """Whether the model (version) is loaded and ready: its instances are asked, as
+        current Triton asks its backends (a Python model's stub must be alive and its own
+        ``is_model_ready()``, if any, say True)."""
         try:
-            self.model_version(name, version)
+            found = self.model_version(name, version)
         except ServerError:
             return False
-        return True
+        return found.ready()
 
     def model_config(self, name: str, version: int = -1) -> mc.ModelConfig:
         """The completed configuration of a ready model version."""

@@ -260,6 +260,7 @@ class ProcessModelInstance:
         self._compute: tuple[int, int] | None = None
         self._finalized = False
         self._stub: _StubConnection | None = None
+        self._ready_hook = False  # the model has its own is_model_ready()
 
     # -- start -----------------------------------------------------------------------------------
     @classmethod
@@ -308,13 +309,13 @@ class ProcessModelInstance:
         try:
             # No time limit: initialize() may load big models; a dead stub ends the wait.
             reply = stub.wait_reply("initialized", None)
+            instance._ready_hook = bool(reply[1])
         except ServerError:
             failed = stub.replies.pop("init_failed", None)
             instance._release()
             if failed is not None:
                 raise ServerError(ErrorKind[failed[1][0]], failed[1][1]) from None
             raise
-        del reply
         return instance
 
     # -- what the core calls ---------------------------------------------------------------------
@@ -327,6 +328,30 @@ class ProcessModelInstance:
         """The ``time.monotonic_ns()`` readings around the model's ``execute`` in the last
         batch (the stub reads the same system-wide monotonic clock)."""
         return self._compute
+
+    def ready(self, timeout_s: float | None = None) -> bool:
+        """Whether the instance is ready, as current Triton's Python backend checks it when
+        asked for the model's readiness: the stub process is alive, and the model's own
+        ``is_model_ready()`` (if any) says True within the time limit."""
+        from .backend import READY_TIMEOUT_S
+
+        stub = self._stub
+        if stub is None or self._finalized or stub.dead.is_set():
+            return False
+        if not self._ready_hook:
+            return True
+        with self._lock:
+            call_id = next(self._handles)
+        try:
+            stub.send(("is_ready", call_id))
+            reply = stub.wait_reply(
+                f"ready:{call_id}", READY_TIMEOUT_S if timeout_s is None else timeout_s
+            )
+        except (OSError, ServerError):
+            with stub._reply_cond:
+                stub.replies.pop(f"ready:{call_id}", None)
+            return False
+        return bool(reply[1])
 
     def _unhealthy(self) -> ServerError:
         return ServerError.internal(f"Stub process '{self.instance_name}' is not healthy.")

@@ -57,6 +57,7 @@ class _Stub:
         self.finishing = False
         self.batch_responses: list[tuple[Any, ...]] | None = None
         self.executing_thread: int | None = None
+        self.instance: Any = None
         self._reader = threading.Thread(target=self._read, name="stub-reader", daemon=True)
 
     def start(self) -> None:
@@ -84,11 +85,21 @@ class _Stub:
                     sink.put(message)
                 elif kind == "bls_response":
                     _ipc.discard_response(message[2])
+            elif kind == "is_ready":
+                # Answered beside whatever the main thread runs, as a readiness probe must be.
+                threading.Thread(target=self._answer_ready, args=(message[1],), daemon=True).start()
             else:
                 self.work.put(message)
         # The server closed the channel or died: nothing is left to do for whoever runs here.
         if not self.finishing:
             os._exit(0)
+
+    def _answer_ready(self, call_id: int) -> None:
+        from .backend import user_readiness
+
+        instance = self.instance
+        ready = instance is not None and user_readiness(instance._model, instance.model_name)
+        self.notify(f"ready:{call_id}", ready)
 
     # -- calls to the server ---------------------------------------------------------------------
     def call(self, method: str, *args: Any) -> Any:
@@ -425,7 +436,9 @@ def main(fd: int) -> int:
     except ServerError as exc:
         channel.send(("init_failed", _error(exc)))
         return _finish(stub)
-    channel.send(("initialized",))
+    stub.instance = instance
+    has_ready_hook = getattr(instance._model, "is_model_ready", None) is not None
+    channel.send(("initialized", has_ready_hook))
     while True:
         message = stub.work.get()
         if message[0] == "execute":

@@ -397,6 +397,55 @@ class PythonBackendModel:
         return instance
 
 
+#: How long a model's ``is_model_ready()`` may take before the model counts as not ready.
+READY_TIMEOUT_S = 5.0
+
+
+def user_readiness(model: Any, model_name: str) -> bool:
+    """The answer of the model's own ``is_model_ready()``, as current Triton's Python backend
+    reads it (the hook is newer than Triton 2.51, which has none): a model without the method is
+    ready; ``True`` is ready; ``False``, an exception, a value that is not a bool or a
+    coroutine (the hook is synchronous) is not ready."""
+    hook = getattr(model, "is_model_ready", None)
+    if hook is None:
+        return True
+    try:
+        answer = hook()
+    except (Exception, SystemExit) as exc:
+        log.warning("is_model_ready() of model '%s' raised %s", model_name, _describe(exc))
+        return False
+    if inspect.iscoroutine(answer):
+        answer.close()
+        log.warning("is_model_ready() of model '%s' must not be a coroutine", model_name)
+        return False
+    if not isinstance(answer, bool):
+        log.warning(
+            "is_model_ready() of model '%s' returned %s, expected a bool",
+            model_name,
+            type(answer).__name__,
+        )
+        return False
+    return answer
+
+
+def readiness_with_timeout(model: Any, model_name: str, timeout_s: float) -> bool:
+    """:func:`user_readiness` on a thread of its own, not ready after ``timeout_s``."""
+    if getattr(model, "is_model_ready", None) is None:
+        return True
+    result: list[bool] = []
+    thread = threading.Thread(
+        target=lambda: result.append(user_readiness(model, model_name)),
+        name=f"{model_name}:is_model_ready",
+        daemon=True,
+    )
+    thread.start()
+    thread.join(timeout_s)
+    if not result:
+        log.warning("is_model_ready() of model '%s' took over %.1f s", model_name, timeout_s)
+        return False
+    return result[0]
+
+
 class _EventLoop:
     """An asyncio event loop running on a thread of its own."""
 
@@ -466,6 +515,13 @@ class PythonModelInstance:
     def model_name(self) -> str:
         """The model's name."""
         return self._owner.model_name
+
+    def ready(self, timeout_s: float = READY_TIMEOUT_S) -> bool:
+        """Whether the instance is ready: the model's own ``is_model_ready()`` when it has one
+        (see :func:`user_readiness`)."""
+        if self._finalized or self._model is None:
+            return False
+        return readiness_with_timeout(self._model, self.model_name, timeout_s)
 
     def _event_loop(self) -> _EventLoop:
         with self._loop_lock:

@@ -1,0 +1,413 @@
+"""Model instances in stub processes, as Triton runs them: a real ``python -m mock_server``
+on free loopback ports, driven over HTTP.
+
+What Triton 2.51 does was read on the real server (``tests/peers.py``'s install):
+
+* a model file is the module ``1.model`` (``'model' in sys.modules`` is False in ``execute``),
+  with its version and model folders on ``sys.path``, so ``import model`` and
+  ``unittest.main("model")`` work;
+* ``os._exit()`` or SIGKILL inside ``execute``: that request and every later one for the model
+  fail with HTTP 500 ``Stub process '<instance>' is not healthy.``; other models keep serving;
+  the model stays READY in the repository index;
+* ``SystemExit(5)`` inside ``execute`` is an error like any other (``Failed to process the
+  request(s) for model 'crash_0', message: SystemExit: 5`` and the traceback), and the model
+  serves the next request;
+* a model whose ``initialize`` raises at start-up makes ``tritonserver`` exit with status 1
+  (``error: creating server: Internal - failed to load all models``), the exception text in its
+  log.
+
+Model readiness after a stub died, and a model's own ``is_model_ready()``, follow current
+Triton's Python backend (its active health check, newer than 2.51, which reports a model with
+a dead stub as ready and never calls such a hook): not ready.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.conformance.pair import Endpoint, run_mock_server
+
+TIMEOUT = 30.0
+
+CONFIG = """
+name: "{name}"
+backend: "python"
+max_batch_size: 0
+input [ {{ name: "IN" data_type: {dtype} dims: [ -1 ] }} ]
+output [ {{ name: "OUT" data_type: {dtype} dims: [ -1 ] }} ]
+{extra}
+"""
+
+# One model with a behaviour per input value: echo (the default), report facts, or fail.
+PROBE = """
+import os
+import signal
+import sys
+import unittest
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+STATE = {"calls": 0}
+
+
+class ModelFileTest(unittest.TestCase):
+    def test_the_model_module_is_importable(self):
+        import model
+
+        self.assertTrue(hasattr(model, "TritonPythonModel"))
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        if __name__ == "1.model":  # in a stub: it must not change how the server stops
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        pb_utils.Logger.log_info(f"stub of {args['model_instance_name']} up")
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            data = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            STATE["calls"] += 1
+            code = int(data.flat[0]) if data.size else 0
+            if code == -1:
+                os._exit(3)
+            if code == -2:
+                raise SystemExit(5)
+            if code == -3:
+                os.kill(os.getpid(), signal.SIGKILL)
+            if code == -4:  # facts about the process the model runs in
+                facts = [
+                    os.getpid(),
+                    os.getppid(),
+                    int("model" in sys.modules),
+                    int(__name__ == "1.model"),
+                    int(os.path.dirname(os.path.abspath(__file__)) in sys.path),
+                    STATE["calls"],
+                ]
+                data = np.array(facts, dtype=data.dtype)
+            if code == -5:  # run the model file's own unittest, as Triton's QA models do
+                result = unittest.main("model", argv=["model"], exit=False).result
+                data = np.array([result.testsRun, len(result.failures) + len(result.errors)],
+                                dtype=data.dtype)
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", data)]))
+        return responses
+"""
+
+
+def write_model(
+    repo: Path, name: str, source: str, dtype: str = "TYPE_INT64", extra: str = ""
+) -> None:
+    folder = repo / name
+    (folder / "1").mkdir(parents=True, exist_ok=True)
+    (folder / "config.pbtxt").write_text(CONFIG.format(name=name, dtype=dtype, extra=extra))
+    (folder / "1" / "model.py").write_text(textwrap.dedent(source))
+
+
+def infer(server: Endpoint, model: str, data: np.ndarray[Any, Any]) -> tuple[int, Any]:
+    """POST an inference of ``data`` as input IN; (status, parsed body)."""
+    datatype = {"int64": "INT64", "float32": "FP32"}[str(data.dtype)]
+    body = {
+        "inputs": [
+            {"name": "IN", "datatype": datatype, "shape": list(data.shape), "data": data.tolist()}
+        ]
+    }
+    return request(server, "POST", f"/v2/models/{model}/infer", body)
+
+
+def request(server: Endpoint, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    conn = http.client.HTTPConnection(server.http, timeout=TIMEOUT)
+    try:
+        conn.request(method, path, json.dumps(body) if body is not None else None)
+        response = conn.getresponse()
+        raw = response.read()
+    finally:
+        conn.close()
+    try:
+        return response.status, json.loads(raw) if raw else None
+    except json.JSONDecodeError:
+        return response.status, raw.decode()
+
+
+def facts(server: Endpoint, model: str) -> list[int]:
+    status, body = infer(server, model, np.array([-4], dtype=np.int64))
+    assert status == 200, body
+    return list(body["outputs"][0]["data"])
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purposes
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pids: list[int], timeout: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        living = [pid for pid in pids if alive(pid)]
+        if not living:
+            return []
+        time.sleep(0.05)
+    return [pid for pid in pids if alive(pid)]
+
+
+def stub_shm(server_pid: int) -> list[str]:
+    return sorted(p.name for p in Path("/dev/shm").glob(f"mockpb_{server_pid}_*"))
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    write_model(root, "crash", PROBE)
+    write_model(root, "ok", PROBE)
+    return root
+
+
+@pytest.fixture
+def server(repo: Path) -> Iterator[Endpoint]:
+    with run_mock_server(repo, ["--model-control-mode=explicit", "--load-model=*"]) as endpoint:
+        yield endpoint
+
+
+# -- the stub process ----------------------------------------------------------------------------
+def test_each_instance_runs_in_its_own_process_with_the_model_module_as_triton_imports_it(
+    server: Endpoint,
+) -> None:
+    pid, parent, model_in_modules, named, on_path, _ = facts(server, "crash")
+    other = facts(server, "ok")[0]
+    assert len({pid, other, server.pid}) == 3
+    assert parent != server.pid  # forked by the zygote, not the server itself
+    assert (model_in_modules, named, on_path) == (0, 1, 1)  # as Triton 2.51: "1.model"
+    status, body = infer(server, "crash", np.array([-5], dtype=np.int64))
+    assert status == 200, body
+    assert body["outputs"][0]["data"] == [1, 0]  # unittest.main("model") found and ran it
+
+
+def test_module_state_lives_as_long_as_the_instance(server: Endpoint) -> None:
+    first = facts(server, "crash")[5]
+    assert facts(server, "crash")[5] == first + 1
+    status, _ = request(server, "POST", "/v2/repository/models/crash/load")
+    assert status == 200  # unchanged: kept loaded
+    assert facts(server, "crash")[5] == first + 2
+
+
+@pytest.mark.parametrize("code", [-1, -3], ids=["os._exit", "SIGKILL"])
+def test_a_dead_stub_fails_its_model_only(server: Endpoint, code: int) -> None:
+    pid = facts(server, "crash")[0]
+    status, body = infer(server, "crash", np.array([code], dtype=np.int64))
+    assert (status, body) == (500, {"error": "Stub process 'crash_0' is not healthy."})
+    assert wait_gone([pid]) == []
+    status, body = infer(server, "crash", np.array([1], dtype=np.int64))
+    assert (status, body) == (500, {"error": "Stub process 'crash_0' is not healthy."})
+    status, body = infer(server, "ok", np.array([7], dtype=np.int64))
+    assert status == 200 and body["outputs"][0]["data"] == [7]
+    _, index = request(server, "POST", "/v2/repository/index")
+    assert {"name": "crash", "version": "1", "state": "READY"} in index  # as Triton 2.51
+    # Readiness as current Triton's active health check answers it (2.51 still says ready).
+    assert request(server, "GET", "/v2/models/crash/ready")[0] == 400
+    assert request(server, "GET", "/v2/models/ok/ready")[0] == 200
+    _, stats = request(server, "GET", "/v2/models/crash/stats")
+    assert stats["model_stats"][0]["inference_stats"]["fail"]["count"] == 2
+    # Loading it again starts a new stub.
+    assert request(server, "POST", "/v2/repository/models/crash/unload")[0] == 200
+    assert request(server, "POST", "/v2/repository/models/crash/load")[0] == 200
+    assert facts(server, "crash")[0] not in (pid, 0)
+
+
+def test_system_exit_is_an_error_of_that_request(server: Endpoint, repo: Path) -> None:
+    status, body = infer(server, "crash", np.array([-2], dtype=np.int64))
+    model_file = repo / "crash" / "1" / "model.py"
+    assert status == 500
+    assert body["error"].startswith(
+        "Failed to process the request(s) for model 'crash_0', message: SystemExit: 5\n\nAt:\n"
+    )
+    assert f"{model_file}(" in body["error"]
+    status, body = infer(server, "crash", np.array([3], dtype=np.int64))
+    assert status == 200 and body["outputs"][0]["data"] == [3]
+
+
+def test_large_tensors_cross_through_shared_memory_and_nothing_is_left(repo: Path) -> None:
+    with run_mock_server(repo, ["--model-control-mode=explicit", "--load-model=ok"]) as server:
+        data = np.arange(200_000, dtype=np.float32)
+        write_model(repo, "big", PROBE, dtype="TYPE_FP32")
+        assert request(server, "POST", "/v2/repository/models/big/load")[0] == 200
+        status, body = infer(server, "big", data)
+        assert status == 200
+        assert np.array_equal(np.array(body["outputs"][0]["data"], np.float32), data)
+        assert stub_shm(server.pid) == []
+        pids = [facts(server, "ok")[0]]
+        assert request(server, "POST", "/v2/repository/models/ok/unload")[0] == 200
+        assert wait_gone(pids) == []
+        server_pid = server.pid
+    assert stub_shm(server_pid) == []
+
+
+def test_shutdown_ends_every_stub_and_the_zygote(repo: Path) -> None:
+    with run_mock_server(repo, ["--model-control-mode=explicit", "--load-model=*"]) as server:
+        stubs = [facts(server, "crash")[0], facts(server, "ok")[0]]
+        zygote = facts(server, "ok")[1]
+        server_pid = server.pid
+        # The model ignores SIGTERM; the server still stops (the stub is finalized, not signalled).
+    assert wait_gone([*stubs, zygote]) == []
+    assert stub_shm(server_pid) == []
+
+
+def test_thread_isolation_runs_models_in_the_server(repo: Path) -> None:
+    args = ["--model-control-mode=explicit", "--load-model=*", "--python-backend-isolation=thread"]
+    with run_mock_server(repo, args) as server:
+        assert facts(server, "ok")[0] == server.pid
+
+
+def test_the_model_parameter_overrides_the_server_isolation(repo: Path) -> None:
+    write_model(
+        repo,
+        "inside",
+        PROBE,
+        extra='parameters { key: "python_backend_isolation" value: { string_value: "thread" } }',
+    )
+    write_model(
+        repo,
+        "fresh",
+        PROBE,
+        extra=(
+            'parameters { key: "EXECUTION_ENV_PATH" value: { string_value: "'
+            + sys.executable
+            + '" } }'
+        ),
+    )
+    with run_mock_server(repo, ["--model-control-mode=explicit", "--load-model=*"]) as server:
+        assert facts(server, "inside")[0] == server.pid
+        pid, parent = facts(server, "fresh")[:2]
+        assert pid != server.pid and parent == server.pid  # its own interpreter, not forked
+        assert facts(server, "ok")[0] != server.pid
+
+
+def test_an_invalid_isolation_parameter_fails_the_load(repo: Path) -> None:
+    write_model(
+        repo,
+        "odd",
+        PROBE,
+        extra='parameters { key: "python_backend_isolation" value: { string_value: "vm" } }',
+    )
+    with run_mock_server(repo, ["--model-control-mode=explicit", "--load-model=ok"]) as server:
+        status, body = request(server, "POST", "/v2/repository/models/odd/load")
+    assert status == 400
+    assert (
+        "parameter 'python_backend_isolation' must be 'process' or 'thread', got 'vm'"
+        in (body["error"])
+    )
+
+
+# -- start-up failures (tritonserver's --exit-on-error) ------------------------------------------
+FAILING_INIT = """
+class TritonPythonModel:
+    def initialize(self, args):
+        raise ValueError("boom in initialize")
+
+    def execute(self, requests):
+        return []
+"""
+
+FAILING_AUTO_COMPLETE = """
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        raise RuntimeError("boom in auto_complete_config")
+
+    def execute(self, requests):
+        return []
+"""
+
+
+def run_cli(repo: Path, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    port_args = [f"--{kind}-port=0" for kind in ("http", "grpc", "metrics")]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [sys.executable, "-m", "mock_server", f"--model-repository={repo}", *port_args, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "text"),
+    [
+        (FAILING_INIT, "ValueError: boom in initialize"),
+        (FAILING_AUTO_COMPLETE, "RuntimeError: boom in auto_complete_config"),
+    ],
+    ids=["initialize", "auto_complete_config"],
+)
+@pytest.mark.parametrize("isolation", ["process", "thread"])
+def test_a_model_failing_at_start_up_makes_the_server_exit(
+    tmp_path: Path, source: str, text: str, isolation: str
+) -> None:
+    repo = tmp_path / "repo"
+    write_model(repo, "bad", source)
+    done = run_cli(repo, f"--python-backend-isolation={isolation}")
+    assert done.returncode == 1
+    assert text in done.stderr
+    assert "error: creating server: Internal - failed to load all models" in done.stderr
+
+
+def test_exit_on_error_false_keeps_serving(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_model(repo, "bad", FAILING_INIT)
+    write_model(repo, "ok", PROBE)
+    with run_mock_server(repo, ["--exit-on-error=false", "--strict-readiness=false"]) as server:
+        assert facts(server, "ok")[0] != server.pid
+        _, index = request(server, "POST", "/v2/repository/index")
+        bad = next(row for row in index if row["name"] == "bad")
+        assert bad["state"] == "UNAVAILABLE" and "boom in initialize" in bad["reason"]
+
+
+def test_help_documents_the_isolation_flag() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mock_server", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "--python-backend-isolation {process,thread}" in done.stdout
+    assert "--exit-on-error" in done.stdout
+
+
+def test_no_zygote_outlives_an_in_process_server(tmp_path: Path) -> None:
+    from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
+    from mock_server.python_backend import _launcher
+
+    repo = tmp_path / "repo"
+    write_model(repo, "ok", PROBE)
+    core = CoreServer(
+        ServerOptions(model_repository=[repo], model_control_mode=ModelControlMode.NONE)
+    )
+    core.start()
+    try:
+        assert core.model_ready("ok")
+        zygote = _launcher.zygote_pid()
+        assert zygote is not None
+    finally:
+        core.stop()
+    # The zygote lingers briefly for a reload, then goes.
+    assert wait_gone([zygote], timeout=_launcher.LINGER_S + 10) == []
