@@ -468,8 +468,9 @@ class MockServer:
     """``python -m mock_server`` on free ports with ``models`` loaded, for the duration of a
     ``with`` block."""
 
-    def __init__(self, models: Sequence[str] = MODELS) -> None:
+    def __init__(self, models: Sequence[str] = MODELS, args: Sequence[str] = ()) -> None:
         self.models = tuple(models)
+        self.args = tuple(args)
 
     def __enter__(self) -> MockServer:
         self.tmp = tempfile.TemporaryDirectory(prefix="bench-clients-")
@@ -493,6 +494,7 @@ class MockServer:
                 "0",
                 "--port-file",
                 str(port_file),
+                *self.args,
             ],
             cwd=REPO,
             stdout=self.log,

@@ -22,6 +22,13 @@ server CPU   user + system time of the server process and all its descendants (T
              ``/proc`` before and after, divided by the number of requests sent (warm-up
              included).
 
+The bundled server runs twice: with its default ``--python-backend-isolation=process`` (each
+model instance in a stub process, as Triton) and with ``thread`` (models in the server's own
+process); the table's ratio compares the default with Triton.  Before the servers, the
+per-request cost of the stub hop is measured without any network: ``simple`` inferences
+through the server core (``CoreServer.infer_iter``), in-process against isolated, for
+``--seconds`` each (``--hop-only`` runs just that).
+
 Clients and servers share the machine's cores, as they do in the issue's figures.  Every
 result is checked (a+b, a-b; identity equals input).  The table gives both servers' figures
 and the ratio oriented so that >1 means the bundled server is better.  The goal of issue 4:
@@ -93,6 +100,51 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
+def core_cost(isolation: str, seconds: float) -> dict[str, float]:
+    """Microseconds per ``simple`` inference through the server core (no frontend, no wire):
+    wall time, and CPU time of this process and its descendants (the zygote's stubs
+    included, read from ``/proc``)."""
+    import numpy as np
+
+    from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
+    from mock_server.core.types import InferRequest, Tensor
+
+    repo = bc.REPO / "mock_server" / "models"
+    core = CoreServer(
+        ServerOptions(
+            model_repository=[repo],
+            model_control_mode=ModelControlMode.EXPLICIT,
+            startup_models=["simple"],
+            python_backend_isolation=isolation,
+        )
+    )
+    core.start()
+    a = np.arange(16, dtype=np.int32).reshape(1, 16)
+
+    def one() -> None:
+        request = InferRequest(
+            "simple",
+            inputs=[Tensor("INPUT0", "INT32", (1, 16), a), Tensor("INPUT1", "INT32", (1, 16), a)],
+        )
+        (response,) = list(core.infer_iter(request, timeout_s=30))
+        assert response.error is None, response.error
+        assert (response.outputs[0].data == a + a).all()
+
+    try:
+        for _ in range(200):
+            one()
+        cpu0 = tree_cpu_seconds(os.getpid())
+        count, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            one()
+            count += 1
+        wall = time.perf_counter() - t0
+        cpu = tree_cpu_seconds(os.getpid()) - cpu0
+    finally:
+        core.stop()
+    return {"us": wall / count * 1e6, "cpu_us": cpu / count * 1e6}
+
+
 def tree_cpu_seconds(root: int) -> float:
     """User + system CPU seconds of ``root`` and every live descendant (from ``/proc``)."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -128,6 +180,9 @@ def main() -> int:
     parser.add_argument("--big-repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="short runs (smoke test)")
     parser.add_argument("--peer-python", help="python of a venv with NVIDIA's tritonclient")
+    parser.add_argument(
+        "--hop-only", action="store_true", help="only the stub hop's cost (no servers)"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -135,6 +190,21 @@ def main() -> int:
         return 0
     if args.quick:
         args.seconds, args.big_repeat = 0.5, 1
+    sys.path.insert(0, str(bc.REPO))
+    hop = {mode: core_cost(mode, args.seconds) for mode in ("thread", "process")}
+    print("\nPer-request cost through the server core (simple, no network):")
+    for mode in ("thread", "process"):
+        print(
+            f"  {mode:8} {hop[mode]['us']:8.1f} us/request wall, "
+            f"{hop[mode]['cpu_us']:8.1f} us/request CPU (server and stubs)"
+        )
+    print(
+        f"  stub hop: {hop['process']['us'] - hop['thread']['us']:.1f} us/request wall "
+        f"({hop['process']['us'] / hop['thread']['us']:.2f}x the in-process time); Triton's "
+        "stub hop costs about 140 us/request"
+    )
+    if args.hop_only:
+        return 0
     ours = args.client == "ours"
     python = sys.executable if ours else bc.peer_python(args.peer_python)
     t_start = time.perf_counter()
@@ -142,6 +212,8 @@ def main() -> int:
     with contextlib.ExitStack() as stack:
         mock = stack.enter_context(bc.MockServer())
         servers: list[tuple[str, Any, int]] = [("mock", mock, mock.proc.pid)]
+        inside = stack.enter_context(bc.MockServer(args=("--python-backend-isolation", "thread")))
+        servers.append(("mock-thread", inside, inside.proc.pid))
         triton = bc.triton_server(stack)
         if triton is None:
             print("Triton server not installed (tests/peers.py): mock_server only", file=sys.stderr)
@@ -168,7 +240,11 @@ def main() -> int:
     client = "this project's client" if ours else "NVIDIA tritonclient 2.73"
     print(f"\nServer benchmark: bundled mock_server vs Triton 2.51, driven by {client}")
     print(f"({os.cpu_count()} CPUs, client and server on the same machine; ratio >1: mock better)")
-    print(f"{'case':44} {'unit':>7} {'mock':>10} {'Triton':>10} {'ratio':>7}  goal")
+    print("(mock: models in stub processes, the default; mock-thread: models in the server)")
+    print(
+        f"{'case':44} {'unit':>7} {'mock':>10} {'mock-thread':>12} {'Triton':>10} {'ratio':>7}"
+        "  goal"
+    )
     misses = 0
     have_triton = triton is not None
     for proto in ("grpc", "http"):
@@ -181,7 +257,7 @@ def main() -> int:
         )
         for label, unit, case, key, higher_better in rows:
             vals = []
-            for sname in ("mock", "triton"):
+            for sname in ("mock", "triton", "mock-thread"):
                 res = results.get((sname, proto, case))
                 if res is None:
                     vals.append(float("nan"))
@@ -189,7 +265,7 @@ def main() -> int:
                     vals.append(res["server_cpu_s"] / res["requests"] * 1e6)
                 else:
                     vals.append(res[key])
-            mock_v, triton_v = vals
+            mock_v, triton_v, thread_v = vals
             if not have_triton:
                 ratio = float("nan")
             else:
@@ -199,7 +275,10 @@ def main() -> int:
                 ok = ratio >= 1.0
                 misses += not ok
                 goal = ">= 1 (Triton's)" + ("" if ok else "  MISS")
-            print(f"{label:44} {unit:>7} {mock_v:10.1f} {triton_v:10.1f} {ratio:6.2f}x  {goal}")
+            print(
+                f"{label:44} {unit:>7} {mock_v:10.1f} {thread_v:12.1f} {triton_v:10.1f} "
+                f"{ratio:6.2f}x  {goal}"
+            )
     print(f"{misses} goal(s) missed; total {time.perf_counter() - t_start:.0f} s")
     return 0
 

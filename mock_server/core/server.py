@@ -1186,8 +1186,9 @@ class _Runtime:
         self._server = server
 
     def infer(self, request: InferRequest) -> Iterator[InferResponse]:
-        timeout = request.timeout_us / 1e6 if request.timeout_us else None
-        return self._server.infer_iter(request, timeout)
+        # The request's timeout_us is the schedulers' (a queued request expires); a running
+        # one is answered however long it takes, as Triton 2.51 answers BLS requests.
+        return self._server.infer_iter(request)
 
     def is_model_ready(self, model_name: str, model_version: str = "") -> bool:
         return self._server.model_ready(model_name, int(model_version) if model_version else -1)

@@ -626,9 +626,11 @@ class PythonModelInstance:
         if result is not None:
             self._fail_open(
                 batch,
+                # Triton 2.51's words; both names are the instance's.
                 ServerError.internal(
-                    f"Python model '{self.model_name}' is using the decoupled mode and the "
-                    f"execute function must return None, got {type(result).__name__}"
+                    f"Failed to process the request(s) for model '{self.instance_name}', "
+                    f"message: Python model '{self.instance_name}' is using the decoupled mode "
+                    "and the execute function must return None."
                 ),
             )
             return []

@@ -35,7 +35,6 @@ import logging
 import queue
 import struct
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -284,9 +283,19 @@ class Tensor:
     def as_numpy(self) -> npt.NDArray[Any]:
         """Return the data as a numpy array (no copy).
 
-        BYTES tensors are ``object`` arrays (of ``bytes`` for inputs); BF16 tensors are
-        ``ml_dtypes.bfloat16`` arrays (Triton itself only offers DLPack for BF16).
+        BYTES tensors are ``object`` arrays (of ``bytes`` for inputs).
+
+        Raises
+        ------
+        TritonModelException
+            For a BF16 tensor, as Triton's (numpy has no bfloat16): use :meth:`to_dlpack` and
+            :meth:`from_dlpack` (e.g. with torch) instead.
         """
+        if self._datatype == "BF16":
+            raise TritonModelException(
+                "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and "
+                "from_dlpack() instead."
+            )
         return self._array
 
     def triton_dtype(self) -> int:
@@ -938,7 +947,10 @@ class InferenceRequest:
 
     def _start(self, threaded: bool) -> _BLSCall:
         hooks, phase = _context.runtime()
-        if phase == "auto_complete" or hooks is None:
+        if phase in ("auto_complete", "initialize", "finalize"):
+            # Triton 2.51's words, in initialize() and finalize() alike.
+            raise TritonModelException("BLS is only supported during the 'execute' function.")
+        if hooks is None:
             raise TritonModelException(
                 "BLS requests cannot be executed here: no server is attached "
                 f"(model function: {phase})"
@@ -1042,19 +1054,21 @@ class _Refused(Exception):
 class _BLSCall:
     """One BLS request in flight.
 
-    With a time-out, or for a decoupled run (which must start at once), a thread moves the
-    responses into a queue; otherwise the caller iterates the runtime's responses itself.
+    For a decoupled run (which must start at once) a thread moves the responses into a queue;
+    otherwise the caller iterates the runtime's responses itself.  The request's time-out is
+    the server's (it expires the request while queued, as Triton's core does); the caller
+    waits for the answer however long the model takes, as on Triton 2.51 (a BLS request with
+    a 1 ms time-out to a model that runs for a second gets its response).
     """
 
     def __init__(self, hooks: Any, request: CoreRequest, timeout_us: int, threaded: bool) -> None:
         self._request = request
         self._hooks = hooks
-        self._deadline = time.monotonic() + timeout_us / 1e6 if timeout_us > 0 else None
         self._done = False
         self._lock = threading.Lock()
         self._queue: queue.Queue[CoreResponse | BaseException | None] | None = None
         self._responses: Iterator[CoreResponse] | None = None
-        if threaded or self._deadline is not None:
+        if threaded:
             self._queue = queue.Queue()
             threading.Thread(
                 target=self._pump, args=(hooks,), name=f"bls:{request.model_name}", daemon=True
@@ -1111,15 +1125,7 @@ class _BLSCall:
         with self._lock:
             if self._done:
                 return None
-            remaining = None
-            if self._deadline is not None:
-                remaining = max(self._deadline - time.monotonic(), 0.0)
-            try:
-                item = self._pull() if self._queue is None else self._queue.get(timeout=remaining)
-            except queue.Empty:
-                self._done = True
-                self._request.cancel()
-                return _error_response("Request timeout expired", TritonErrorCode.UNAVAILABLE)
+            item = self._pull() if self._queue is None else self._queue.get()
             if item is None:
                 self._done = True
                 return None
@@ -1242,7 +1248,8 @@ def get_model_dir() -> str:
 # -- model control -------------------------------------------------------------------------------
 def _control_runtime(what: str) -> Any:
     hooks, phase = _context.runtime()
-    if phase in ("auto_complete", "finalize"):
+    # Triton 2.51 answers is_model_ready() in finalize() (read on the real server).
+    if phase == "auto_complete" or (phase == "finalize" and what != "is_model_ready"):
         raise TritonModelException(
             f"{what} is not supported in the {phase}"
             + ("_config" if phase == "auto_complete" else "")
