@@ -1414,10 +1414,11 @@ READY_HOOK = """
         ("1", False),  # not a bool
         ("None", False),
         ("[][0]", False),  # raises
-        ("asyncio.sleep(0)", False),  # a coroutine: the hook is synchronous
+        ("asyncio.sleep(0, True)", True),  # a coroutine's result counts (current Triton)
+        ("asyncio.sleep(0, False)", False),
         ("time.sleep(30)", False),  # too slow
     ],
-    ids=["true", "false", "int", "none", "raises", "coroutine", "slow"],
+    ids=["true", "false", "int", "none", "raises", "coroutine-true", "coroutine-false", "slow"],
 )
 def test_the_model_decides_its_readiness(load: Loader, answer: str, ready: bool) -> None:
     instance = load(READY_HOOK.replace("ANSWER", answer))

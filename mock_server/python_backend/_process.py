@@ -17,10 +17,13 @@ shared-memory object it or the server made for it.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
+import pickle
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -200,6 +203,7 @@ def auto_complete_in_stub(
         _start_payload("auto_complete", name, model_dir, version, config_json, filename),
     )
     stub.handlers["log"] = _relay_log
+    stub.handlers["print"] = _relay_print
     try:
         reply = stub.wait_reply("auto_completed", None)
     except ServerError as exc:
@@ -215,18 +219,41 @@ def auto_complete_in_stub(
     return value
 
 
+class StubException(Exception):
+    """An exception raised in a stub process, as a log record forwarded from there carries it
+    (its text is the original's ``<Type>: <message>``; the traceback is the record's text)."""
+
+
 def _relay_log(message: tuple[Any, ...]) -> None:
     """Log a record the stub forwarded, as if model code had logged it here."""
-    _, name, level, text, path, line, function, exc_text, model_name, model_version = message
+    (_, name, level, text, path, line, function, exc_text, exc, model_name, model_version) = message
     logger = logging.getLogger(name)
     if not logger.isEnabledFor(level):
         return
     extra = None
     if model_name is not None:
         extra = {"model_name": model_name, "model_version": model_version}
-    record = logger.makeRecord(name, level, path, line, text, (), None, function, extra)
+    exc_info = None
+    if exc is not None:
+        data, type_name, exc_message = exc
+        error: BaseException = StubException(f"{type_name}: {exc_message}")
+        if data is not None:
+            with contextlib.suppress(Exception):  # the model's own, when it can be rebuilt here
+                error = pickle.loads(data)
+        exc_info = (type(error), error, None)
+    record = logger.makeRecord(name, level, path, line, text, (), exc_info, function, extra)
     record.exc_text = exc_text
     logger.handle(record)
+
+
+def _relay_print(message: tuple[Any, ...]) -> None:
+    """Write what model code printed in its stub to this process's stream of that name."""
+    stream = sys.stdout if message[1] == "stdout" else sys.stderr
+    try:
+        stream.write(message[2])
+        stream.flush()
+    except (OSError, ValueError):  # a closed stream: nowhere to print
+        pass
 
 
 class ProcessModelInstance:
@@ -303,6 +330,7 @@ class ProcessModelInstance:
                 "bls_cancel": instance._on_bls_cancel,
                 "metric_release": instance._on_metric_release,
                 "log": _relay_log,
+                "print": _relay_print,
             }
         )
         stub.on_death = instance._on_death
@@ -336,7 +364,16 @@ class ProcessModelInstance:
         from .backend import READY_TIMEOUT_S
 
         stub = self._stub
-        if stub is None or self._finalized or stub.dead.is_set():
+        if stub is None or self._finalized:
+            return False
+        if stub.dead.is_set():
+            # Current Triton's log line for this answer (its instance names end in _0_0).
+            log.error(
+                "Model '%s' version %d is not ready: %s",
+                self._model_name,
+                self._version,
+                self._unhealthy().message,
+            )
             return False
         if not self._ready_hook:
             return True

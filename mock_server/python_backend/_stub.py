@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import io
 import itertools
 import logging
 import os
+import pickle
 import queue
 import signal
 import sys
@@ -40,7 +42,7 @@ from . import _context, _ipc, _loader
 from . import metrics as _metrics
 from . import triton_python_backend_utils as pb_utils
 
-__all__ = ["RemoteMetricFamily", "StubRuntime", "main"]
+__all__ = ["Metric", "MetricFamily", "StubRuntime", "main"]
 
 
 class _Stub:
@@ -219,7 +221,7 @@ class StubRuntime:
 
 
 # -- custom metrics, kept by the server ----------------------------------------------------------
-class RemoteMetricFamily:
+class MetricFamily:  # named as pb_utils' class: models may print or compare type names
     """``pb_utils.MetricFamily`` in a stub: the family lives in the server (where Triton keeps
     it too, so that every instance of every model shares it by name); this object is a handle,
     and dropping the last handle of a family deletes it there."""
@@ -251,26 +253,26 @@ class RemoteMetricFamily:
 
     def Metric(  # the Python backend's public name
         self, labels: Mapping[str, str] | None = None, buckets: list[float] | None = None
-    ) -> RemoteMetric:
+    ) -> Metric:
         """Create (or share) the metric of this family with ``labels``."""
-        return RemoteMetric(self, labels, buckets)
+        return Metric(self, labels, buckets)
 
     def __repr__(self) -> str:
         return f"MetricFamily({self._name!r}, kind={_metrics.MetricKind(self._kind).name})"
 
 
-class RemoteMetric:
+class Metric:
     """``pb_utils.Metric`` in a stub: a handle on the metric the server keeps."""
 
     def __init__(
         self,
-        family: RemoteMetricFamily,
+        family: MetricFamily,
         labels: Mapping[str, str] | None = None,
         buckets: list[float] | None = None,
     ) -> None:
         stub = _the_stub()
-        family_handle = family._handle if isinstance(family, RemoteMetricFamily) else family
-        self._family = family
+        # Only the handle: as in Triton, a metric does not keep its family object alive.
+        family_handle = family._handle if isinstance(family, MetricFamily) else family
         self._handle = stub.call("metric", family_handle, labels, buckets)
         weakref.finalize(self, stub.notify, "metric_release", self._handle)
 
@@ -298,8 +300,30 @@ class RemoteMetric:
 
 
 # -- logging -------------------------------------------------------------------------------------
+def _exception_payload(record: logging.LogRecord) -> tuple[bytes | None, str, str] | None:
+    """A record's exception for the server: pickled when it can be, and its type and text."""
+    exc = record.exc_info[1] if record.exc_info else None
+    if exc is None:
+        return None
+    try:
+        data: bytes | None = pickle.dumps(exc)  # (its traceback is not pickled)
+    except Exception:
+        data = None
+    return (data, type(exc).__name__, str(exc))
+
+
 class _ForwardLogs(logging.Handler):
-    """Sends every log record to the server, which logs it there."""
+    """Sends log records to the server, which logs them there (and filters them by its own
+    loggers' levels, which may change while the stub runs): every record of ``pb_utils.Logger``
+    and the backend (loggers ``mock_server.*``), and other loggers' records from ``threshold``
+    up (what the server's root logger let through when the stub started)."""
+
+    def __init__(self, threshold: int) -> None:
+        super().__init__(logging.DEBUG)
+        self._threshold = threshold
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name.startswith("mock_server") or record.levelno >= self._threshold
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -318,9 +342,51 @@ class _ForwardLogs(logging.Handler):
             record.lineno,
             record.funcName,
             record.exc_text,
+            _exception_payload(record),
             getattr(record, "model_name", None),
             getattr(record, "model_version", None),
         )
+
+
+class _ForwardStream(io.TextIOBase):
+    """``sys.stdout`` / ``sys.stderr`` of the stub: text goes to the server's stream of the
+    same name, a line (or a flush) at a time."""
+
+    def __init__(self, stub: _Stub, name: str, fallback: Any) -> None:
+        super().__init__()
+        self._stub = stub
+        self._name = name
+        self._fallback = fallback
+        self._pending: list[str] = []
+        self._lock = threading.Lock()
+
+    encoding = "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return int(self._fallback.fileno())
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        with self._lock:
+            self._pending.append(text)
+            if "\n" not in text:
+                return len(text)
+            chunk, self._pending = "".join(self._pending), []
+        self._stub.notify("print", self._name, chunk)
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            chunk, self._pending = "".join(self._pending), []
+        if chunk:
+            self._stub.notify("print", self._name, chunk)
 
 
 # -- the main loop -------------------------------------------------------------------------------
@@ -408,12 +474,16 @@ def main(fd: int) -> int:
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
-    root.addHandler(_ForwardLogs())
-    root.setLevel(spec.get("log_level", logging.INFO))
+    root.addHandler(_ForwardLogs(spec.get("log_level", logging.INFO)))
+    root.setLevel(logging.DEBUG)
+    # What model code prints reaches the server's own sys.stdout / sys.stderr (the server's
+    # console, or whatever an in-process user has put there).
+    sys.stdout = _ForwardStream(stub, "stdout", sys.stdout)
+    sys.stderr = _ForwardStream(stub, "stderr", sys.stderr)
     _loader.use_triton_import()
     # Custom metrics are the server's: the model's MetricFamily objects are handles on them.
-    pb_utils.MetricFamily = RemoteMetricFamily  # type: ignore[misc,assignment]
-    pb_utils.Metric = RemoteMetric  # type: ignore[misc,assignment]
+    pb_utils.MetricFamily = MetricFamily  # type: ignore[misc,assignment]
+    pb_utils.Metric = Metric  # type: ignore[misc,assignment]
     _context.register_runtime(StubRuntime())
     stub.start()
     channel.send(("started", os.getpid()))

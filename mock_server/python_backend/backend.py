@@ -403,20 +403,19 @@ READY_TIMEOUT_S = 5.0
 
 def user_readiness(model: Any, model_name: str) -> bool:
     """The answer of the model's own ``is_model_ready()``, as current Triton's Python backend
-    reads it (the hook is newer than Triton 2.51, which has none): a model without the method is
-    ready; ``True`` is ready; ``False``, an exception, a value that is not a bool or a
-    coroutine (the hook is synchronous) is not ready."""
+    reads it (the hook is newer than Triton 2.51, which has none; its QA models
+    ``qa/L0_backend_python/model_readiness`` say what counts): a model without the method is
+    ready; ``True`` is ready, also as the result of an ``async def`` hook (the stub runs the
+    coroutine); ``False``, an exception or a value that is not a bool is not ready."""
     hook = getattr(model, "is_model_ready", None)
     if hook is None:
         return True
     try:
         answer = hook()
+        if inspect.iscoroutine(answer):
+            answer = asyncio.run(answer)  # on the caller's own thread: a loop of its own
     except (Exception, SystemExit) as exc:
         log.warning("is_model_ready() of model '%s' raised %s", model_name, _describe(exc))
-        return False
-    if inspect.iscoroutine(answer):
-        answer.close()
-        log.warning("is_model_ready() of model '%s' must not be a coroutine", model_name)
         return False
     if not isinstance(answer, bool):
         log.warning(
