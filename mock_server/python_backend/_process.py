@@ -25,7 +25,6 @@ import pickle
 import socket
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -99,55 +98,38 @@ class _StubConnection:
         self.dead = threading.Event()
         self.handlers: dict[str, Callable[[tuple[Any, ...]], None]] = {}
         self.replies: dict[str, tuple[Any, ...]] = {}
-        self._reply_cond = threading.Condition()
         self.on_death: Callable[[], None] | None = None
+        self.pump = _ipc.Pump(self.channel, self._dispatch, self._on_eof, f"stub:{label}")
         start = dict(start, prefix=self.prefix + "s")
         self.channel.send(("start", start))
-        self._reader = threading.Thread(target=self._read, name=f"stub:{label}", daemon=True)
-        self._reader.start()
+        self.pump.start()
         self.wait_reply("started", STARTUP_TIMEOUT_S)
 
-    def _read(self) -> None:
-        while True:
-            try:
-                message = self.channel.recv()
-            except EOFError:
-                break
-            except Exception:  # a message that cannot be read: the stub is not usable
-                log.exception("stub of '%s' sent an unreadable message", self.label)
-                break
-            handler = self.handlers.get(message[0])
-            if handler is not None:
-                try:
-                    handler(message)
-                except Exception:
-                    log.exception(
-                        "handling %r from the stub of '%s' failed", message[0], self.label
-                    )
-                continue
-            with self._reply_cond:
-                self.replies[message[0]] = message
-                self._reply_cond.notify_all()
+    def _dispatch(self, message: tuple[Any, ...]) -> None:
+        handler = self.handlers.get(message[0])
+        if handler is None:
+            self.replies[message[0]] = message
+            return
+        try:
+            handler(message)
+        except Exception:
+            log.exception("handling %r from the stub of '%s' failed", message[0], self.label)
+
+    def _on_eof(self) -> None:
         self.dead.set()
-        with self._reply_cond:
-            self._reply_cond.notify_all()
         if self.on_death is not None:
             self.on_death()
 
     def wait_reply(self, kind: str, timeout: float | None) -> tuple[Any, ...]:
         """The stub's next ``kind`` message; ServerError when it dies or ``timeout`` passes."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._reply_cond:
-            while kind not in self.replies:
-                if self.dead.is_set():
-                    raise ServerError.internal(self.death_text())
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    raise ServerError.internal(
-                        f"timed out waiting for the stub process of '{self.label}' ({kind})"
-                    )
-                self._reply_cond.wait(remaining)
-            return self.replies.pop(kind)
+        replies = self.replies
+        if not self.pump.pump_until(lambda: kind in replies, timeout):
+            if self.dead.is_set():
+                raise ServerError.internal(self.death_text())
+            raise ServerError.internal(
+                f"timed out waiting for the stub process of '{self.label}' ({kind})"
+            )
+        return replies.pop(kind)
 
     def death_text(self) -> str:
         code = self.process.exit_code(1.0)
@@ -166,7 +148,7 @@ class _StubConnection:
             self.process.kill()
             self.process.exit_code(timeout)
         self.channel.close()
-        self._reader.join(timeout)
+        self.pump.join(timeout)
         self.process.release()
         _ipc.sweep(self.prefix)
 
@@ -385,8 +367,7 @@ class ProcessModelInstance:
                 f"ready:{call_id}", READY_TIMEOUT_S if timeout_s is None else timeout_s
             )
         except (OSError, ServerError):
-            with stub._reply_cond:
-                stub.replies.pop(f"ready:{call_id}", None)
+            stub.replies.pop(f"ready:{call_id}", None)
             return False
         return bool(reply[1])
 
@@ -416,21 +397,25 @@ class ProcessModelInstance:
                 self._requests[handle] = request
                 packed.append((handle, request))
             self._batches[batch_id] = batch
-        try:
-            if stub.dead.is_set():
-                raise BrokenPipeError
-            stub.send(
-                (
-                    "execute",
-                    batch_id,
-                    [(h, _ipc.pack_request(r, stub.namer)) for h, r in packed],
+        # This thread reads the stub's messages until its batch is done: no wake-up of another
+        # thread on the way (see _ipc.Pump); a dead stub ends the wait.
+        with stub.pump.expecting():
+            try:
+                if stub.dead.is_set():
+                    raise BrokenPipeError
+                stub.send(
+                    (
+                        "execute",
+                        batch_id,
+                        [(h, _ipc.pack_request(r, stub.namer)) for h, r in packed],
+                    )
                 )
-            )
-        except OSError:  # SharedMemoryError is an OSError too
-            with self._lock:
-                self._batches.pop(batch_id, None)
-            self._fail_all([h for h, _ in packed], self._unhealthy())
-            return []
+            except OSError:  # SharedMemoryError is an OSError too
+                with self._lock:
+                    self._batches.pop(batch_id, None)
+                self._fail_all([h for h, _ in packed], self._unhealthy())
+                return []
+            stub.pump.pump_until(batch.done.is_set)
         batch.done.wait()
         self._compute = batch.window
         with self._lock:

@@ -21,6 +21,7 @@ The stub runs the same backend code as the in-process mode
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import contextlib
 import io
@@ -51,7 +52,7 @@ class _Stub:
     def __init__(self, channel: _ipc.Channel, prefix: str) -> None:
         self.channel = channel
         self.namer = _ipc.ShmNamer(prefix)
-        self.work: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        self.work: collections.deque[tuple[Any, ...]] = collections.deque()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._replies: dict[int, concurrent.futures.Future[Any]] = {}
@@ -60,41 +61,46 @@ class _Stub:
         self.batch_responses: list[tuple[Any, ...]] | None = None
         self.executing_thread: int | None = None
         self.instance: Any = None
-        self._reader = threading.Thread(target=self._read, name="stub-reader", daemon=True)
+        self.pump = _ipc.Pump(channel, self._dispatch, self._on_eof, "stub-reader")
 
     def start(self) -> None:
-        self._reader.start()
+        self.pump.start()
 
-    def _read(self) -> None:
-        while True:
-            try:
-                message = self.channel.recv()
-            except EOFError:
-                break
-            kind = message[0]
-            if kind == "reply":
-                with self._lock:
-                    future = self._replies.pop(message[1], None)
-                if future is not None:
-                    if message[2]:
-                        future.set_result(message[3])
-                    else:
-                        future.set_exception(message[3])
-            elif kind in ("bls_response", "bls_error", "bls_end"):
-                with self._lock:
-                    sink = self._bls.get(message[1])
-                if sink is not None:
-                    sink.put(message)
-                elif kind == "bls_response":
-                    _ipc.discard_response(message[2])
-            elif kind == "is_ready":
-                # Answered beside whatever the main thread runs, as a readiness probe must be.
-                threading.Thread(target=self._answer_ready, args=(message[1],), daemon=True).start()
-            else:
-                self.work.put(message)
+    def _dispatch(self, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "reply":
+            with self._lock:
+                future = self._replies.pop(message[1], None)
+            if future is not None:
+                if message[2]:
+                    future.set_result(message[3])
+                else:
+                    future.set_exception(message[3])
+        elif kind in ("bls_response", "bls_error", "bls_end"):
+            with self._lock:
+                sink = self._bls.get(message[1])
+            if sink is not None:
+                sink.put(message)
+            elif kind == "bls_response":
+                _ipc.discard_response(message[2])
+        elif kind == "is_ready":
+            # Answered beside whatever the main thread runs, as a readiness probe must be.
+            threading.Thread(target=self._answer_ready, args=(message[1],), daemon=True).start()
+        else:
+            self.work.append(message)
+
+    def _on_eof(self) -> None:
         # The server closed the channel or died: nothing is left to do for whoever runs here.
         if not self.finishing:
             os._exit(0)
+
+    def next_work(self) -> tuple[Any, ...]:
+        """The next message for the main thread (``execute``, ``finalize``), reading the
+        channel on this thread until one comes."""
+        work = self.work
+        if not self.pump.pump_until(lambda: bool(work)):
+            _finish(self)  # the server is gone
+        return work.popleft()
 
     def _answer_ready(self, call_id: int) -> None:
         from .backend import user_readiness
@@ -110,7 +116,11 @@ class _Stub:
         with self._lock:
             call_id = next(self._ids)
             self._replies[call_id] = future
-        self.channel.send(("rpc", call_id, method, args))
+        with self.pump.expecting():
+            self.channel.send(("rpc", call_id, method, args))
+            done = self.pump.pump_until(future.done)
+        if not done:
+            raise BrokenPipeError("the server is gone")
         return future.result()
 
     def notify(self, *message: Any) -> None:
@@ -192,7 +202,8 @@ class StubRuntime:
         try:
             stub.channel.send(("bls", call_id, _ipc.pack_request(request, stub.namer)))
             while True:
-                message = sink.get()
+                stub.pump.pump_until(lambda: not sink.empty())
+                message = sink.get_nowait()
                 if message[0] == "bls_end":
                     return
                 if message[0] == "bls_error":
@@ -413,7 +424,8 @@ def _auto_complete(stub: _Stub, spec: dict[str, Any]) -> None:
     stub.channel.send(("auto_completed", result))
 
 
-def _execute(stub: _Stub, instance: Any, batch_id: int, packed: list[Any]) -> None:
+def _execute(stub: _Stub, instance: Any, batch_id: int, packed: list[Any]) -> tuple[Any, ...]:
+    """Run one batch; return the message that ends it (sent by the caller)."""
     requests: list[InferRequest] = []
     handles: dict[int, int] = {}
     for handle, request_data in packed:
@@ -434,16 +446,7 @@ def _execute(stub: _Stub, instance: Any, batch_id: int, packed: list[Any]) -> No
         responses, stub.batch_responses = stub.batch_responses, None
         stub.executing_thread = None
     window = instance.compute_window()
-    stub.channel.send(
-        (
-            "executed",
-            batch_id,
-            responses or [],
-            [handles[id(r)] for r in again],
-            window,
-            error,
-        )
-    )
+    return ("executed", batch_id, responses or [], [handles[id(r)] for r in again], window, error)
 
 
 def _responder(stub: _Stub, handle: int) -> Any:
@@ -509,10 +512,17 @@ def main(fd: int) -> int:
     stub.instance = instance
     has_ready_hook = getattr(instance._model, "is_model_ready", None) is not None
     channel.send(("initialized", has_ready_hook))
+    reply: tuple[Any, ...] | None = None
     while True:
-        message = stub.work.get()
+        # The end of a batch is sent with the channel already held for the next message, so
+        # that the server's next batch, however quick, is read here, not by the background
+        # thread (see _ipc.Pump).
+        with stub.pump.expecting():
+            if reply is not None:
+                channel.send(reply)
+            message = stub.next_work()
         if message[0] == "execute":
-            _execute(stub, instance, message[1], message[2])
+            reply = _execute(stub, instance, message[1], message[2])
         elif message[0] == "finalize":
             # The model object outlives the reply: the metric families it still holds are
             # then kept by the server, as Triton keeps them, instead of being released by
