@@ -411,3 +411,86 @@ def test_no_zygote_outlives_an_in_process_server(tmp_path: Path) -> None:
         core.stop()
     # The zygote lingers briefly for a reload, then goes.
     assert wait_gone([zygote], timeout=_launcher.LINGER_S + 10) == []
+
+
+# -- behaviours Triton's QA suite checks (qa/L0_backend_python/bls/test.sh) ----------------------
+BLS_IN_INITIALIZE = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        request = pb_utils.InferenceRequest(
+            model_name="ok", inputs=[pb_utils.Tensor("IN", np.array([1]))],
+            requested_output_names=["OUT"])
+        request.exec()
+
+    def execute(self, requests):
+        return []
+"""
+
+BLS_IN_FINALIZE = BLS_IN_INITIALIZE.replace("def initialize(self, args)", "def finalize(self)")
+
+BLS_BIG = """
+import os
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            size = int(pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()[0])
+            data = np.random.randn(size).astype(np.float32)
+            data[0] = 1.0  # PROBE's codes are in its first value: echo
+            bls = pb_utils.InferenceRequest(
+                model_name="echo_fp32", inputs=[pb_utils.Tensor("IN", data)],
+                requested_output_names=["OUT"])
+            ok = True
+            for decoupled in (False, True):
+                if decoupled:
+                    iterator = bls.exec(decoupled=True)
+                    answer = next(iterator)
+                    ok &= next(iterator, None) is None or not next(iterator).output_tensors()
+                else:
+                    answer = bls.exec()
+                out = pb_utils.get_output_tensor_by_name(answer, "OUT")
+                ok &= not answer.has_error() and np.array_equal(out.as_numpy(), data)
+            responses.append(pb_utils.InferenceResponse(
+                [pb_utils.Tensor("OUT", np.array([int(ok)], dtype=np.int64))]))
+        return responses
+"""
+
+
+@pytest.mark.parametrize("isolation", ["process", "thread"])
+def test_bls_in_initialize_stops_the_start_up_with_tritons_words(
+    tmp_path: Path, isolation: str
+) -> None:
+    repo = tmp_path / "repo"
+    write_model(repo, "ok", PROBE)
+    write_model(repo, "bls_init", BLS_IN_INITIALIZE)
+    done = run_cli(repo, f"--python-backend-isolation={isolation}")
+    assert done.returncode == 1
+    assert "BLS is only supported during the 'execute' function." in done.stderr
+
+
+def test_bls_in_finalize_is_refused_and_logged(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_model(repo, "ok", PROBE)
+    write_model(repo, "bls_fini", BLS_IN_FINALIZE)
+    with run_mock_server(repo, ["--model-control-mode=explicit", "--load-model=*"]) as server:
+        assert request(server, "POST", "/v2/repository/models/bls_fini/unload")[0] == 200
+        log = Path(f"/proc/{server.pid}/fd/1").read_text(errors="replace")
+    assert "BLS is only supported during the 'execute' function." in log
+
+
+def test_bls_moves_large_tensors_both_ways(repo: Path) -> None:
+    write_model(repo, "echo_fp32", PROBE, dtype="TYPE_FP32")
+    write_model(repo, "bls_big", BLS_BIG)
+    with run_mock_server(repo, ["--model-control-mode=explicit", "--load-model=*"]) as server:
+        status, body = infer(server, "bls_big", np.array([4 << 20], dtype=np.int64))
+        assert status == 200, body
+        assert body["outputs"][0]["data"] == [1]
+        assert stub_shm(server.pid) == []

@@ -12,6 +12,11 @@ runtime
     :class:`BackendRuntime`, the hooks the core provides for BLS and model control.
 triton_python_backend_utils
     The ``pb_utils`` module models import.
+
+Model instances run in stub processes by default (``isolation="process"``), as Triton runs
+them: ``_process`` is the server's side of a stub, ``_stub`` the stub's own, ``_launcher``
+starts them (forked from a pre-imported zygote, or a model's own interpreter), and ``_ipc`` is
+the channel between them (messages, shared-memory tensors).
 metrics
     The registry of custom metrics; :func:`collect_metrics` reads it for the metrics endpoint.
 """
