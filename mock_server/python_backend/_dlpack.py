@@ -181,9 +181,10 @@ def _host_capsule(obj: object) -> tuple[object, tuple[int, int]]:
         return obj, (int(device.device_type), int(device.device_id))
     exporter = getattr(obj, "__dlpack__", None)
     if exporter is None:
+        # Triton 2.51's words, the run of spaces (a C++ line continuation) included.
         raise TritonModelException(
-            f"from_dlpack needs a DLPack capsule or an object implementing __dlpack__, got "
-            f"{type(obj).__name__}"
+            "Provided tensor is not supported. Tensor must be a DLPack capsule         or have "
+            "`__dlpack__` and `__dlpack_device__` attributes"
         )
     device_of = getattr(obj, "__dlpack_device__", None)
     device = tuple(device_of()) if device_of is not None else HOST_DEVICE

@@ -341,6 +341,8 @@ class Tensor:
         TritonModelException
             If the tensor is not C-contiguous or its dtype has no Triton datatype.
         """
+        if _pybind.text_arg(name) == "":  # checked first, as Triton's binding does
+            raise TritonModelException("Tensor name cannot be an empty string.")
         return Tensor(name, _dlpack.import_array(dlpack_tensor))
 
     def __dlpack__(
@@ -457,14 +459,15 @@ class InferenceResponse:
 
     def __init__(
         self,
-        output_tensors: Sequence[Tensor] | None = None,
+        output_tensors: Sequence[Tensor] = (),
         error: TritonError | None = None,
         parameters: Mapping[str, Any] | None = None,
     ) -> None:
-        outputs = _pybind.sequence_arg(output_tensors) if output_tensors is not None else []
+        # None is no list to pybind11 (a TypeError, as Triton's QA argument_validation checks).
+        outputs = _pybind.sequence_arg(output_tensors)
         if (
             outputs is None
-            or any(not isinstance(tensor, Tensor) for tensor in outputs)
+            or any(tensor is not None and not isinstance(tensor, Tensor) for tensor in outputs)
             or (error is not None and not isinstance(error, TritonError))
         ):
             raise _pybind.incompatible(
@@ -474,6 +477,8 @@ class InferenceResponse:
                 {"output_tensors": output_tensors, "error": error},
                 constructor=True,
             )
+        if any(tensor is None for tensor in outputs):  # pybind11's null pointer, refused
+            raise TritonModelException("Output tensor for inference response should not be empty.")
         self._outputs: list[Tensor] = outputs
         self._error = error
         self._parameters = _check_parameters(parameters)
@@ -765,7 +770,8 @@ class InferenceRequest:
         if (
             text_id is None
             or tensors is None
-            or any(not isinstance(t, Tensor) for t in tensors)
+            # pybind11 takes None for a tensor (a null pointer); the backend refuses it below.
+            or any(t is not None and not isinstance(t, Tensor) for t in tensors)
             or names is None
             or any(t is None for t in texts)
             or text_model is None
@@ -793,6 +799,16 @@ class InferenceRequest:
                     "timeout": timeout,
                 },
                 constructor=True,
+            )
+        if any(t is None for t in tensors):
+            raise TritonModelException(
+                f"Input tensor for request with id '{text_id}' and model name '{text_model}' "
+                "should not be empty."
+            )
+        if any(t == "" for t in texts):
+            raise TritonModelException(
+                f"Requested output name for request with id '{text_id}' and model name "
+                f"'{text_model}' should not be empty."
             )
         if isinstance(correlation_id, int):
             if correlation_id < 0:

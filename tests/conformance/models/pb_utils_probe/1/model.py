@@ -131,6 +131,16 @@ PROBES = {
     "request/model_version float": lambda: request(model_version=1.0),
     "request/flags str": lambda: request(flags="1"),
     "request/timeout negative": lambda: request(timeout=-1),
+    # Triton's QA argument_validation model: None where a tensor or a name goes.
+    "request/inputs None element": lambda: request(inputs=[None]),
+    "request/inputs None": lambda: request(inputs=None),
+    "request/output names empty": lambda: request(requested_output_names=[""]),
+    "request/output names None element": lambda: request(requested_output_names=[None]),
+    "response/outputs None element": lambda: pb_utils.InferenceResponse(output_tensors=[None]),
+    "response/outputs None": lambda: pb_utils.InferenceResponse(output_tensors=None),
+    "tensor/from_dlpack None": lambda: pb_utils.Tensor.from_dlpack("X", None),
+    "tensor/from_dlpack empty name None": lambda: pb_utils.Tensor.from_dlpack("", None),
+    "logger/log level None": lambda: pb_utils.Logger.log("m", None),
     # Tensor
     "tensor/name bytes": lambda: tensor(b"X").name(),
     "tensor/name numpy str_": lambda: tensor(np.str_("X")).name(),
