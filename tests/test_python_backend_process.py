@@ -494,3 +494,25 @@ def test_bls_moves_large_tensors_both_ways(repo: Path) -> None:
         assert status == 200, body
         assert body["outputs"][0]["data"] == [1]
         assert stub_shm(server.pid) == []
+
+
+@pytest.mark.parametrize("isolation", ["process", "thread"])
+def test_the_in_process_api_chooses_the_isolation(tmp_path: Path, isolation: str) -> None:
+    import mock_server as tritonserver
+
+    repo = tmp_path / "repo"
+    write_model(repo, "ok", PROBE)
+    server = tritonserver.Server(
+        tritonserver.Options(model_repository=str(repo), python_backend_isolation=isolation)
+    )
+    server.start(wait_until_ready=True)
+    try:
+        (response,) = list(server.model("ok").infer(inputs={"IN": np.array([-4], np.int64)}))
+        pid = int(np.from_dlpack(response.outputs["OUT"])[0])
+        assert (pid == os.getpid()) is (isolation == "thread")
+    finally:
+        server.stop()
+    with pytest.raises(tritonserver.InvalidArgumentError, match="python_backend_isolation"):
+        tritonserver.Server(
+            tritonserver.Options(model_repository=str(repo), python_backend_isolation="vm")
+        ).start()

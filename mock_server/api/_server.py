@@ -177,6 +177,11 @@ class Options:
         *No effect*.
     metrics_configuration : dict[str, dict[str, str]], default {}
         *No effect*.
+    python_backend_isolation : str, default "process"
+        This server's own option (``--python-backend-isolation``): ``"process"`` runs each
+        Python-backend model instance in a stub process of its own, as Triton does;
+        ``"thread"`` runs models in this process (quicker per request, easier to debug). A
+        model's ``python_backend_isolation`` config parameter overrides it.
     """
 
     model_repository: str | list[str] = field(default_factory=list)
@@ -215,6 +220,7 @@ class Options:
     backend_configuration: dict[str, dict[str, str]] = field(default_factory=dict)
     host_policies: dict[str, dict[str, str]] = field(default_factory=dict)
     metrics_configuration: dict[str, dict[str, str]] = field(default_factory=dict)
+    python_backend_isolation: str = "process"
 
     def _core_options(self) -> ServerOptions:
         """Validate the options and build the core's.
@@ -247,6 +253,11 @@ class Options:
             LogFormat(self.log_format)
         except ValueError:
             raise InvalidArgumentError(f"invalid log_format {self.log_format!r}") from None
+        if self.python_backend_isolation not in ("process", "thread"):
+            raise InvalidArgumentError(
+                "python_backend_isolation must be 'process' or 'thread', got "
+                f"{self.python_backend_isolation!r}"
+            )
         return ServerOptions(
             model_repository=[Path(path) for path in repositories],
             model_control_mode=mode,
@@ -256,6 +267,7 @@ class Options:
             exit_timeout_secs=float(self.exit_timeout),
             server_id=self.server_id,
             log_file=self.log_file or "",
+            python_backend_isolation=self.python_backend_isolation,
         )
 
     def _log_settings(self) -> dict[str, Any]:
