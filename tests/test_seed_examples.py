@@ -952,9 +952,10 @@ def write_repo(root: Path, names: list[str]) -> Path:
 ServerFactory = Callable[..., CoreServer]
 
 
-@pytest.fixture
-def serve(tmp_path: Path) -> Iterator[ServerFactory]:
-    """serve(*names, mode=..., bundled=[...]): a started CoreServer over those seed models."""
+@pytest.fixture(params=["process", "thread"])
+def serve(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerFactory]:
+    """serve(*names, mode=..., bundled=[...]): a started CoreServer over those seed models,
+    with the models in stub processes (the default) and in the server's process."""
     started: list[CoreServer] = []
 
     def factory(
@@ -965,7 +966,13 @@ def serve(tmp_path: Path) -> Iterator[ServerFactory]:
         repo = write_repo(tmp_path / "models", list(names))
         for name in bundled:
             shutil.copytree(BUNDLED / name, repo / name)
-        core = CoreServer(ServerOptions(model_repository=[repo], model_control_mode=mode))
+        core = CoreServer(
+            ServerOptions(
+                model_repository=[repo],
+                model_control_mode=mode,
+                python_backend_isolation=request.param,
+            )
+        )
         started.append(core)
         core.start()
         return core
