@@ -225,6 +225,11 @@ class EnsembleVersion:
         queued (their steps queue at the composing models)."""
         return self
 
+    def ready(self) -> bool:
+        """An ensemble has no instances of its own: once loaded it is ready, as in Triton
+        (its steps' models answer for themselves when a request reaches them)."""
+        return True
+
     def queued(self) -> int:
         """Requests waiting in a queue of the ensemble itself: always 0."""
         return 0
