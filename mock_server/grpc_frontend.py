@@ -54,13 +54,12 @@ from google.protobuf import json_format
 from grpc_health.v1 import health_pb2  # type: ignore[import-untyped]  # ships no py.typed
 
 from tritonclient._codec import errors, grpc_common, grpc_framing, grpc_server, types
-from tritonclient._codec.raw import tensor_to_buffer
 from tritonclient._proto import service_pb2 as pb
 from tritonclient.utils import InferenceServerException
 
 from .core.errors import ErrorKind, ServerError
 from .core.server import CoreServer
-from .core.types import InferRequest, InferResponse, ParamValue, RequestedOutput, Tensor
+from .core.types import InferRequest, InferResponse, ParamValue
 from .core.validation import forwarded_headers
 
 __all__ = ["API_GROUP_OF_RPC", "GrpcFrontend", "KeepAliveOptions"]
@@ -632,9 +631,6 @@ class GrpcFrontend:
         return response
 
     # -- inference helpers ---------------------------------------------------------------
-    def _shm_input(self, name: str, ref: types.SharedMemoryRef) -> memoryview:
-        return self._core.shm.read_input(ref.region, ref.offset, ref.byte_size)
-
     async def _prepare(
         self, request: pb.ModelInferRequest, raw: list[memoryview], *, unary: bool
     ) -> tuple[grpc_server.DecodedInferRequest, bool]:
@@ -653,7 +649,7 @@ class GrpcFrontend:
                 "ModelInfer RPC doesn't support models with decoupled transaction policy"
             )
         decode = functools.partial(
-            grpc_server.decode_infer_request, request, raw, shm_resolver=self._shm_input
+            grpc_server.decode_infer_request, request, raw, shm_resolver=self._core.shm.input_reader
         )
         heavy = False
         if any(i.datatype == "BYTES" or i.HasField("contents") for i in request.inputs):
@@ -662,53 +658,15 @@ class GrpcFrontend:
                 size += request.ByteSize()
             heavy = size >= _OFFLOAD_BYTES
         decoded = await asyncio.to_thread(decode) if heavy else decode()
-        for output in decoded.outputs:
-            if output.shared_memory is not None:
-                ref = output.shared_memory
-                self._core.shm.check_output(ref.region, ref.offset, ref.byte_size)
+        self._core.shm.check_outputs(o.shared_memory for o in decoded.outputs)
         return decoded, decoupled
-
-    @staticmethod
-    def _core_request(
-        decoded: grpc_server.DecodedInferRequest, forwarded: dict[str, ParamValue] | None = None
-    ) -> InferRequest:
-        parameters = decoded.parameters
-        if forwarded:
-            parameters = {**parameters, **forwarded}
-        return InferRequest(
-            model_name=decoded.model_name,
-            model_version=decoded.model_version,
-            id=decoded.id,
-            inputs=[
-                Tensor(t.name, t.datatype, t.shape, t.data, t.parameters) for t in decoded.inputs
-            ],
-            outputs=[RequestedOutput(o.name, o.parameters) for o in decoded.outputs],
-            parameters=parameters,
-            correlation_id=decoded.correlation_id,
-            sequence_start=decoded.sequence_start,
-            sequence_end=decoded.sequence_end,
-            priority=decoded.priority,
-            timeout_us=decoded.timeout_us,
-        )
 
     def _write_shm_outputs(
         self, response: InferResponse, decoded: grpc_server.DecodedInferRequest
     ) -> dict[str, types.SharedMemoryRef] | None:
         """Write the outputs requested in shared memory; return where and how much."""
-        wanted = {o.name: o.shared_memory for o in decoded.outputs if o.shared_memory}
-        if not wanted:
-            return None
-        written: dict[str, types.SharedMemoryRef] = {}
-        for tensor in response.outputs:
-            ref = wanted.get(tensor.name)
-            if ref is None:
-                continue
-            raw = tensor_to_buffer(tensor.datatype, tensor.data)
-            size = self._core.shm.write_output(
-                tensor.name, ref.region, ref.offset, ref.byte_size, raw
-            )
-            written[tensor.name] = types.SharedMemoryRef(ref.region, size, ref.offset)
-        return written
+        placements = decoded.output_placements()
+        return self._core.shm.write_outputs(response.outputs, placements) if placements else None
 
     def _check_size(self, parts: tuple[Any, list[types.Buffer]]) -> None:
         size = _parts_size(parts)
@@ -740,7 +698,7 @@ class GrpcFrontend:
         if self._compression is not None:
             context.set_compression(self._compression)
         decoded, _ = await self._prepare(request, raw, unary=True)
-        core_request = self._core_request(
+        core_request = InferRequest.from_decoded(
             decoded, forwarded_headers(self._forward, context.invocation_metadata() or ())
         )
         loop = asyncio.get_running_loop()
@@ -910,7 +868,7 @@ class _Stream:
         key: int | None = None
         try:
             decoded, decoupled = await self._frontend._prepare(request, raw, unary=False)
-            core_request = self._frontend._core_request(decoded, self._forwarded)
+            core_request = InferRequest.from_decoded(decoded, self._forwarded)
             key = next(self._keys)
             core_request.response_callback = functools.partial(
                 self._on_response_thread, key, decoded, decoupled

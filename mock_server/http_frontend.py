@@ -67,13 +67,12 @@ from tritonclient._codec import (
     jsontext,
     types,
 )
-from tritonclient._codec.raw import tensor_to_buffer
 
 from .core.config import datatype_of
 from .core.config_json import config_to_json
 from .core.errors import ErrorKind, ServerError
 from .core.server import CoreServer
-from .core.types import InferRequest, InferResponse, ParamValue, RequestedOutput, Tensor
+from .core.types import InferRequest, InferResponse
 from .core.validation import forwarded_headers
 
 __all__ = ["API_GROUPS", "FRONTEND_EXTENSIONS", "HttpFrontend"]
@@ -676,43 +675,13 @@ class HttpFrontend:
         name: str,
         version: int,
     ) -> tuple[InferRequest, dict[str, types.SharedMemoryRef]]:
-        """Turn a parsed request into a core request; resolve shared-memory placements."""
-        inputs = []
-        for each in parsed.inputs:
-            ref = each.shared_memory
-            buffer = (
-                self._core.shm.read_input(ref.region, ref.offset, ref.byte_size) if ref else None
-            )
-            data = http_server.decode_input(each, buffer, model_name=name, request_id=parsed.id)
-            inputs.append(Tensor(each.name, each.datatype, tuple(each.shape), data))
-        outputs = []
-        views: dict[str, types.SharedMemoryRef] = {}
-        for wanted in parsed.outputs:
-            parameters: dict[str, ParamValue] = {}
-            if wanted.class_count:
-                parameters["classification"] = wanted.class_count
-            outputs.append(RequestedOutput(wanted.name, parameters))
-            if wanted.shared_memory is not None:
-                ref = wanted.shared_memory
-                self._core.shm.check_output(ref.region, ref.offset, ref.byte_size)
-                views[wanted.name] = ref
-        interpreted = parsed.parameters
-        custom = dict(interpreted.custom)
-        custom.update(forwarded_headers(self._forward, request.headers.items()))
-        core_request = InferRequest(
-            model_name=name,
-            model_version=version,
-            id=parsed.id,
-            inputs=inputs,
-            outputs=outputs,
-            parameters=custom,
-            correlation_id=interpreted.sequence_id,
-            sequence_start=interpreted.sequence_start,
-            sequence_end=interpreted.sequence_end,
-            priority=interpreted.priority,
-            timeout_us=interpreted.timeout or 0,
+        """Decode a parsed request into a core request; check its output placements."""
+        decoded = http_server.decode_infer_request(
+            parsed, name, version, shm_resolver=self._core.shm.input_reader
         )
-        return core_request, views
+        self._core.shm.check_outputs(o.shared_memory for o in decoded.outputs)
+        forwarded = forwarded_headers(self._forward, request.headers.items())
+        return InferRequest.from_decoded(decoded, forwarded), decoded.output_placements()
 
     def _submit(self, core_request: InferRequest) -> asyncio.Queue[InferResponse]:
         """Queue ``core_request`` in the core; its responses arrive on the returned queue."""
@@ -752,25 +721,19 @@ class HttpFrontend:
         views: dict[str, types.SharedMemoryRef],
         name: str,
     ) -> http_body.EncodedBody:
-        outputs = []
-        for tensor in final.outputs:
-            ref = views.get(tensor.name)
-            if ref is not None:
-                raw = tensor_to_buffer(tensor.datatype, tensor.data)
-                self._core.shm.write_output(tensor.name, ref.region, ref.offset, ref.byte_size, raw)
-                outputs.append(
-                    http_server.ResponseOutput(tensor.name, tensor.datatype, tensor.shape, None)
-                )
-            else:
-                outputs.append(
-                    http_server.ResponseOutput(
-                        tensor.name,
-                        tensor.datatype,
-                        tensor.shape,
-                        tensor.data,
-                        parsed.output_binary(tensor.name),
-                    )
-                )
+        written = self._core.shm.write_outputs(final.outputs, views) if views else {}
+        outputs = [
+            http_server.ResponseOutput(tensor.name, tensor.datatype, tensor.shape, None)
+            if tensor.name in written
+            else http_server.ResponseOutput(
+                tensor.name,
+                tensor.datatype,
+                tensor.shape,
+                tensor.data,
+                parsed.output_binary(tensor.name),
+            )
+            for tensor in final.outputs
+        ]
         return http_server.encode_infer_response(
             final.model_name or name,
             final.model_version,

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,8 @@ import numpy as np
 
 from shm import cuda as shm_cuda
 from shm.posix import MappedRegion, SharedMemoryError, open_region
+from tritonclient._codec.raw import tensor_to_buffer
+from tritonclient._codec.types import SharedMemoryRef
 
 from .errors import ErrorKind, ServerError
 
@@ -442,6 +445,32 @@ class SharedMemoryRegistry:
             )
         self.write(region, offset, data)
         return data.nbytes
+
+    def input_reader(self, name: str, ref: SharedMemoryRef) -> memoryview:
+        """:meth:`read_input` in the form the codec's decoders call back (``shm_resolver``)."""
+        return self.read_input(ref.region, ref.offset, ref.byte_size)
+
+    def check_outputs(self, placements: Iterable[SharedMemoryRef | None]) -> None:
+        """:meth:`check_output` for each output a request placed in shared memory."""
+        for ref in placements:
+            if ref is not None:
+                self.check_output(ref.region, ref.offset, ref.byte_size)
+
+    def write_outputs(
+        self, outputs: Iterable[Any], placements: Mapping[str, SharedMemoryRef]
+    ) -> dict[str, SharedMemoryRef]:
+        """Write each output (a core ``Tensor``) that has a placement in its raw layout;
+        return, by output name, where it went and how many bytes it took (what both
+        protocols' responses report)."""
+        written: dict[str, SharedMemoryRef] = {}
+        for tensor in outputs:
+            ref = placements.get(tensor.name)
+            if ref is None:
+                continue
+            raw = tensor_to_buffer(tensor.datatype, tensor.data)
+            size = self.write_output(tensor.name, ref.region, ref.offset, ref.byte_size, raw)
+            written[tensor.name] = SharedMemoryRef(ref.region, size, ref.offset)
+        return written
 
     def close(self) -> None:
         """Unmap every system region and close every CUDA IPC handle (server shutdown; a

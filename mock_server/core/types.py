@@ -14,12 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from tritonclient._codec.types import DecodedInferRequest, ParamValue
+
 from .errors import ServerError
 
 __all__ = ["CancelFlag", "InferRequest", "InferResponse", "ParamValue", "RequestedOutput", "Tensor"]
-
-#: A request or response parameter value.
-ParamValue = bool | int | float | str
 
 
 class CancelFlag:
@@ -184,6 +183,41 @@ class InferRequest:
     response_callback: ResponseCallback | None = None
     cancelled: CancelFlag = field(default_factory=CancelFlag)
     stats_listener: StatsListener | None = None
+
+    @classmethod
+    def from_decoded(
+        cls,
+        decoded: DecodedInferRequest,
+        forwarded: dict[str, ParamValue] | None = None,
+    ) -> InferRequest:
+        """The core's request for one a frontend decoded (either protocol).
+
+        Parameters
+        ----------
+        decoded : DecodedInferRequest
+            From the codec's HTTP or gRPC decoder.
+        forwarded : dict, optional
+            Parameters taken from the request's headers (header forwarding); they win over
+            request parameters of the same name, as in Triton.
+        """
+        parameters = decoded.parameters
+        if forwarded:
+            parameters = {**parameters, **forwarded}
+        return cls(
+            model_name=decoded.model_name,
+            model_version=decoded.model_version,
+            id=decoded.id,
+            inputs=[
+                Tensor(t.name, t.datatype, t.shape, t.data, t.parameters) for t in decoded.inputs
+            ],
+            outputs=[RequestedOutput(o.name, o.parameters) for o in decoded.outputs],
+            parameters=parameters,
+            correlation_id=decoded.correlation_id,
+            sequence_start=decoded.sequence_start,
+            sequence_end=decoded.sequence_end,
+            priority=decoded.priority,
+            timeout_us=decoded.timeout_us,
+        )
 
     def cancel(self) -> None:
         """Ask the server to stop working on this request (models see ``is_cancelled()``)."""

@@ -10,7 +10,6 @@ the stream encoders write answers.  The encoders take any object shaped like
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -36,7 +35,14 @@ from .grpc_common import (
 from .numbers import UINT64_MAX, stol
 from .raw import buffer_nbytes, bytes_fault, element_count, tensor_to_buffer, wire_dtype
 from .settings import TRACE_NUMBERS, trace_levels, trace_number
-from .types import Buffer, ParamValue, SharedMemoryRef
+from .types import (
+    Buffer,
+    DecodedInferRequest,
+    DecodedInput,
+    DecodedOutput,
+    ParamValue,
+    SharedMemoryRef,
+)
 
 __all__ = [
     "DecodedInferRequest",
@@ -54,101 +60,6 @@ __all__ = [
     "parse_model_version",
     "parse_trace_setting_request",
 ]
-
-
-@dataclass
-class DecodedInput:
-    """An input tensor decoded from a request.
-
-    Attributes
-    ----------
-    name, datatype : str
-        As sent.
-    shape : tuple of int
-        As sent.
-    data : numpy.ndarray
-        The values, shaped as ``shape`` when the data hold exactly that many elements; left
-        flat otherwise (the server's validation then reports the mismatch with Triton's
-        message), and an empty placeholder for an unknown datatype or negative dimensions.
-        Fixed-size data are read-only views of the received buffer (or shared memory).
-    parameters : dict
-        Tensor parameters other than the shared-memory ones.
-    shared_memory : SharedMemoryRef or None
-        Where the data were read from, for a shared-memory input.
-    """
-
-    name: str
-    datatype: str
-    shape: tuple[int, ...]
-    data: npt.NDArray[Any]
-    parameters: dict[str, ParamValue] = field(default_factory=dict)
-    shared_memory: SharedMemoryRef | None = None
-
-
-@dataclass
-class DecodedOutput:
-    """A requested output decoded from a request.
-
-    Attributes
-    ----------
-    name : str
-        Output name.
-    parameters : dict
-        Tensor parameters other than the shared-memory ones (``classification`` included).
-    shared_memory : SharedMemoryRef or None
-        Where to write the output instead of the response.
-    """
-
-    name: str
-    parameters: dict[str, ParamValue] = field(default_factory=dict)
-    shared_memory: SharedMemoryRef | None = None
-
-
-@dataclass
-class DecodedInferRequest:
-    """A ``ModelInferRequest`` as the server core wants it.
-
-    Attributes
-    ----------
-    model_name : str
-        Target model.
-    model_version : int
-        Target version; -1 for the server's choice.
-    model_version_str : str
-        The version string as sent (stream error responses echo it).
-    id : str
-        Request id.
-    inputs : list of DecodedInput
-        The inputs.
-    outputs : list of DecodedOutput
-        The requested outputs (empty: all).
-    parameters : dict
-        Custom request parameters (reserved ones parsed into the fields below).
-    correlation_id : int or str
-        ``sequence_id`` (an int64 is read as uint64); 0 or "" when absent.
-    sequence_start, sequence_end : bool
-        Sequence flags.
-    priority : int
-        Priority level.
-    timeout_us : int
-        Queue timeout in microseconds (0: none).
-    enable_empty_final_response : bool
-        The ``triton_enable_empty_final_response`` request parameter.
-    """
-
-    model_name: str
-    model_version: int = -1
-    model_version_str: str = ""
-    id: str = ""
-    inputs: list[DecodedInput] = field(default_factory=list)
-    outputs: list[DecodedOutput] = field(default_factory=list)
-    parameters: dict[str, ParamValue] = field(default_factory=dict)
-    correlation_id: int | str = 0
-    sequence_start: bool = False
-    sequence_end: bool = False
-    priority: int = 0
-    timeout_us: int = 0
-    enable_empty_final_response: bool = False
 
 
 def parse_model_version(version: str, model_name: str) -> int:

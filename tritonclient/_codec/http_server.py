@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +50,14 @@ from .jsontext import (
     with_data_text,
 )
 from .raw import element_count, tensor_from_buffer, tensor_to_buffer
-from .types import Buffer, ParamValue, SharedMemoryRef
+from .types import (
+    Buffer,
+    DecodedInferRequest,
+    DecodedInput,
+    DecodedOutput,
+    ParamValue,
+    SharedMemoryRef,
+)
 
 __all__ = [
     "ParsedInferRequest",
@@ -59,6 +66,7 @@ __all__ = [
     "RequestParameters",
     "ResponseOutput",
     "custom_parameter",
+    "decode_infer_request",
     "decode_input",
     "encode_error",
     "encode_infer_response",
@@ -565,6 +573,70 @@ def decode_input(
             request_id=request_id,
         )
     return tensor_from_json(parsed.datatype, parsed.shape, parsed.data, name=parsed.name)
+
+
+def decode_infer_request(
+    parsed: ParsedInferRequest,
+    model_name: str,
+    model_version: int = -1,
+    *,
+    shm_resolver: Callable[[str, SharedMemoryRef], Buffer] | None = None,
+) -> DecodedInferRequest:
+    """A parsed request's tensors decoded, in the form both protocols' decoders hand on.
+
+    Parameters
+    ----------
+    parsed : ParsedInferRequest
+        From :func:`parse_infer_request` or :func:`parse_raw_request`.
+    model_name : str
+        The model the URL names (also for error messages).
+    model_version : int, optional
+        The version the URL names; -1 for the server's choice.
+    shm_resolver : callable, optional
+        ``shm_resolver(input_name, ref)`` returns the buffer of a shared-memory input (and
+        raises to refuse it).  Without one, shared-memory inputs are refused.
+
+    Returns
+    -------
+    DecodedInferRequest
+        Inputs without tensor parameters (over HTTP they only say where the data are);
+        outputs with ``classification`` when asked for.
+
+    Raises
+    ------
+    HttpCodecError
+        As :func:`decode_input`; whatever ``shm_resolver`` raises passes through.
+    """
+    inputs = []
+    for each in parsed.inputs:
+        ref = each.shared_memory
+        buffer = None
+        if ref is not None:
+            if shm_resolver is None:
+                raise http_bad("shared-memory inputs are not supported by this decoder")
+            buffer = shm_resolver(each.name, ref)
+        data = decode_input(each, buffer, model_name=model_name, request_id=parsed.id)
+        inputs.append(DecodedInput(each.name, each.datatype, tuple(each.shape), data, {}, ref))
+    outputs = []
+    for wanted in parsed.outputs:
+        parameters: dict[str, ParamValue] = {}
+        if wanted.class_count:
+            parameters["classification"] = wanted.class_count
+        outputs.append(DecodedOutput(wanted.name, parameters, wanted.shared_memory))
+    interpreted = parsed.parameters
+    return DecodedInferRequest(
+        model_name=model_name,
+        model_version=model_version,
+        id=parsed.id,
+        inputs=inputs,
+        outputs=outputs,
+        parameters=dict(interpreted.custom),
+        correlation_id=interpreted.sequence_id,
+        sequence_start=interpreted.sequence_start,
+        sequence_end=interpreted.sequence_end,
+        priority=interpreted.priority,
+        timeout_us=interpreted.timeout or 0,
+    )
 
 
 @dataclass

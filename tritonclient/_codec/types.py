@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["NO_OPTIONS", "Buffer", "InferOptions", "ParamValue", "SharedMemoryRef"]
+import numpy.typing as npt
+
+__all__ = [
+    "NO_OPTIONS",
+    "Buffer",
+    "DecodedInferRequest",
+    "DecodedInput",
+    "DecodedOutput",
+    "InferOptions",
+    "ParamValue",
+    "SharedMemoryRef",
+]
 
 #: A contiguous byte buffer: a body, a piece of one, or a tensor's raw contents.
 Buffer = bytes | bytearray | memoryview
@@ -100,3 +111,106 @@ class InferOptions:
 
 #: An inference call with no options.
 NO_OPTIONS = InferOptions()
+
+
+@dataclass
+class DecodedInput:
+    """An input tensor decoded from a request (either protocol).
+
+    Attributes
+    ----------
+    name, datatype : str
+        As sent.
+    shape : tuple of int
+        As sent.
+    data : numpy.ndarray
+        The values, shaped as ``shape`` when the data hold exactly that many elements; left
+        flat otherwise (the server's validation then reports the mismatch with Triton's
+        message), and an empty placeholder for an unknown datatype or negative dimensions.
+        Fixed-size data are read-only views of the received buffer (or shared memory).
+    parameters : dict
+        Tensor parameters other than the shared-memory ones.
+    shared_memory : SharedMemoryRef or None
+        Where the data were read from, for a shared-memory input.
+    """
+
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+    data: npt.NDArray[Any]
+    parameters: dict[str, ParamValue] = field(default_factory=dict)
+    shared_memory: SharedMemoryRef | None = None
+
+
+@dataclass
+class DecodedOutput:
+    """A requested output decoded from a request (either protocol).
+
+    Attributes
+    ----------
+    name : str
+        Output name.
+    parameters : dict
+        Tensor parameters other than the shared-memory ones (``classification`` included).
+    shared_memory : SharedMemoryRef or None
+        Where to write the output instead of the response.
+    """
+
+    name: str
+    parameters: dict[str, ParamValue] = field(default_factory=dict)
+    shared_memory: SharedMemoryRef | None = None
+
+
+@dataclass
+class DecodedInferRequest:
+    """An inference request as a server's decoder hands it on, whatever the protocol.
+
+    The gRPC decoder (:func:`~tritonclient._codec.grpc_server.decode_infer_request`) and the
+    HTTP one (:func:`~tritonclient._codec.http_server.decode_infer_request`) both produce
+    this, so a server builds its own request from it in one place.
+
+    Attributes
+    ----------
+    model_name : str
+        Target model.
+    model_version : int
+        Target version; -1 for the server's choice.
+    model_version_str : str
+        The version string as sent (gRPC stream error responses echo it).
+    id : str
+        Request id.
+    inputs : list of DecodedInput
+        The inputs.
+    outputs : list of DecodedOutput
+        The requested outputs (empty: all).
+    parameters : dict
+        Custom request parameters (reserved ones parsed into the fields below).
+    correlation_id : int or str
+        ``sequence_id`` (an int64 is read as uint64); 0 or "" when absent.
+    sequence_start, sequence_end : bool
+        Sequence flags.
+    priority : int
+        Priority level.
+    timeout_us : int
+        Queue timeout in microseconds (0: none).
+    enable_empty_final_response : bool
+        The ``triton_enable_empty_final_response`` request parameter (gRPC streams).
+    """
+
+    model_name: str
+    model_version: int = -1
+    model_version_str: str = ""
+    id: str = ""
+    inputs: list[DecodedInput] = field(default_factory=list)
+    outputs: list[DecodedOutput] = field(default_factory=list)
+    parameters: dict[str, ParamValue] = field(default_factory=dict)
+    correlation_id: int | str = 0
+    sequence_start: bool = False
+    sequence_end: bool = False
+    priority: int = 0
+    timeout_us: int = 0
+    enable_empty_final_response: bool = False
+
+    def output_placements(self) -> dict[str, SharedMemoryRef]:
+        """The requested outputs placed in shared memory, by name."""
+        return {o.name: o.shared_memory for o in self.outputs if o.shared_memory is not None}
