@@ -293,6 +293,7 @@ class InferenceServerClient(common.ClientBase):
         super().__init__(verbose)
         self._retry_policy = check_retry_policy(retry_policy)
         self._stream: _InferStream | None = None
+        self._before_channel(url)
         self._transport = GrpcTransport(
             open_channel(
                 grpc,
@@ -306,6 +307,7 @@ class InferenceServerClient(common.ClientBase):
                 channel_args,
             )
         )
+        self._after_channel()
         self._channel = self._transport.channel
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._closed = False
@@ -336,6 +338,7 @@ class InferenceServerClient(common.ClientBase):
         self._transport.close()
 
     def _unary(self, call: common.Call[T], headers: Any, client_timeout: float | None) -> T:
+        self._refuse_per_server(call.rpc)
         metadata = self._get_metadata(headers)
         self._log(f"{call.label}, metadata {metadata}\n{call.request}")
         data = retry_sync(
@@ -1154,11 +1157,13 @@ class InferenceServerClient(common.ClientBase):
             options,
         )
         requested = common.requested_outputs(outputs)
-        data = self._transport.infer(
-            parts,
-            metadata=metadata,
-            timeout=client_timeout,
-            compression=compression_type(compression_algorithm),
+        compression = compression_type(compression_algorithm)
+        data = retry_sync(
+            lambda: self._transport.infer(
+                parts, metadata=metadata, timeout=client_timeout, compression=compression
+            ),
+            common.infer_retry_policy(self._retry_policy, options),
+            common.is_retryable,
         )
         result = common.parse_infer(data, requested)
         if self._verbose:
@@ -1489,6 +1494,7 @@ class InferenceServerClient(common.ClientBase):
             model_version,
             outputs,
             options,
+            unary=False,  # a stream stays on its replica: sequences are fine there
         )
         self._stream.enqueue(
             common.serialize_request(parts), request_id, enable_empty_final_response

@@ -21,7 +21,12 @@ from tritonclient._codec.checks import Requested, response_fault
 from tritonclient._codec.types import NO_OPTIONS, InferOptions
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import service_pb2
-from tritonclient.utils import InferenceServerException, raise_error
+from tritonclient._transport.grpc_replicas import (
+    ChannelCounters,
+    refuse_per_server,
+    refuse_sequence,
+)
+from tritonclient.utils import InferenceServerException, ReplicaStats, raise_error
 from tritonclient.utils._errors import (
     InferenceServerCancelledError,
     InferenceServerDeadlineExceededError,
@@ -71,6 +76,14 @@ def parse_reply(rpc: str, data: bytes) -> Any:
         ) from None
 
 
+def infer_retry_policy(policy: RetryPolicy | None, options: InferOptions) -> RetryPolicy | None:
+    """The retry policy of an ``infer`` call: ``policy`` when it has ``retry_infer`` and the
+    call is not part of a sequence, else None (never repeated)."""
+    if policy is not None and policy.retry_infer and not options.sequence_id:
+        return policy
+    return None
+
+
 def is_retryable(error: InferenceServerException) -> bool:
     """Whether a retry policy retries a call that failed with ``error`` (UNAVAILABLE)."""
     return isinstance(error, InferenceServerUnavailableError)
@@ -115,6 +128,42 @@ class ClientBase:
     def __init__(self, verbose: bool) -> None:
         self._plugin: InferenceServerClientPlugin | None = None
         self._verbose = bool(verbose)
+        #: The target of a channel over several replicas (None: one server).
+        self._balanced_target: str | None = None
+        self._counters: ChannelCounters | None = None
+
+    # -- several replicas (gRPC balances; see tritonclient._transport.grpc_replicas) ----------
+
+    def _before_channel(self, url: str | Sequence[str]) -> None:
+        """Note whether ``url`` names several replicas (call just before opening the channel)."""
+        from tritonclient._transport.grpc import channel_target
+
+        target, balancing = channel_target(url)
+        if balancing:
+            self._balanced_target = target
+            self._counters = ChannelCounters(target)
+
+    def _after_channel(self) -> None:
+        if self._counters is not None:
+            self._counters.attach()
+
+    def _refuse_per_server(self, rpc: str) -> None:
+        if self._balanced_target is not None:
+            refuse_per_server(rpc, self._balanced_target)
+
+    def replica_stats(self) -> list[ReplicaStats]:
+        """The counters of each replica of a client over several replicas (gRPC's channelz).
+
+        Not in NVIDIA's client.
+
+        Returns
+        -------
+        list of tritonclient.utils.ReplicaStats
+            One per replica gRPC connects to (see
+            :meth:`tritonclient._transport.grpc_replicas.ChannelCounters.stats` for what
+            gRPC counts). Empty for a client of one server.
+        """
+        return [] if self._counters is None else self._counters.stats()
 
     def register_plugin(self, plugin: InferenceServerClientPlugin) -> None:
         """Register a Client Plugin.
@@ -189,9 +238,13 @@ class ClientBase:
         model_version: str,
         outputs: Sequence[InferRequestedOutput] | None,
         options: InferOptions,
+        unary: bool = True,
     ) -> bytes:
         """The wire form of an inference call's request (:func:`encode_infer`); when verbose,
-        printed after ``label`` as the message (without its raw contents)."""
+        printed after ``label`` as the message (without its raw contents).  A ``unary``
+        call of a sequence is refused when the channel balances over replicas."""
+        if unary and self._balanced_target is not None:
+            refuse_sequence(options.sequence_id, self._balanced_target)
         data = encode_infer(model_name, inputs, model_version, outputs, options)
         if self._verbose:
             print(f"{label}\n{grpc_client.request_message(data)}")

@@ -228,6 +228,7 @@ class InferenceServerClient(common.ClientBase):
     ) -> None:
         super().__init__(verbose)
         self._retry_policy = check_retry_policy(retry_policy)
+        self._before_channel(url)
         self._transport = GrpcAioTransport(
             open_channel(
                 grpc.aio,
@@ -241,6 +242,7 @@ class InferenceServerClient(common.ClientBase):
                 channel_args,
             )
         )
+        self._after_channel()
         self._channel = self._transport.channel
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
 
@@ -275,6 +277,7 @@ class InferenceServerClient(common.ClientBase):
         await wait_async(check, model_name, timeout, interval, common.not_ready_error)
 
     async def _unary(self, call: common.Call[T], headers: Any, client_timeout: float | None) -> T:
+        self._refuse_per_server(call.rpc)
         metadata = self._get_metadata(headers)
         self._log(f"{call.label}, metadata {metadata}\n{call.request}")
         data = await retry_async(
@@ -529,11 +532,13 @@ class InferenceServerClient(common.ClientBase):
             options,
         )
         requested = common.requested_outputs(outputs)
-        data = await self._transport.infer(
-            parts,
-            metadata=metadata,
-            timeout=client_timeout,
-            compression=compression_type(compression_algorithm),
+        compression = compression_type(compression_algorithm)
+        data = await retry_async(
+            lambda: self._transport.infer(
+                parts, metadata=metadata, timeout=client_timeout, compression=compression
+            ),
+            common.infer_retry_policy(self._retry_policy, options),
+            common.is_retryable,
         )
         result = common.parse_infer(data, requested)
         if self._verbose:
