@@ -160,7 +160,8 @@ def test_health(served: Served) -> None:
 def test_health_watch_reports_draining_and_ends_on_stop(loop: asyncio.AbstractEventLoop) -> None:
     # gRPC's client-side health checking watches this stream: a draining server must say
     # NOT_SERVING on it (and in Check), and stopping must not wait for open watches.
-    core = CoreServer(ServerOptions(model_repository=[], model_control_mode=ModelControlMode.EXPLICIT))
+    options = ServerOptions(model_repository=[], model_control_mode=ModelControlMode.EXPLICIT)
+    core = CoreServer(options)
     core.start()
     served = Served(loop, core)
     try:
