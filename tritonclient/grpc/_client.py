@@ -262,13 +262,17 @@ class InferenceServerClient(common.ClientBase):
     retry_policy : tritonclient.utils.RetryPolicy, keyword-only
         (Not in NVIDIA's client.) Retry idempotent calls (health, metadata, config,
         statistics, repository index, settings and shared-memory status) that fail with
-        UNAVAILABLE. Inference and state-changing calls are never retried. Default None: no
-        retries.
+        UNAVAILABLE. Inference and state-changing calls are never retried (``infer`` outside
+        sequences is, with ``RetryPolicy(retry_infer=True)``). Default None: no retries.
 
-    ``url`` may also be a gRPC target with a scheme (``dns:///name:port``,
-    ``ipv4:a:p,b:p``) or a list of ``host:port`` (IP addresses or localhost): the channel
-    then balances calls round-robin over every address (``grpc.lb_policy_name``, which
-    ``channel_args`` may override).
+    ``url`` may also be a gRPC target with a scheme (``dns:///name:port``, e.g. a headless
+    Kubernetes Service, ``ipv4:a:p,b:p``) or a list of ``host:port`` (IP addresses or
+    localhost): the channel then balances calls round-robin over every address, skipping
+    replicas whose ``grpc.health.v1`` service reports NOT_SERVING, with a reconnect backoff
+    of at most 10 s (see :func:`tritonclient._transport.grpc.balancing_options`;
+    ``channel_args`` override each of these). Such a client refuses unary calls of a
+    sequence (use a stream, which stays on one replica) and shared-memory registration
+    (per server); :meth:`replica_stats` gives per-replica counters.
 
     Raises
     ------
