@@ -143,3 +143,17 @@ def test_replica_error_names_the_replica_and_keeps_the_class() -> None:
     assert isinstance(named, InferenceServerConnectionError)
     assert named.message() == "replica h:1: POST /v2/x: connection failed"
     assert named.hint == "start it"
+
+
+def test_each_module_imports_first() -> None:
+    # tritonclient.utils re-exports BalancingPolicy/ReplicaStats: no import cycle, whichever
+    # module a program imports first.
+    import subprocess
+    import sys
+
+    for module in (
+        "tritonclient._balance",
+        "tritonclient.utils",
+        "tritonclient._transport.replicas",
+    ):
+        subprocess.run([sys.executable, "-c", f"import {module}"], check=True, timeout=60)

@@ -7,8 +7,7 @@ signatures and results.
 from __future__ import annotations
 
 # Clients over several replicas (not in NVIDIA's package).
-from tritonclient._balance import BalancingPolicy, ReplicaStats
-
+from ._balancing import BalancingPolicy, ReplicaStats
 from ._dtypes import (
     config_to_triton_dtype,
     np_to_triton_dtype,
