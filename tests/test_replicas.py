@@ -483,14 +483,44 @@ def test_grpc_channel_args_win() -> None:
     assert channel_target("127.0.0.1:1") == ("127.0.0.1:1", [])  # one server: as before
 
 
-def test_grpc_sequences_refused_unary_sticky_on_a_stream(all_up: list[Replica]) -> None:
+def grpc_step(client: Any, sequence: int, value: int, start: bool, end: bool) -> int:
+    item = grpcclient.InferInput("INPUT", [1, 1], "INT32")
+    item.set_data_from_numpy(np.array([[value]], dtype=np.int32))
+    result = client.infer(
+        "simple_sequence", [item], sequence_id=sequence, sequence_start=start, sequence_end=end
+    )
+    return int(result.as_numpy("OUTPUT")[0][0])
+
+
+def test_grpc_unary_sequences_stay_on_their_replica(all_up: list[Replica]) -> None:
     with grpcclient.InferenceServerClient([r.grpc for r in all_up]) as client:
-        each = grpcclient.InferInput("INPUT", [1, 1], "INT32")
-        each.set_data_from_numpy(np.array([[1]], dtype=np.int32))
-        with pytest.raises(InferenceServerException, match="over a stream"):
-            client.infer("simple_sequence", [each], sequence_id=5, sequence_start=True)
+        before = [served(r, "simple_sequence") for r in all_up]
+        # Interleaved: gRPC's round robin would scatter them, and a replica that did not see
+        # a sequence start refuses its next call ("must specify the START flag").
+        for round_ in range(5):
+            for sequence in (21, 22, 23):
+                value = sequence + round_
+                got = grpc_step(client, sequence, value, round_ == 0, round_ == 4)
+                assert got == value + (round_ == 0)
+        spread = [served(r, "simple_sequence") - b for r, b in zip(all_up, before, strict=True)]
+        assert spread == [5, 5, 5]  # one sequence per replica, round robin at the start
         with pytest.raises(InferenceServerException, match="registered per server"):
             client.register_system_shared_memory("region", "/key", 64)
+        # The replica of a sequence goes away: its next call fails naming it, not moved.
+        before = [served(r, "simple_sequence") for r in all_up]
+        grpc_step(client, 31, 1, True, False)
+        after = [served(r, "simple_sequence") for r in all_up]
+        home = next(i for i in range(3) if after[i] > before[i])
+        all_up[home].kill()
+        with pytest.raises(
+            InferenceServerUnavailableError, match=f"replica {all_up[home].grpc} \\(sequence 31"
+        ):
+            grpc_step(client, 31, 2, False, True)
+        assert grpc_step(client, 32, 4, True, True) == 5  # a new sequence: a live replica
+
+
+def test_grpc_stream_sequences_stay_on_their_replica(all_up: list[Replica]) -> None:
+    with grpcclient.InferenceServerClient([r.grpc for r in all_up]) as client:
         answers: list[Any] = []
         got = threading.Event()
 
@@ -547,9 +577,34 @@ def test_grpc_aio_spread_and_failover(all_up: list[Replica], broken: Replica) ->
         await asyncio.gather(killer(), *(one(i) for i in range(240)))
         assert len(results) == len(set(results)) == 240
         assert (await client.get_model_metadata("simple")).name == "simple"
-        with pytest.raises(InferenceServerException, match="over a stream"):
-            await client.infer("simple", grpc_inputs(grpcaio, 1)[0], sequence_id=3)
+        for k in range(6):  # a sequence stays on one of the replicas left
+            item = grpcaio.InferInput("INPUT", [1, 1], "INT32")
+            item.set_data_from_numpy(np.array([[k]], dtype=np.int32))
+            result = await client.infer(
+                "simple_sequence", [item], sequence_id=9, sequence_start=k == 0, sequence_end=k == 5
+            )
+            assert int(result.as_numpy("OUTPUT")[0][0]) == k + (k == 0)
         assert len(client.replica_stats()) == 4
         await client.close()
 
     asyncio.run(main())
+
+
+def test_grpc_sequence_replicas_of_each_target_form() -> None:
+    from tritonclient._transport.grpc import pinned_args
+    from tritonclient._transport.grpc_replicas import target_addresses
+
+    assert target_addresses("ipv4:127.0.0.1:1,127.0.0.1:2") == ["127.0.0.1:1", "127.0.0.1:2"]
+    assert target_addresses("ipv6:[::1]:5") == ["[::1]:5"]
+    assert "127.0.0.1:8001" in target_addresses("dns:///localhost:8001")
+    assert "127.0.0.1:8001" in target_addresses("dns:localhost:8001")
+    with pytest.raises(InferenceServerException, match="cannot resolve"):
+        target_addresses("dns:///no-such-host.invalid:8001")
+    # A channel to one IP of a DNS name keeps the name for TLS; the user's setting wins.
+    assert pinned_args("dns:///triton.ns:8001", None) == [
+        ("grpc.ssl_target_name_override", "triton.ns")
+    ]
+    assert pinned_args("dns:///t:1", [("grpc.ssl_target_name_override", "x")]) == [
+        ("grpc.ssl_target_name_override", "x")
+    ]
+    assert pinned_args(["127.0.0.1:1", "127.0.0.1:2"], None) == []

@@ -43,6 +43,7 @@ __all__ = [
     "compression_type",
     "error_from_rpc",
     "open_channel",
+    "pinned_args",
 ]
 
 
@@ -268,6 +269,22 @@ def balancing_options() -> list[tuple[str, Any]]:
         *RECONNECT_BACKOFF_MS.items(),
         ("grpc.use_local_subchannel_pool", 1),
     ]
+
+
+def pinned_args(
+    url: str | Sequence[str], channel_args: Sequence[tuple[str, Any]] | None
+) -> list[tuple[str, Any]]:
+    """``channel_args`` for a channel to one replica of a balanced ``url`` (the unary calls
+    of a sequence): the user's arguments, and for a ``dns:`` target the name as the TLS
+    target name (the channel is opened to one of its IP addresses), unless given."""
+    args = list(channel_args or [])
+    if isinstance(url, str) and url.startswith("dns:"):
+        rest = url[4:]
+        name = rest[2:].partition("/")[2] if rest.startswith("//") else rest
+        host = name.rpartition(":")[0] or name
+        if host and not any(k == "grpc.ssl_target_name_override" for k, _ in args):
+            args.append(("grpc.ssl_target_name_override", host.strip("[]")))
+    return args
 
 
 def is_balanced(url: str | Sequence[str]) -> bool:

@@ -4,21 +4,32 @@ counters read from gRPC's channelz, and the calls it refuses.
 The balancing itself is gRPC's (``round_robin`` with client-side health checking, set up by
 :func:`~tritonclient._transport.grpc.balancing_options`): gRPC picks a replica per call and
 keeps a stream on the connection it started on.  It cannot pin a *unary* call to a replica,
-so calls of a sequence (``sequence_id``) through ``infer``/``async_infer``, which keep their
-state on one server, are refused with a message that points to the stream (which stays on
-its replica) or to a client per replica; so are shared-memory registrations (per server).
+and a sequence (``sequence_id``) keeps its state on one server, so :class:`SequencePins`
+sends the unary calls of each sequence over a channel to one replica's address (opened on
+first use, one per address, with the client's settings): the replica is chosen round robin
+when the sequence starts, its calls stay there, and if it goes away they fail with an error
+naming it rather than move.  Shared-memory registrations (per server) are refused.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import socket
+import threading
+from collections.abc import Callable
 from typing import Any
 
-from tritonclient._balance import ReplicaStats
-from tritonclient.utils import raise_error
+from tritonclient._balance import replica_error
+from tritonclient.utils import InferenceServerException, ReplicaStats, raise_error
 
-__all__ = ["PER_SERVER_RPCS", "ChannelCounters", "refuse_per_server", "refuse_sequence"]
+__all__ = [
+    "PER_SERVER_RPCS",
+    "ChannelCounters",
+    "SequencePins",
+    "refuse_per_server",
+    "target_addresses",
+]
 
 #: RPCs that change state living on one server.
 PER_SERVER_RPCS = frozenset(
@@ -42,15 +53,91 @@ def refuse_per_server(rpc: str, target: str) -> None:
         )
 
 
-def refuse_sequence(sequence_id: int | str, target: str) -> None:
-    """Raise for a unary inference of a sequence through a channel over several replicas."""
-    if sequence_id:
-        raise_error(
-            f"sequence {sequence_id!r}: this client spreads unary calls over the replicas of "
-            f"'{target}', and a sequence's state lives on one of them.  Send the sequence "
-            "over a stream (start_stream + async_stream_infer, or stream_infer), which stays "
-            "on the replica it started on, or use a client with a single url."
-        )
+def target_addresses(target: str) -> list[str]:
+    """The ``host:port`` of each replica of a balanced target, in order.
+
+    ``ipv4:a:p,b:p`` and ``ipv6:[a]:p,...`` list them; a ``dns:`` target
+    (``dns:///name:port``, ``dns://server/name:port``, ``dns:name:port``) is resolved here,
+    as gRPC resolves it (every address of the name).
+
+    Raises
+    ------
+    InferenceServerException
+        If the name does not resolve.
+    """
+    scheme, _, rest = target.partition(":")
+    if scheme in ("ipv4", "ipv6"):
+        return [a for a in rest.split(",") if a]
+    name = rest[2:].partition("/")[2] if rest.startswith("//") else rest
+    host, _, port = name.rpartition(":")
+    if not host or not port.isdigit():
+        host, port = name, "443"
+    host = host.strip("[]")
+    try:
+        found = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except OSError as error:
+        raise_error(f"cannot resolve '{host}' of target '{target}': {error}")
+    addresses: list[str] = []
+    for family, _type, _proto, _name, sockaddr in found:
+        ip = str(sockaddr[0])
+        address = f"[{ip}]:{port}" if family == socket.AF_INET6 else f"{ip}:{port}"
+        if address not in addresses:
+            addresses.append(address)
+    return addresses
+
+
+class SequencePins:
+    """Where each sequence of a balanced client runs: one replica per sequence.
+
+    Parameters
+    ----------
+    target : str
+        The balanced target (its replicas: :func:`target_addresses`).
+    open_transport : callable
+        ``open_transport(address)``: a transport over a channel to that one address, with
+        the client's settings.
+    """
+
+    def __init__(self, target: str, open_transport: Callable[[str], Any]) -> None:
+        self._target = target
+        self._open = open_transport
+        self._transports: dict[str, Any] = {}
+        self._pins: dict[int | str, str] = {}
+        self._next = 0
+        self._lock = threading.Lock()  # never held across I/O
+
+    def route(self, sequence_id: int | str, start: bool, end: bool) -> tuple[str, Any]:
+        """The address and transport for a call of sequence ``sequence_id``: its replica,
+        or (``start``, or a sequence not seen yet) the next replica round robin."""
+        with self._lock:
+            address = None if start else self._pins.get(sequence_id)
+        if address is None:
+            addresses = target_addresses(self._target)  # outside the lock: may resolve a name
+            if not addresses:
+                raise_error(f"the target '{self._target}' names no replica")
+            with self._lock:
+                address = addresses[self._next % len(addresses)]
+                self._next += 1
+                self._pins[sequence_id] = address
+        with self._lock:
+            transport = self._transports.get(address)
+            if transport is None:
+                transport = self._transports[address] = self._open(address)
+            if end:
+                self._pins.pop(sequence_id, None)
+        return address, transport
+
+    def failed(
+        self, sequence_id: int | str, address: str, error: InferenceServerException
+    ) -> InferenceServerException:
+        """``error`` of a call of the sequence, naming the replica it stays on."""
+        return replica_error(error, f"{address} (sequence {sequence_id!r} runs there)")
+
+    def transports(self) -> list[Any]:
+        """Every transport opened so far (to close them)."""
+        with self._lock:
+            opened, self._transports = list(self._transports.values()), {}
+        return opened
 
 
 def _channelz() -> Any:

@@ -30,6 +30,7 @@ from tritonclient._transport.grpc import (
     compression_type,
     error_from_rpc,
     open_channel,
+    pinned_args,
 )
 from tritonclient.utils import (
     InferenceServerException,
@@ -270,9 +271,9 @@ class InferenceServerClient(common.ClientBase):
     localhost): the channel then balances calls round-robin over every address, skipping
     replicas whose ``grpc.health.v1`` service reports NOT_SERVING, with a reconnect backoff
     of at most 10 s (see :func:`tritonclient._transport.grpc.balancing_options`;
-    ``channel_args`` override each of these). Such a client refuses unary calls of a
-    sequence (use a stream, which stays on one replica) and shared-memory registration
-    (per server); :meth:`replica_stats` gives per-replica counters.
+    ``channel_args`` override each of these). Such a client keeps the unary calls of each
+    sequence on one replica (a channel of its own to that address), refuses shared-memory
+    registration (per server), and gives per-replica counters (:meth:`replica_stats`).
 
     Raises
     ------
@@ -311,7 +312,21 @@ class InferenceServerClient(common.ClientBase):
                 channel_args,
             )
         )
-        self._after_channel()
+        self._after_channel(
+            lambda address: GrpcTransport(
+                open_channel(
+                    grpc,
+                    address,
+                    ssl,
+                    root_certificates,
+                    private_key,
+                    certificate_chain,
+                    creds,
+                    keepalive_options,
+                    pinned_args(url, channel_args),
+                )
+            )
+        )
         self._channel = self._transport.channel
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._closed = False
@@ -339,6 +354,8 @@ class InferenceServerClient(common.ClientBase):
         """
         self.stop_stream()
         self._closed = True
+        for pinned in self._pinned_transports():
+            pinned.close()
         self._transport.close()
 
     def _unary(self, call: common.Call[T], headers: Any, client_timeout: float | None) -> T:
@@ -1162,13 +1179,19 @@ class InferenceServerClient(common.ClientBase):
         )
         requested = common.requested_outputs(outputs)
         compression = compression_type(compression_algorithm)
-        data = retry_sync(
-            lambda: self._transport.infer(
-                parts, metadata=metadata, timeout=client_timeout, compression=compression
-            ),
-            common.infer_retry_policy(self._retry_policy, options),
-            common.is_retryable,
-        )
+        transport, replica = self._route(options, self._transport)
+        try:
+            data = retry_sync(
+                lambda: transport.infer(
+                    parts, metadata=metadata, timeout=client_timeout, compression=compression
+                ),
+                common.infer_retry_policy(self._retry_policy, options),
+                common.is_retryable,
+            )
+        except InferenceServerException as error:
+            if replica is None:
+                raise
+            raise self._pinned_error(options, replica, error) from None
         result = common.parse_infer(data, requested)
         if self._verbose:
             print(result.get_response())
@@ -1284,7 +1307,8 @@ class InferenceServerClient(common.ClientBase):
                 error = InferenceServerException(f"failed to read the response: {failure}")
             callback(result=result, error=error)
 
-        future = self._transport.infer_future(
+        transport, _replica = self._route(options, self._transport)
+        future = transport.infer_future(
             parts,
             metadata=metadata,
             timeout=client_timeout,
@@ -1498,7 +1522,6 @@ class InferenceServerClient(common.ClientBase):
             model_version,
             outputs,
             options,
-            unary=False,  # a stream stays on its replica: sequences are fine there
         )
         self._stream.enqueue(
             common.serialize_request(parts), request_id, enable_empty_final_response

@@ -23,8 +23,8 @@ from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import service_pb2
 from tritonclient._transport.grpc_replicas import (
     ChannelCounters,
+    SequencePins,
     refuse_per_server,
-    refuse_sequence,
 )
 from tritonclient.utils import InferenceServerException, ReplicaStats, raise_error
 from tritonclient.utils._errors import (
@@ -131,6 +131,8 @@ class ClientBase:
         #: The target of a channel over several replicas (None: one server).
         self._balanced_target: str | None = None
         self._counters: ChannelCounters | None = None
+        #: Where the sequences of a balanced client run (unary calls of a sequence).
+        self._pins: SequencePins | None = None
 
     # -- several replicas (gRPC balances; see tritonclient._transport.grpc_replicas) ----------
 
@@ -143,9 +145,33 @@ class ClientBase:
             self._balanced_target = target
             self._counters = ChannelCounters(target)
 
-    def _after_channel(self) -> None:
+    def _after_channel(self, open_transport: Callable[[str], Any]) -> None:
+        """Just after the channel is open; ``open_transport(address)`` makes a transport to
+        one replica with the client's settings (for the unary calls of a sequence)."""
         if self._counters is not None:
             self._counters.attach()
+        if self._balanced_target is not None:
+            self._pins = SequencePins(self._balanced_target, open_transport)
+
+    def _route(self, options: InferOptions, transport: Any) -> tuple[Any, str | None]:
+        """The transport of an inference and the replica it is pinned to: ``transport``
+        (gRPC balances) and None, or for a sequence on a balanced client, its replica's."""
+        if self._pins is None or not options.sequence_id:
+            return transport, None
+        address, pinned = self._pins.route(
+            options.sequence_id, options.sequence_start, options.sequence_end
+        )
+        return pinned, address
+
+    def _pinned_error(
+        self, options: InferOptions, replica: str, error: InferenceServerException
+    ) -> InferenceServerException:
+        assert self._pins is not None
+        return self._pins.failed(options.sequence_id, replica, error)
+
+    def _pinned_transports(self) -> list[Any]:
+        """The transports opened for sequences (the client closes them)."""
+        return [] if self._pins is None else self._pins.transports()
 
     def _refuse_per_server(self, rpc: str) -> None:
         if self._balanced_target is not None:
@@ -238,13 +264,9 @@ class ClientBase:
         model_version: str,
         outputs: Sequence[InferRequestedOutput] | None,
         options: InferOptions,
-        unary: bool = True,
     ) -> bytes:
         """The wire form of an inference call's request (:func:`encode_infer`); when verbose,
-        printed after ``label`` as the message (without its raw contents).  A ``unary``
-        call of a sequence is refused when the channel balances over replicas."""
-        if unary and self._balanced_target is not None:
-            refuse_sequence(options.sequence_id, self._balanced_target)
+        printed after ``label`` as the message (without its raw contents)."""
         data = encode_infer(model_name, inputs, model_version, outputs, options)
         if self._verbose:
             print(f"{label}\n{grpc_client.request_message(data)}")
