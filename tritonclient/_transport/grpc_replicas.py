@@ -17,6 +17,7 @@ import contextlib
 import json
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,9 @@ __all__ = [
     "refuse_per_server",
     "target_addresses",
 ]
+
+#: Seconds a resolution of a ``dns:`` target's replicas is used for new sequences.
+_RESOLVE_EVERY = 5.0
 
 #: RPCs that change state living on one server.
 PER_SERVER_RPCS = frozenset(
@@ -105,6 +109,8 @@ class SequencePins:
         self._pins: dict[int | str, str] = {}
         self._next = 0
         self._lock = threading.Lock()  # never held across I/O
+        #: (until when, addresses) of the last resolution.
+        self._resolved: tuple[float, list[str]] | None = None
 
     def route(self, sequence_id: int | str, start: bool, end: bool) -> tuple[str, Any]:
         """The address and transport for a call of sequence ``sequence_id``: its replica,
@@ -112,7 +118,7 @@ class SequencePins:
         with self._lock:
             address = None if start else self._pins.get(sequence_id)
         if address is None:
-            addresses = target_addresses(self._target)  # outside the lock: may resolve a name
+            addresses = self._addresses()
             if not addresses:
                 raise_error(f"the target '{self._target}' names no replica")
             with self._lock:
@@ -126,6 +132,15 @@ class SequencePins:
             if end:
                 self._pins.pop(sequence_id, None)
         return address, transport
+
+    def _addresses(self) -> list[str]:
+        # A DNS name is resolved again at most every _RESOLVE_EVERY seconds: replicas that
+        # come and go are followed, and a client starting many sequences (the asyncio one
+        # included, where the lookup blocks the loop) does not resolve for each of them.
+        now = time.monotonic()
+        if self._resolved is None or now >= self._resolved[0]:
+            self._resolved = (now + _RESOLVE_EVERY, target_addresses(self._target))
+        return self._resolved[1]
 
     def failed(
         self, sequence_id: int | str, address: str, error: InferenceServerException
