@@ -158,3 +158,19 @@ def test_aio(server: RunningTritonServer) -> None:
                 await client.infer("nope", inputs)
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_url_list_probes_and_calls_a_real_triton(server: RunningTritonServer) -> None:
+    # The replica machinery against Triton's own readiness endpoint and answers.
+    from tritonclient.utils import BalancingPolicy
+
+    policy = BalancingPolicy(health_check_interval=0.1)
+    with httpclient.InferenceServerClient([server.http_url], load_balancing=policy) as c:
+        for _ in range(5):
+            inputs, a = simple_inputs()
+            np.testing.assert_array_equal(c.infer("simple", inputs).as_numpy("OUTPUT0"), a + 1)
+        assert c.get_server_metadata()["name"] == "triton"
+        stats = c.replica_stats()
+        assert [(s.address, s.requests, s.failures, s.in_service) for s in stats] == [
+            (server.http_url, 6, 0, True)
+        ]
