@@ -608,3 +608,46 @@ def test_grpc_sequence_replicas_of_each_target_form() -> None:
         ("grpc.ssl_target_name_override", "x")
     ]
     assert pinned_args(["127.0.0.1:1", "127.0.0.1:2"], None) == []
+
+
+@pytest.fixture
+def stalled() -> Iterator[str]:
+    """``host:port`` of a listener that accepts connections and never answers."""
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)  # connections complete in the backlog; nothing ever reads them
+    try:
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        sock.close()
+
+
+def test_http_replica_that_never_answers_its_probe_is_taken_out(
+    all_up: list[Replica], stalled: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tritonclient._transport import replicas as replicas_module
+
+    monkeypatch.setattr(replicas_module, "PROBE_TIMEOUT", 0.3)
+    with httpclient.InferenceServerClient([all_up[0].http, stalled], load_balancing=FAST) as c:
+        assert c.is_server_live()  # replica 0 answers; the first probes start
+        wait_for(lambda: not c.replica_stats()[1].in_service, "the stalled replica is out")
+        for _ in range(10):
+            assert c.is_server_live()
+        assert c.replica_stats()[1].requests == 0
+
+    async def main() -> None:
+        async with httpaio.InferenceServerClient(
+            [all_up[0].http, stalled], load_balancing=FAST
+        ) as ac:
+            assert await ac.is_server_live()
+            deadline = time.monotonic() + WAIT
+            while ac.replica_stats()[1].in_service:
+                assert time.monotonic() < deadline, "the stalled replica is still in service"
+                await asyncio.sleep(0.05)
+            for _ in range(10):
+                assert await ac.is_server_live()
+            assert ac.replica_stats()[1].requests == 0
+
+    asyncio.run(main())

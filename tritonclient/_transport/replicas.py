@@ -40,6 +40,10 @@ T = TypeVar("T")
 
 _monotonic = time.monotonic
 
+#: Seconds a readiness probe may take: a replica that cannot say it is ready within this is
+#: taken as not ready (rather than left in service, or out, for the whole call timeout).
+PROBE_TIMEOUT = 5.0
+
 
 def split_replicas(
     urls: Sequence[str], parse: Callable[[str], tuple[str, str, int, str]]
@@ -193,7 +197,7 @@ class GeventReplicas(_Replicas):
             return error
 
         try:  # in the background, on the replica's hub thread; nobody waits for it
-            self._transports[index].submit(self._probe_call(), answer, failed)
+            self._transports[index].submit(self._probe_call(), answer, failed, PROBE_TIMEOUT)
         except InferenceServerException:
             balancer.probed(index, _monotonic(), False)
 
@@ -269,7 +273,8 @@ class AiohttpReplicas(_Replicas):
     async def _probe(self, index: int) -> None:
         ready = False
         try:
-            reply = await self._transports[index].send(self._probe_call())
+            probe = self._transports[index].send(self._probe_call())
+            reply = await asyncio.wait_for(probe, PROBE_TIMEOUT)
             ready = reply.status == 200
         except Exception:  # refused, timed out, closed: not ready
             ready = False
