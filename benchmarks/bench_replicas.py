@@ -133,6 +133,52 @@ def run_case(flavour: str, url: Any, seconds: float) -> tuple[float, float]:
     return count / wall, cpu / count * 1e6
 
 
+def layer_cost(calls: int = 200_000) -> tuple[float, float]:
+    """CPU microseconds per call that the replica layer adds, without I/O: a transport that
+    answers at once, called directly and through GeventReplicas / AiohttpReplicas (three
+    replicas, round robin, probes off so that only the per-call path is measured)."""
+    from tritonclient._transport.http import HttpCall, HttpReply
+    from tritonclient._transport.replicas import AiohttpReplicas, GeventReplicas
+    from tritonclient.utils import BalancingPolicy
+
+    reply = HttpReply(200, {}, b"")
+    call: HttpCall[bool] = HttpCall("GET", "/v2/health/live", {}, None, lambda r: True)
+    servers = [("a", 1), ("b", 2), ("c", 3)]
+    policy = BalancingPolicy(health_check_interval=None)
+
+    class Answer:
+        def send(self, call: Any, timeout: float | None = None) -> HttpReply:
+            return reply
+
+    class AsyncAnswer:
+        async def send(self, call: Any) -> HttpReply:
+            return reply
+
+    def per_call(send: Callable[[], Any]) -> float:
+        c0 = time.process_time()
+        for _ in range(calls):
+            send()
+        return (time.process_time() - c0) / calls * 1e6
+
+    direct = Answer()
+    sync = GeventReplicas(servers, "", policy, lambda h, p: Answer())
+    added_sync = per_call(lambda: sync.send(call)) - per_call(lambda: direct.send(call))
+
+    async def run_async() -> float:
+        plain = AsyncAnswer()
+        multi = AiohttpReplicas(servers, "", policy, lambda h, p: AsyncAnswer())
+
+        async def loop(send: Callable[[], Any]) -> float:
+            c0 = time.process_time()
+            for _ in range(calls):
+                await send()
+            return (time.process_time() - c0) / calls * 1e6
+
+        return await loop(lambda: multi.send(call)) - await loop(lambda: plain.send(call))
+
+    return added_sync, asyncio.run(run_async())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="per measurement")
@@ -171,6 +217,14 @@ def main() -> int:
                 f"{single[1]:>18.1f} {one[1]:>8.1f} {three[1]:>8.1f} "
                 f"{one[1] / single[1]:>8.3f} {three[1] / single[1]:>8.3f}"
             )
+        added_sync, added_async = layer_cost()
+        http_single = dict(rows)["http"]["single"][1]
+        aio_single = dict(rows)["http.aio"]["single"][1]
+        print(
+            f"HTTP replica layer alone (no I/O): +{added_sync:.2f} us/call sync "
+            f"({1 + added_sync / http_single:.3f}x of single), +{added_async:.2f} us/call aio "
+            f"({1 + added_async / aio_single:.3f}x); gRPC balances in gRPC's C core"
+        )
     finally:
         for replica in replicas:
             replica.stop()
