@@ -311,8 +311,9 @@ def specialize_exception(error: InferenceServerException) -> InferenceServerExce
 
 class RetryPolicy:
     """Opt-in retries of idempotent calls (health, metadata, config, statistics, repository
-    index, settings and shared-memory status); inference, load/unload and registration are
-    never retried.
+    index, settings and shared-memory status); load/unload and registration are never
+    retried, inference only with ``retry_infer``.  With a client over several replicas, a
+    retried call goes to another replica.
 
     gRPC clients retry on UNAVAILABLE; HTTP clients on connection failures
     (:class:`InferenceServerConnectionError`).  Waits ``initial_backoff`` seconds after the
