@@ -11,14 +11,19 @@ threads; gRPC aio: 8 tasks) and each way of naming the servers:
 ``single``   ``url`` a string, one replica (the client as before);
 ``list-1``   ``url`` a list of that one replica: the balancing machinery with nothing to
              spread (its overhead alone, same server);
-``list-3``   ``url`` a list of three replicas.
+``list-3``   ``url`` a list of three replicas;
+``same-3``   ``url`` a list naming the first replica three times: the client's machinery for
+             three replicas (three transports and connection pools, the balancer) against
+             one server process, the control that separates the client's cost from that of
+             running three servers on the same cores.
 
 it runs ``simple`` (INT32 [1,16] x2, outputs checked) for S seconds with 8 calls in flight and
 reports requests/s and client CPU per call (``time.process_time()`` of this process, which
 holds only the client: the servers are other processes).  The configurations alternate for
-R rounds and the median is kept, which evens out the noise of a shared machine.  On a 2-core
-machine the servers and the client share the cores, so three replicas show overhead, not
-scaling: the figure to read is the CPU ratio ``list / single`` (goal: <= 1.05).
+R rounds; the table gives the medians, and the CPU ratios are the medians of the ratios
+within each round (runs made back to back), which evens out the noise of a shared machine.
+On a 2-core machine the servers and the client share the cores, so three replicas show
+overhead, not scaling: the figure to read is the CPU ratio ``list / single`` (goal: <= 1.05).
 """
 
 from __future__ import annotations
@@ -183,6 +188,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="per measurement")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (median kept)")
+    parser.add_argument("--clients", default="http,http.aio,grpc,grpc.aio", help="which clients")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-replicas-"))
     replicas = [Replica(root / f"r{i}") for i in range(3)]
@@ -190,9 +196,16 @@ def main() -> int:
         for replica in replicas:
             replica.start()
         rows = []
-        for flavour in ("http", "http.aio", "grpc", "grpc.aio"):
+        for flavour in args.clients.split(","):
             addresses = [r.http if flavour.startswith("http") else r.grpc for r in replicas]
-            configs = {"single": addresses[0], "list-1": addresses[:1], "list-3": addresses}
+            configs = {
+                "single": addresses[0],
+                "list-1": addresses[:1],
+                "list-3": addresses,
+                # The control: the client's three-replica machinery (three transports, three
+                # connection pools, the balancer) against the one server process.
+                "same-3": addresses[:1] * 3,
+            }
             samples: dict[str, list[tuple[float, float]]] = {name: [] for name in configs}
             for _ in range(args.rounds):
                 for name, url in configs.items():
@@ -204,22 +217,39 @@ def main() -> int:
                 )
                 for name, values in samples.items()
             }
+            # Ratios of the runs made back to back in one round, then their median: the load
+            # of a shared machine drifts more between rounds than within one.
+            for name in ("list-1", "list-3", "same-3"):
+                paired = [
+                    listed[1] / single[1]
+                    for listed, single in zip(samples[name], samples["single"], strict=True)
+                ]
+                med["ratio " + name] = (statistics.median(paired), 0.0)
             rows.append((flavour, med))
         print(f"{IN_FLIGHT} in flight, {args.seconds:g} s x {args.rounds} rounds (median)")
+        names = ("single", "list-1", "list-3", "same-3")
+        print("requests/s | client CPU us per call | CPU ratio to single (paired medians)")
         print(
-            f"{'client':<9} {'single req/s':>12} {'list-1 req/s':>12} {'list-3 req/s':>12} "
-            f"{'CPU us/call single':>18} {'list-1':>8} {'list-3':>8} {'ratio-1':>8} {'ratio-3':>8}"
+            f"{'client':<9}"
+            + "".join(f"{n:>8}" for n in names)
+            + " |"
+            + "".join(f"{n:>8}" for n in names)
+            + " |"
+            + "".join(f"{n:>8}" for n in names[1:])
         )
         for flavour, med in rows:
-            single, one, three = med["single"], med["list-1"], med["list-3"]
             print(
-                f"{flavour:<9} {single[0]:>12.0f} {one[0]:>12.0f} {three[0]:>12.0f} "
-                f"{single[1]:>18.1f} {one[1]:>8.1f} {three[1]:>8.1f} "
-                f"{one[1] / single[1]:>8.3f} {three[1] / single[1]:>8.3f}"
+                f"{flavour:<9}"
+                + "".join(f"{med[n][0]:>8.0f}" for n in names)
+                + " |"
+                + "".join(f"{med[n][1]:>8.1f}" for n in names)
+                + " |"
+                + "".join(f"{med['ratio ' + n][0]:>8.3f}" for n in names[1:])
             )
         added_sync, added_async = layer_cost()
-        http_single = dict(rows)["http"]["single"][1]
-        aio_single = dict(rows)["http.aio"]["single"][1]
+        singles = {flavour: med["single"][1] for flavour, med in rows}
+        http_single = singles.get("http", 400.0)
+        aio_single = singles.get("http.aio", 400.0)
         print(
             f"HTTP replica layer alone (no I/O): +{added_sync:.2f} us/call sync "
             f"({1 + added_sync / http_single:.3f}x of single), +{added_async:.2f} us/call aio "
