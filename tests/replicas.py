@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("simple", "simple_sequence", "slow")
 #: Bound of every wait for a replica (start, stop), in seconds.
 WAIT = 60.0
+#: Whether this mock_server has tritonserver's --exit-on-error (default true: a model that
+#: fails to load stops the server, where the broken replica must keep serving, not ready).
+_HAS_EXIT_ON_ERROR = "--exit-on-error" in (ROOT / "mock_server" / "__main__.py").read_text()
 
 
 def make_repository(folder: Path, broken: bool = False) -> Path:
@@ -91,6 +94,8 @@ class Replica:
         ]
         if self.broken:
             command += ["--strict-readiness", "true"]
+            if _HAS_EXIT_ON_ERROR:  # keep serving, not ready, as tritonserver would
+                command += ["--exit-on-error", "false"]
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         log = (self.folder / f"server-{self.starts}.log").open("wb")
         self.process = subprocess.Popen(
