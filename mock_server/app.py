@@ -266,7 +266,13 @@ class MockServer:
         self._services.clear()
 
     def stop(self, timeout: float = 60.0) -> None:
-        """Stop the frontends, unload every model and stop the event loop."""
+        """Stop the frontends, unload every model and stop the event loop.
+
+        Readiness turns false first (HTTP ``/v2/health/ready``, gRPC ``ServerReady`` and the
+        ``grpc.health.v1`` service), so that clients balancing over replicas stop sending
+        here while the calls in progress finish."""
+        if self.core.live():
+            self.core.drain()
         if self._loop is not None and self._thread is not None:
             try:
                 self._run(self._stop_services(), timeout)

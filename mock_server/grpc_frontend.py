@@ -68,6 +68,9 @@ log = logging.getLogger("mock_server.grpc")
 
 _SERVICE = "inference.GRPCInferenceService"
 _HEALTH_SERVICE = "grpc.health.v1.Health"
+
+#: Seconds between readiness checks of an open health Watch.
+_WATCH_INTERVAL = 0.2
 _RESTRICTED_HEADER_PREFIX = "triton-grpc-protocol-"
 
 #: The API group (Triton's ``--grpc-restricted-protocol`` names) of every RPC.
@@ -270,6 +273,8 @@ class GrpcFrontend:
         self._max_message_bytes = max_message_bytes
         self._keepalive = keepalive or KeepAliveOptions()
         groups = set(API_GROUP_OF_RPC.values())
+        #: Set when stopping: open health watches then report NOT_SERVING and end.
+        self._stopping = False
         self._restricted: dict[str, tuple[str, str]] = {}
         for group, (key, value) in (restricted_apis or {}).items():
             if group not in groups:
@@ -339,6 +344,7 @@ class GrpcFrontend:
             Seconds granted to in-flight calls (None: cancel them at once).
         """
         server, self._server = self._server, None
+        self._stopping = True  # health watches answer NOT_SERVING and end
         if server is not None:
             await server.stop(grace)
         self.port = None
@@ -447,8 +453,28 @@ class GrpcFrontend:
         return health_pb2.HealthCheckResponse(status=serving if self._core.ready() else not_serving)
 
     async def _health_watch(self, request: Any, context: Any) -> AsyncIterator[Any]:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "Watch is not supported")
-        yield  # pragma: no cover - makes this an async generator (abort raises)
+        # gRPC's client-side health checking (the channel's "healthCheckConfig") uses Watch,
+        # not Check; a server answering UNIMPLEMENTED is taken as healthy for good, so a
+        # draining replica would keep receiving calls.  The status is sent at once and then
+        # on every change, checked every _WATCH_INTERVAL seconds (readiness has no event).
+        try:
+            self._check_access(context, "Check")
+        except Exception as exc:
+            error = _server_error(exc)
+            await context.abort(_status(error.kind), _clip(error.message))
+        serving = health_pb2.HealthCheckResponse.SERVING
+        not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
+        last = None
+        while True:
+            status = serving if self._core.ready() and not self._stopping else not_serving
+            if status != last:
+                yield health_pb2.HealthCheckResponse(status=status)
+                last = status
+            if self._stopping:
+                # The stream ends with the server: a watch left open would hold the
+                # shutdown for the whole grace period.
+                return
+            await asyncio.sleep(_WATCH_INTERVAL)
 
     async def _server_live(self, request: pb.ServerLiveRequest, context: Any) -> Any:
         return pb.ServerLiveResponse(live=self._core.live())

@@ -26,6 +26,7 @@ AUTH_USER, AUTH_PASSWORD = "triton", "example-secret"
 CASES: dict[str, tuple[str, tuple[str | None, ...]]] = {
     "tour.py": ("none", (None,)),
     "inprocess_client.py": ("none", (None,)),
+    "several_servers_client.py": ("none", (None,)),
     "simple_infer_client.py": ("default", BOTH),
     "simple_async_infer_client.py": ("default", BOTH),
     "simple_aio_infer_client.py": ("default", BOTH),

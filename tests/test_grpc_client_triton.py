@@ -117,3 +117,29 @@ def test_aio_infer_and_stream(triton: RunningTritonServer) -> None:
     items = asyncio.run(asyncio.wait_for(main(), 2 * T))
     assert len(items) == 1 and items[0][1] is None
     assert int(items[0][0].as_numpy("OUT")[0]) == 5
+
+
+def test_balanced_channel_against_a_real_triton(triton: RunningTritonServer) -> None:
+    # Triton 2.51 answers grpc.health.v1 Check but not Watch: gRPC's health checking then
+    # takes the replica as healthy (it logs one line), and calls go through.  A sequence's
+    # unary calls go over a channel of their own to the replica.
+    with grpcclient.InferenceServerClient(f"ipv4:{triton.grpc_url}") as c:
+        for _ in range(3):
+            result = c.infer("simple", _simple_inputs(), client_timeout=T)
+            np.testing.assert_array_equal(
+                result.as_numpy("OUTPUT0"), np.arange(16, dtype=np.int32).reshape(1, 16) + 1
+            )
+        for k in range(3):
+            item = grpcclient.InferInput("INPUT", [1, 1], "INT32")
+            item.set_data_from_numpy(np.array([[k + 5]], dtype=np.int32))
+            result = c.infer(
+                "simple_sequence",
+                [item],
+                sequence_id=4242,
+                sequence_start=k == 0,
+                sequence_end=k == 2,
+            )
+            assert int(result.as_numpy("OUTPUT")[0][0]) == k + 5 + (k == 0)
+        stats = c.replica_stats()
+        assert [s.address for s in stats] == [triton.grpc_url] and stats[0].in_service
+        assert stats[0].requests >= 3

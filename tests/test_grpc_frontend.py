@@ -152,9 +152,34 @@ def test_health(served: Served) -> None:
     assert stub.ServerReady(pb.ServerReadyRequest(), timeout=T).ready
     check = served.health.Check(health_pb2.HealthCheckRequest(service="any"), timeout=T)
     assert check.status == health_pb2.HealthCheckResponse.SERVING
-    with pytest.raises(grpc.RpcError) as info:
-        next(iter(served.health.Watch(health_pb2.HealthCheckRequest(), timeout=T)))
-    assert info.value.code() == Code.UNIMPLEMENTED
+    watch = served.health.Watch(health_pb2.HealthCheckRequest(), timeout=T)
+    assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+    watch.cancel()
+
+
+def test_health_watch_reports_draining_and_ends_on_stop(loop: asyncio.AbstractEventLoop) -> None:
+    # gRPC's client-side health checking watches this stream: a draining server must say
+    # NOT_SERVING on it (and in Check), and stopping must not wait for open watches.
+    options = ServerOptions(model_repository=[], model_control_mode=ModelControlMode.EXPLICIT)
+    core = CoreServer(options)
+    core.start()
+    served = Served(loop, core)
+    try:
+        watch = served.health.Watch(health_pb2.HealthCheckRequest(), timeout=T)
+        assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+        core.drain()
+        assert next(watch).status == health_pb2.HealthCheckResponse.NOT_SERVING
+        check = served.health.Check(health_pb2.HealthCheckRequest(), timeout=T)
+        assert check.status == health_pb2.HealthCheckResponse.NOT_SERVING
+        assert not served.stub.ServerReady(pb.ServerReadyRequest(), timeout=T).ready
+        started = time.monotonic()
+        served.run(served.frontend.stop(5.0))  # the watch ends at once, not after the grace
+        assert time.monotonic() - started < 4.0
+        with pytest.raises(StopIteration):
+            next(watch)
+    finally:
+        served.channel.close()
+        core.stop()
 
 
 def test_model_ready(stub: Any) -> None:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -158,3 +159,26 @@ def test_aio(server: RunningTritonServer) -> None:
                 await client.infer("nope", inputs)
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_url_list_probes_and_calls_a_real_triton(server: RunningTritonServer) -> None:
+    # The replica machinery against Triton's own readiness endpoint and answers.
+    from tritonclient.utils import BalancingPolicy
+
+    policy = BalancingPolicy(health_check_interval=0.1)
+    with httpclient.InferenceServerClient([server.http_url], load_balancing=policy) as c:
+        for _ in range(5):
+            inputs, a = simple_inputs()
+            np.testing.assert_array_equal(c.infer("simple", inputs).as_numpy("OUTPUT0"), a + 1)
+        assert c.get_server_metadata()["name"] == "triton"
+        stats = c.replica_stats()
+        assert [(s.address, s.requests, s.failures) for s in stats] == [(server.http_url, 6, 0)]
+        # In service exactly when Triton says it is ready (earlier tests of this module may
+        # have left a model that failed to load, which makes Triton not ready).
+        with httpclient.InferenceServerClient(server.http_url) as single:
+            ready = single.is_server_ready()
+        deadline = time.monotonic() + 10
+        while c.replica_stats()[0].in_service != ready:
+            assert time.monotonic() < deadline, f"in service should be {ready}"
+            c.is_server_live()  # probes are started by calls
+            time.sleep(0.05)

@@ -56,6 +56,8 @@ def _steps(
 
 def retry_sync(perform: Callable[[], T], policy: RetryPolicy | None, retryable: Retryable) -> T:
     """``perform()``, repeated as ``policy`` allows when it fails in a ``retryable`` way."""
+    if policy is None:  # one attempt: no schedule to run (the common case, on every call)
+        return perform()
     steps = _steps(policy, retryable)
     step = next(steps)
     while True:
@@ -77,6 +79,8 @@ async def retry_async(
 ) -> T:
     """``await perform()``, repeated as ``policy`` allows when it fails in a ``retryable``
     way."""
+    if policy is None:  # one attempt: no schedule to run (the common case, on every call)
+        return await perform()
     steps = _steps(policy, retryable)
     step = next(steps)
     while True:

@@ -370,9 +370,15 @@ class CoreServer:
         """Whether the server is up (started and not stopped)."""
         return self._started and not self._stopped
 
+    def drain(self) -> None:
+        """Report not ready from now on (the server is about to stop), as Triton does on
+        shutdown: load balancers and health-checking clients stop sending new work while the
+        calls in progress finish."""
+        self._stop_event.set()
+
     def ready(self) -> bool:
-        """Whether the server is ready for inference."""
-        if not self.live():
+        """Whether the server is ready for inference (not once it is draining)."""
+        if not self.live() or self._stop_event.is_set():
             return False
         return self._startup_ok or not self.options.strict_readiness
 

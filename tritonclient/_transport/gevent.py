@@ -374,16 +374,33 @@ class GeventTransport:
         if self._loop is not None:
             self._loop.close(wait=True)
 
-    def submit(self, call: HttpCall[Any], finish: Callable[[HttpReply], T]) -> Job[T]:
+    def submit(
+        self,
+        call: HttpCall[Any],
+        finish: Callable[[HttpReply], T],
+        failed: Callable[[InferenceServerException], InferenceServerException] | None = None,
+        timeout: float | None = None,
+    ) -> Job[T]:
         """Start ``call`` on the hub thread and return at once; the job's result is
-        ``finish(reply)`` (run on the hub thread)."""
+        ``finish(reply)`` (run on the hub thread).  ``failed``, when given, is told of a
+        request that failed below HTTP and returns the exception the job raises (a client
+        over several replicas counts the failure and names the replica); ``timeout``
+        shortens the transport's own bound of the call (readiness probes)."""
         if self._loop is None:  # pragma: no cover - only if __init__ failed
             raise_error("the client is closed")
         loop = self._loop
         limit = self._call_limit
+        if timeout is not None:
+            limit = timeout if limit is None else min(limit, timeout)
 
         def work() -> T:
-            return finish(_perform(loop.resource, call, limit))
+            if failed is None:
+                return finish(_perform(loop.resource, call, limit))
+            try:
+                reply = _perform(loop.resource, call, limit)
+            except InferenceServerException as error:
+                raise failed(error) from None
+            return finish(reply)
 
         return loop.submit(work)
 

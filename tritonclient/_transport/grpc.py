@@ -13,6 +13,7 @@ stream (identical on the wire), so that it is released as soon as it is sent.
 from __future__ import annotations
 
 import ipaddress
+import json
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
@@ -42,6 +43,7 @@ __all__ = [
     "compression_type",
     "error_from_rpc",
     "open_channel",
+    "pinned_args",
 ]
 
 
@@ -232,6 +234,65 @@ def _ip_target(address: str) -> tuple[str, str]:
     return "ipv4", f"{bare}:{port}"
 
 
+#: gRPC's client-side health checking (gRFC A17): each replica's ``grpc.health.v1.Health``
+#: service is watched, and round robin skips a replica that reports NOT_SERVING (draining,
+#: not ready).  The overall health ("" service) is what Triton and mock_server report.
+HEALTH_CHECK_SERVICE_CONFIG = json.dumps({"healthCheckConfig": {"serviceName": ""}})
+
+#: Reconnect backoff of a balanced channel, in ms.  gRPC's defaults (1 s growing to 120 s)
+#: would keep a restarted replica out for up to two minutes; a replica coming back is
+#: retried within 10 s at worst.
+RECONNECT_BACKOFF_MS = {
+    "grpc.initial_reconnect_backoff_ms": 500,
+    "grpc.min_reconnect_backoff_ms": 500,
+    "grpc.max_reconnect_backoff_ms": 10_000,
+}
+
+
+def balancing_options() -> list[tuple[str, Any]]:
+    """The channel arguments of a channel over several replicas (``channel_args`` win).
+
+    Returns
+    -------
+    list of (str, value)
+        ``grpc.lb_policy_name`` = ``round_robin``; ``grpc.service_config`` turning on
+        client-side health checking (:data:`HEALTH_CHECK_SERVICE_CONFIG`; the service config
+        names no load-balancing policy, so that a ``grpc.lb_policy_name`` in ``channel_args``
+        still chooses it); the reconnect backoff (:data:`RECONNECT_BACKOFF_MS`); and
+        ``grpc.use_local_subchannel_pool``, so that the channel's connections (and the
+        per-replica counters of :func:`replica_counters`) are its own rather than shared
+        with other channels to the same addresses.
+    """
+    return [
+        ("grpc.lb_policy_name", "round_robin"),
+        ("grpc.service_config", HEALTH_CHECK_SERVICE_CONFIG),
+        *RECONNECT_BACKOFF_MS.items(),
+        ("grpc.use_local_subchannel_pool", 1),
+    ]
+
+
+def pinned_args(
+    url: str | Sequence[str], channel_args: Sequence[tuple[str, Any]] | None
+) -> list[tuple[str, Any]]:
+    """``channel_args`` for a channel to one replica of a balanced ``url`` (the unary calls
+    of a sequence): the user's arguments, and for a ``dns:`` target the name as the TLS
+    target name (the channel is opened to one of its IP addresses), unless given."""
+    args = list(channel_args or [])
+    if isinstance(url, str) and url.startswith("dns:"):
+        rest = url[4:]
+        name = rest[2:].partition("/")[2] if rest.startswith("//") else rest
+        host = name.rpartition(":")[0] or name
+        if host and not any(k == "grpc.ssl_target_name_override" for k, _ in args):
+            args.append(("grpc.ssl_target_name_override", host.strip("[]")))
+    return args
+
+
+def is_balanced(url: str | Sequence[str]) -> bool:
+    """Whether ``url`` names several replicas (a list of addresses or a target with a scheme),
+    over which the channel balances calls."""
+    return bool(channel_target(url)[1])
+
+
 def channel_target(url: str | Sequence[str]) -> tuple[str, list[tuple[str, Any]]]:
     """The gRPC target of ``url`` and the channel arguments it needs.
 
@@ -247,10 +308,10 @@ def channel_target(url: str | Sequence[str]) -> tuple[str, list[tuple[str, Any]]
     Returns
     -------
     tuple of (str, list of (str, value))
-        The target and the default options for it (``grpc.lb_policy_name`` =
-        ``round_robin`` for several servers), which ``channel_args`` may override.
+        The target and the default options for it (:func:`balancing_options` for several
+        servers), which ``channel_args`` may override.
     """
-    round_robin: list[tuple[str, Any]] = [("grpc.lb_policy_name", "round_robin")]
+    round_robin = balancing_options()
     if isinstance(url, str):
         if url.startswith(_LB_SCHEMES):
             return url, round_robin

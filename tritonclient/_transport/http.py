@@ -58,6 +58,12 @@ class HttpCall(Generic[T]):
     #: the inputs' binary data as views of their buffers, for a transport that can send them
     #: as they are instead of joining them first.
     chunks: tuple[Buffer, ...] | None = None
+    #: ``(sequence_id, sequence_start, sequence_end)`` of an inference in a sequence: a
+    #: client over several replicas keeps the calls of a sequence on one replica.
+    sequence: tuple[int | str, bool, bool] | None = None
+    #: Whether the call changes state that lives on one server (shared-memory
+    #: registrations), which a client over several replicas refuses.
+    per_server: bool = False
 
     def payload(self) -> bytes | None:
         """The whole body as one ``bytes`` (joining :attr:`chunks`), or None."""

@@ -30,6 +30,7 @@ from tritonclient._transport.grpc import (
     compression_type,
     error_from_rpc,
     open_channel,
+    pinned_args,
 )
 from tritonclient.utils import (
     InferenceServerException,
@@ -262,13 +263,17 @@ class InferenceServerClient(common.ClientBase):
     retry_policy : tritonclient.utils.RetryPolicy, keyword-only
         (Not in NVIDIA's client.) Retry idempotent calls (health, metadata, config,
         statistics, repository index, settings and shared-memory status) that fail with
-        UNAVAILABLE. Inference and state-changing calls are never retried. Default None: no
-        retries.
+        UNAVAILABLE. Inference and state-changing calls are never retried (``infer`` outside
+        sequences is, with ``RetryPolicy(retry_infer=True)``). Default None: no retries.
 
-    ``url`` may also be a gRPC target with a scheme (``dns:///name:port``,
-    ``ipv4:a:p,b:p``) or a list of ``host:port`` (IP addresses or localhost): the channel
-    then balances calls round-robin over every address (``grpc.lb_policy_name``, which
-    ``channel_args`` may override).
+    ``url`` may also be a gRPC target with a scheme (``dns:///name:port``, e.g. a headless
+    Kubernetes Service, ``ipv4:a:p,b:p``) or a list of ``host:port`` (IP addresses or
+    localhost): the channel then balances calls round-robin over every address, skipping
+    replicas whose ``grpc.health.v1`` service reports NOT_SERVING, with a reconnect backoff
+    of at most 10 s (see :func:`tritonclient._transport.grpc.balancing_options`;
+    ``channel_args`` override each of these). Such a client keeps the unary calls of each
+    sequence on one replica (a channel of its own to that address), refuses shared-memory
+    registration (per server), and gives per-replica counters (:meth:`replica_stats`).
 
     Raises
     ------
@@ -293,6 +298,7 @@ class InferenceServerClient(common.ClientBase):
         super().__init__(verbose)
         self._retry_policy = check_retry_policy(retry_policy)
         self._stream: _InferStream | None = None
+        self._before_channel(url)
         self._transport = GrpcTransport(
             open_channel(
                 grpc,
@@ -304,6 +310,21 @@ class InferenceServerClient(common.ClientBase):
                 creds,
                 keepalive_options,
                 channel_args,
+            )
+        )
+        self._after_channel(
+            lambda address: GrpcTransport(
+                open_channel(
+                    grpc,
+                    address,
+                    ssl,
+                    root_certificates,
+                    private_key,
+                    certificate_chain,
+                    creds,
+                    keepalive_options,
+                    pinned_args(url, channel_args),
+                )
             )
         )
         self._channel = self._transport.channel
@@ -333,9 +354,12 @@ class InferenceServerClient(common.ClientBase):
         """
         self.stop_stream()
         self._closed = True
+        for pinned in self._pinned_transports():
+            pinned.close()
         self._transport.close()
 
     def _unary(self, call: common.Call[T], headers: Any, client_timeout: float | None) -> T:
+        self._refuse_per_server(call.rpc)
         metadata = self._get_metadata(headers)
         self._log(f"{call.label}, metadata {metadata}\n{call.request}")
         data = retry_sync(
@@ -1154,12 +1178,20 @@ class InferenceServerClient(common.ClientBase):
             options,
         )
         requested = common.requested_outputs(outputs)
-        data = self._transport.infer(
-            parts,
-            metadata=metadata,
-            timeout=client_timeout,
-            compression=compression_type(compression_algorithm),
-        )
+        compression = compression_type(compression_algorithm)
+        transport, replica = self._route(options, self._transport)
+        try:
+            data = retry_sync(
+                lambda: transport.infer(
+                    parts, metadata=metadata, timeout=client_timeout, compression=compression
+                ),
+                common.infer_retry_policy(self._retry_policy, options),
+                common.is_retryable,
+            )
+        except InferenceServerException as error:
+            if replica is None:
+                raise
+            raise self._pinned_error(options, replica, error) from None
         result = common.parse_infer(data, requested)
         if self._verbose:
             print(result.get_response())
@@ -1275,7 +1307,8 @@ class InferenceServerClient(common.ClientBase):
                 error = InferenceServerException(f"failed to read the response: {failure}")
             callback(result=result, error=error)
 
-        future = self._transport.infer_future(
+        transport, _replica = self._route(options, self._transport)
+        future = transport.infer_future(
             parts,
             metadata=metadata,
             timeout=client_timeout,

@@ -21,7 +21,12 @@ from tritonclient._codec.checks import Requested, response_fault
 from tritonclient._codec.types import NO_OPTIONS, InferOptions
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import service_pb2
-from tritonclient.utils import InferenceServerException, raise_error
+from tritonclient._transport.grpc_replicas import (
+    ChannelCounters,
+    SequencePins,
+    refuse_per_server,
+)
+from tritonclient.utils import InferenceServerException, ReplicaStats, raise_error
 from tritonclient.utils._errors import (
     InferenceServerCancelledError,
     InferenceServerDeadlineExceededError,
@@ -71,6 +76,14 @@ def parse_reply(rpc: str, data: bytes) -> Any:
         ) from None
 
 
+def infer_retry_policy(policy: RetryPolicy | None, options: InferOptions) -> RetryPolicy | None:
+    """The retry policy of an ``infer`` call: ``policy`` when it has ``retry_infer`` and the
+    call is not part of a sequence, else None (never repeated)."""
+    if policy is not None and policy.retry_infer and not options.sequence_id:
+        return policy
+    return None
+
+
 def is_retryable(error: InferenceServerException) -> bool:
     """Whether a retry policy retries a call that failed with ``error`` (UNAVAILABLE)."""
     return isinstance(error, InferenceServerUnavailableError)
@@ -115,6 +128,68 @@ class ClientBase:
     def __init__(self, verbose: bool) -> None:
         self._plugin: InferenceServerClientPlugin | None = None
         self._verbose = bool(verbose)
+        #: The target of a channel over several replicas (None: one server).
+        self._balanced_target: str | None = None
+        self._counters: ChannelCounters | None = None
+        #: Where the sequences of a balanced client run (unary calls of a sequence).
+        self._pins: SequencePins | None = None
+
+    # -- several replicas (gRPC balances; see tritonclient._transport.grpc_replicas) ----------
+
+    def _before_channel(self, url: str | Sequence[str]) -> None:
+        """Note whether ``url`` names several replicas (call just before opening the channel)."""
+        from tritonclient._transport.grpc import channel_target
+
+        target, balancing = channel_target(url)
+        if balancing:
+            self._balanced_target = target
+            self._counters = ChannelCounters(target)
+
+    def _after_channel(self, open_transport: Callable[[str], Any]) -> None:
+        """Just after the channel is open; ``open_transport(address)`` makes a transport to
+        one replica with the client's settings (for the unary calls of a sequence)."""
+        if self._counters is not None:
+            self._counters.attach()
+        if self._balanced_target is not None:
+            self._pins = SequencePins(self._balanced_target, open_transport)
+
+    def _route(self, options: InferOptions, transport: Any) -> tuple[Any, str | None]:
+        """The transport of an inference and the replica it is pinned to: ``transport``
+        (gRPC balances) and None, or for a sequence on a balanced client, its replica's."""
+        if self._pins is None or not options.sequence_id:
+            return transport, None
+        address, pinned = self._pins.route(
+            options.sequence_id, options.sequence_start, options.sequence_end
+        )
+        return pinned, address
+
+    def _pinned_error(
+        self, options: InferOptions, replica: str, error: InferenceServerException
+    ) -> InferenceServerException:
+        assert self._pins is not None
+        return self._pins.failed(options.sequence_id, replica, error)
+
+    def _pinned_transports(self) -> list[Any]:
+        """The transports opened for sequences (the client closes them)."""
+        return [] if self._pins is None else self._pins.transports()
+
+    def _refuse_per_server(self, rpc: str) -> None:
+        if self._balanced_target is not None:
+            refuse_per_server(rpc, self._balanced_target)
+
+    def replica_stats(self) -> list[ReplicaStats]:
+        """The counters of each replica of a client over several replicas (gRPC's channelz).
+
+        Not in NVIDIA's client.
+
+        Returns
+        -------
+        list of tritonclient.utils.ReplicaStats
+            One per replica gRPC connects to (see
+            :meth:`tritonclient._transport.grpc_replicas.ChannelCounters.stats` for what
+            gRPC counts). Empty for a client of one server.
+        """
+        return [] if self._counters is None else self._counters.stats()
 
     def register_plugin(self, plugin: InferenceServerClientPlugin) -> None:
         """Register a Client Plugin.

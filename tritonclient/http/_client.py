@@ -44,6 +44,7 @@ from tritonclient._ready import wait_sync
 from tritonclient._retry import check_retry_policy, retry_sync
 from tritonclient._transport.gevent import GeventTransport
 from tritonclient._transport.gevent_loop import Job
+from tritonclient._transport.replicas import GeventReplicas, replica_urls
 from tritonclient.http._common import (
     ClientCore,
     HttpCall,
@@ -54,7 +55,7 @@ from tritonclient.http._common import (
 from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
-from tritonclient.utils import RetryPolicy, raise_error
+from tritonclient.utils import BalancingPolicy, RetryPolicy, raise_error
 
 __all__ = ["InferAsyncRequest", "InferenceServerClient"]
 
@@ -119,9 +120,12 @@ class InferenceServerClient(ClientCore):
 
     Parameters
     ----------
-    url : str
+    url : str or list of str
         The inference server name, port and optional base path in the following format:
-        ``host:port/<base-path>``, e.g. ``'localhost:8000'``.
+        ``host:port/<base-path>``, e.g. ``'localhost:8000'``.  (Not in NVIDIA's client.) A
+        list of them, one per replica (same base path): calls are spread over the replicas,
+        each with its own connections, as ``load_balancing`` says (see "Several servers" in
+        the README).
     verbose : bool
         If True generate verbose output. Default value is False.
     concurrency : int
@@ -148,7 +152,13 @@ class InferenceServerClient(ClientCore):
     retry_policy : tritonclient.utils.RetryPolicy, keyword-only
         (Not in NVIDIA's client.) Retry idempotent calls (GETs and the repository index)
         that fail to connect (:class:`~tritonclient.utils.InferenceServerConnectionError`).
-        Inference and state-changing calls are never retried. Default None: no retries.
+        Inference and state-changing calls are never retried (inference outside sequences
+        is, with ``RetryPolicy(retry_infer=True)``). With several replicas, a retried call
+        goes to another replica. Default None: no retries.
+    load_balancing : str or tritonclient.utils.BalancingPolicy, keyword-only
+        (Not in NVIDIA's client.) With a list of urls: ``"round_robin"`` (default) or
+        ``"least_outstanding"``, or a ``BalancingPolicy`` that also sets the readiness probes
+        and ejection times. Ignored for a single url.
 
     Raises
     ------
@@ -158,7 +168,7 @@ class InferenceServerClient(ClientCore):
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         verbose: bool = False,
         concurrency: int = 1,
         connection_timeout: float = 60.0,
@@ -170,23 +180,33 @@ class InferenceServerClient(ClientCore):
         insecure: bool = False,
         *,
         retry_policy: RetryPolicy | None = None,
+        load_balancing: str | BalancingPolicy = "round_robin",
     ) -> None:
-        self._transport: GeventTransport | None = None
+        self._transport: GeventTransport | GeventReplicas | None = None
         self._retry_policy = check_retry_policy(retry_policy)
-        _scheme, host, port, base = parse_url(url, ssl)
-        super().__init__(base, verbose)
-        self._transport = GeventTransport(
-            host,
-            port,
-            concurrency=concurrency,
-            connection_timeout=connection_timeout,
-            network_timeout=network_timeout,
-            max_greenlets=max_greenlets,
-            ssl=ssl,
-            ssl_options=ssl_options,
-            ssl_context_factory=ssl_context_factory,
-            insecure=insecure,
+        servers, base, balancing = replica_urls(
+            url, lambda text: parse_url(text, ssl), load_balancing
         )
+
+        def make(host: str, port: int) -> GeventTransport:
+            return GeventTransport(
+                host,
+                port,
+                concurrency=concurrency,
+                connection_timeout=connection_timeout,
+                network_timeout=network_timeout,
+                max_greenlets=max_greenlets,
+                ssl=ssl,
+                ssl_options=ssl_options,
+                ssl_context_factory=ssl_context_factory,
+                insecure=insecure,
+            )
+
+        super().__init__(base, verbose)
+        if balancing is None:  # one server (a url string): exactly as before
+            self._transport = make(*servers[0])
+        else:
+            self._transport = GeventReplicas(servers, base, balancing, make)
 
     def __enter__(self) -> InferenceServerClient:
         return self

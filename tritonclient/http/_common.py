@@ -47,7 +47,12 @@ from tritonclient._transport.http import HttpCall, HttpReply, transport_error
 from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
-from tritonclient.utils import InferenceServerException, raise_error
+from tritonclient.utils import (
+    InferenceServerException,
+    ReplicaStats,
+    RetryPolicy,
+    raise_error,
+)
 from tritonclient.utils._errors import (
     InferenceServerConnectionError,
     InferenceServerDeadlineExceededError,
@@ -116,6 +121,12 @@ def _raise_if_error(reply: HttpReply) -> None:
     error = _reply_error(reply)
     if error is not None:
         raise error
+
+
+def _per_server(call: HttpCall[T]) -> HttpCall[T]:
+    """``call``, marked as changing state that lives on one server (see ``per_server``)."""
+    call.per_server = True
+    return call
 
 
 def _parse_ok(reply: HttpReply) -> bool:
@@ -499,13 +510,13 @@ class ClientCore:
     ) -> HttpCall[None]:
         body = encode_system_shm_register(key, offset, byte_size)
         path = system_shm_path("register", name)
-        return self._c_post(path, body, headers, query_params, _parse_none)
+        return _per_server(self._c_post(path, body, headers, query_params, _parse_none))
 
     def _c_system_shm_unregister(
         self, name: str, headers: Any, query_params: Any
     ) -> HttpCall[None]:
         path = system_shm_path("unregister", name)
-        return self._c_post(path, b"", headers, query_params, _parse_none)
+        return _per_server(self._c_post(path, b"", headers, query_params, _parse_none))
 
     def _c_cuda_shm_status(
         self, region_name: str, headers: Any, query_params: Any
@@ -524,11 +535,11 @@ class ClientCore:
     ) -> HttpCall[None]:
         body = encode_cuda_shm_register(_raw_handle_bytes(raw_handle), device_id, byte_size)
         path = cuda_shm_path("register", name)
-        return self._c_post(path, body, headers, query_params, _parse_none)
+        return _per_server(self._c_post(path, body, headers, query_params, _parse_none))
 
     def _c_cuda_shm_unregister(self, name: str, headers: Any, query_params: Any) -> HttpCall[None]:
         path = cuda_shm_path("unregister", name)
-        return self._c_post(path, b"", headers, query_params, _parse_none)
+        return _per_server(self._c_post(path, b"", headers, query_params, _parse_none))
 
     def _c_infer(
         self,
@@ -584,9 +595,32 @@ class ClientCore:
             # One buffer, written at once: a small request written in two parts would wait
             # for the server's delayed ACK (Nagle), about 40 ms.
             data = bytes(body.chunks[0]) if len(body.chunks) == 1 else body.tobytes()
-            return self._call("POST", path, headers, query_params, parse, data, body_headers)
-        call = self._call("POST", path, headers, query_params, parse, None, body_headers)
-        call.chunks = tuple(body.chunks)  # the binary data goes out from its buffers
-        if self._verbose:
-            print(bytes(memoryview(body.chunks[0])[:1024]))
+            call = self._call("POST", path, headers, query_params, parse, data, body_headers)
+        else:
+            call = self._call("POST", path, headers, query_params, parse, None, body_headers)
+            call.chunks = tuple(body.chunks)  # the binary data goes out from its buffers
+            if self._verbose:
+                print(bytes(memoryview(body.chunks[0])[:1024]))
+        if options.sequence_id:
+            # A client over several replicas keeps a sequence on its replica; never retried.
+            call.sequence = (options.sequence_id, options.sequence_start, options.sequence_end)
+        else:
+            policy: RetryPolicy | None = getattr(self, "_retry_policy", None)
+            call.idempotent = policy is not None and policy.retry_infer
         return call
+
+    def replica_stats(self) -> list[ReplicaStats]:
+        """The counters of each replica of a client over several replicas (``url`` a list).
+
+        Not in NVIDIA's client.
+
+        Returns
+        -------
+        list of tritonclient.utils.ReplicaStats
+            One per replica, in the order of ``url``: address, calls sent, failures,
+            ejections, calls in progress and whether it takes calls now. Empty for a client
+            of one server (``url`` a string).
+        """
+        transport = getattr(self, "_transport", None)
+        stats = getattr(transport, "replica_stats", None)
+        return [] if stats is None else list(stats())

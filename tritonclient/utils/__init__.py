@@ -6,6 +6,8 @@ signatures and results.
 
 from __future__ import annotations
 
+# Clients over several replicas (not in NVIDIA's package).
+from ._balancing import BalancingPolicy, ReplicaStats
 from ._dtypes import (
     config_to_triton_dtype,
     np_to_triton_dtype,
@@ -47,6 +49,7 @@ __all__ = [
     "HAVE_SPEEDUPS",
     "TRITON_RESERVED_REQUEST_PARAMS",
     "TRITON_RESERVED_REQUEST_PARAMS_PREFIX",
+    "BalancingPolicy",
     "InferenceServerAlreadyExistsError",
     "InferenceServerCancelledError",
     "InferenceServerConnectionError",
@@ -62,6 +65,7 @@ __all__ = [
     "InferenceServerUnauthenticatedError",
     "InferenceServerUnavailableError",
     "InferenceServerUnimplementedError",
+    "ReplicaStats",
     "RetryPolicy",
     "config_to_triton_dtype",
     "deserialize_bf16_tensor",

@@ -311,8 +311,9 @@ def specialize_exception(error: InferenceServerException) -> InferenceServerExce
 
 class RetryPolicy:
     """Opt-in retries of idempotent calls (health, metadata, config, statistics, repository
-    index, settings and shared-memory status); inference, load/unload and registration are
-    never retried.
+    index, settings and shared-memory status); load/unload and registration are never
+    retried, inference only with ``retry_infer``.  With a client over several replicas, a
+    retried call goes to another replica.
 
     gRPC clients retry on UNAVAILABLE; HTTP clients on connection failures
     (:class:`InferenceServerConnectionError`).  Waits ``initial_backoff`` seconds after the
@@ -328,6 +329,13 @@ class RetryPolicy:
         Longest wait between attempts, in seconds. Default 1.0.
     backoff_multiplier : float
         Growth of the wait from one attempt to the next. Default 2.0.
+    retry_infer : bool, keyword-only
+        Also retry ``infer`` calls outside sequences (HTTP: that failed to connect or whose
+        connection broke; gRPC: UNAVAILABLE). Set it only when running an inference twice
+        is harmless (the models have no side effects): a request whose connection broke
+        may have run already. With a client over several replicas, the retry goes to
+        another replica. ``async_infer``, streams and calls of a sequence are never
+        retried. Default False.
     """
 
     def __init__(
@@ -336,6 +344,8 @@ class RetryPolicy:
         initial_backoff: float = 0.1,
         max_backoff: float = 1.0,
         backoff_multiplier: float = 2.0,
+        *,
+        retry_infer: bool = False,
     ) -> None:
         if int(max_attempts) < 1:
             raise_error("RetryPolicy: max_attempts must be at least 1")
@@ -345,6 +355,7 @@ class RetryPolicy:
         self.initial_backoff = float(initial_backoff)
         self.max_backoff = float(max_backoff)
         self.backoff_multiplier = float(backoff_multiplier)
+        self.retry_infer = bool(retry_infer)
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -355,7 +366,8 @@ class RetryPolicy:
         return (
             f"RetryPolicy(max_attempts={self.max_attempts}, "
             f"initial_backoff={self.initial_backoff}, max_backoff={self.max_backoff}, "
-            f"backoff_multiplier={self.backoff_multiplier})"
+            f"backoff_multiplier={self.backoff_multiplier}"
+            + (", retry_infer=True)" if self.retry_infer else ")")
         )
 
 

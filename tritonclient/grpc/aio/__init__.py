@@ -28,6 +28,7 @@ from tritonclient._transport.grpc import (
     compression_type,
     error_from_rpc,
     open_channel,
+    pinned_args,
 )
 from tritonclient.grpc import (
     MAX_GRPC_MESSAGE_SIZE,
@@ -228,6 +229,7 @@ class InferenceServerClient(common.ClientBase):
     ) -> None:
         super().__init__(verbose)
         self._retry_policy = check_retry_policy(retry_policy)
+        self._before_channel(url)
         self._transport = GrpcAioTransport(
             open_channel(
                 grpc.aio,
@@ -241,6 +243,21 @@ class InferenceServerClient(common.ClientBase):
                 channel_args,
             )
         )
+        self._after_channel(
+            lambda address: GrpcAioTransport(
+                open_channel(
+                    grpc.aio,
+                    address,
+                    ssl,
+                    root_certificates,
+                    private_key,
+                    certificate_chain,
+                    creds,
+                    keepalive_options,
+                    pinned_args(url, channel_args),
+                )
+            )
+        )
         self._channel = self._transport.channel
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
 
@@ -252,6 +269,8 @@ class InferenceServerClient(common.ClientBase):
 
     async def close(self) -> None:
         """Close the client. Any future calls to server will result in an Error."""
+        for pinned in self._pinned_transports():
+            await pinned.close()
         await self._transport.close()
 
     @doc_from(_Sync.wait_until_ready)
@@ -275,6 +294,7 @@ class InferenceServerClient(common.ClientBase):
         await wait_async(check, model_name, timeout, interval, common.not_ready_error)
 
     async def _unary(self, call: common.Call[T], headers: Any, client_timeout: float | None) -> T:
+        self._refuse_per_server(call.rpc)
         metadata = self._get_metadata(headers)
         self._log(f"{call.label}, metadata {metadata}\n{call.request}")
         data = await retry_async(
@@ -529,12 +549,20 @@ class InferenceServerClient(common.ClientBase):
             options,
         )
         requested = common.requested_outputs(outputs)
-        data = await self._transport.infer(
-            parts,
-            metadata=metadata,
-            timeout=client_timeout,
-            compression=compression_type(compression_algorithm),
-        )
+        compression = compression_type(compression_algorithm)
+        transport, replica = self._route(options, self._transport)
+        try:
+            data = await retry_async(
+                lambda: transport.infer(
+                    parts, metadata=metadata, timeout=client_timeout, compression=compression
+                ),
+                common.infer_retry_policy(self._retry_policy, options),
+                common.is_retryable,
+            )
+        except InferenceServerException as error:
+            if replica is None:
+                raise
+            raise self._pinned_error(options, replica, error) from None
         result = common.parse_infer(data, requested)
         if self._verbose:
             print(result.get_response())

@@ -27,6 +27,7 @@ from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._ready import wait_async
 from tritonclient._retry import check_retry_policy, retry_async
 from tritonclient._transport.aiohttp import AiohttpTransport
+from tritonclient._transport.replicas import AiohttpReplicas, replica_urls
 from tritonclient.http import _client as _sync
 from tritonclient.http._client import InferAsyncRequest
 from tritonclient.http._common import (
@@ -40,7 +41,7 @@ from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
 from tritonclient.utils import *  # noqa: F403 - NVIDIA's aio module re-exports tritonclient.utils
-from tritonclient.utils import InferenceServerException, RetryPolicy
+from tritonclient.utils import BalancingPolicy, InferenceServerException, RetryPolicy
 from tritonclient.utils._errors import InferenceServerDeadlineExceededError
 
 __all__ = [
@@ -71,9 +72,10 @@ class InferenceServerClient(ClientCore):
 
     Parameters
     ----------
-    url : str
+    url : str or list of str
         The inference server name, port and optional base path in the following format:
-        ``host:port/<base-path>``, e.g. ``'localhost:8000'``.
+        ``host:port/<base-path>``, e.g. ``'localhost:8000'``; or a list of them, one per
+        replica (see the sync client).
     verbose : bool
         If True generate verbose output. Default value is False.
     conn_limit : int
@@ -87,11 +89,14 @@ class InferenceServerClient(ClientCore):
         The SSL context to use with https (None: aiohttp's default verification).
     retry_policy : tritonclient.utils.RetryPolicy, keyword-only
         Retry idempotent calls that fail to connect (see the sync client). Default None.
+    load_balancing : str or tritonclient.utils.BalancingPolicy, keyword-only
+        With a list of urls, how calls are spread (see the sync client). Each replica has
+        its own ``conn_limit`` connections.
     """
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         verbose: bool = False,
         conn_limit: int = 100,
         conn_timeout: float = 60.0,
@@ -99,13 +104,30 @@ class InferenceServerClient(ClientCore):
         ssl_context: _ssl.SSLContext | None = None,
         *,
         retry_policy: RetryPolicy | None = None,
+        load_balancing: str | BalancingPolicy = "round_robin",
     ) -> None:
         self._retry_policy = check_retry_policy(retry_policy)
-        scheme, host, port, base = parse_url(url, ssl)
-        super().__init__(base, verbose)
-        self._transport = AiohttpTransport(
-            scheme, host, port, conn_limit=conn_limit, timeout=conn_timeout, ssl_context=ssl_context
+        scheme = "https" if ssl else "http"
+        servers, base, balancing = replica_urls(
+            url, lambda text: parse_url(text, ssl), load_balancing
         )
+        super().__init__(base, verbose)
+
+        def make(host: str, port: int) -> AiohttpTransport:
+            return AiohttpTransport(
+                scheme,
+                host,
+                port,
+                conn_limit=conn_limit,
+                timeout=conn_timeout,
+                ssl_context=ssl_context,
+            )
+
+        self._transport: AiohttpTransport | AiohttpReplicas
+        if balancing is None:  # one server (a url string): exactly as before
+            self._transport = make(*servers[0])
+        else:
+            self._transport = AiohttpReplicas(servers, base, balancing, make)
 
     async def __aenter__(self) -> InferenceServerClient:
         return self
