@@ -118,7 +118,11 @@ def parse_generate_request(
     def convert(members: Mapping[str, Any], context: str) -> None:
         nonlocal request_id
         for key, value in members.items():
-            if key == "id" and not context and isinstance(value, str):
+            if key == "id" and not context:
+                if not isinstance(value, str):
+                    raise http_internal(
+                        "Unable to parse 'id': attempt to access JSON non-string as string"
+                    )
                 request_id = value
                 continue
             if key == "parameters" and not context:
@@ -140,6 +144,10 @@ def parse_generate_request(
                 continue
             found = model_inputs.get(key)
             if found is None:
+                if context:
+                    # Triton checks a member of "parameters" as it converts it, so its error
+                    # carries the "Converting keyword" prefix; top-level ones are checked later.
+                    custom_parameter(key, value)
                 params[key] = value
                 continue
             datatype, dims = found
@@ -231,11 +239,13 @@ def _json_value(value: Any, where: str) -> Any:
         raise_error(f"{where}: {value} is not a JSON number")
     if isinstance(value, list | tuple):
         return [_json_value(item, where) for item in value]
+    if isinstance(value, Mapping):  # e.g. a "parameters" object given among the inputs
+        return {str(k): _json_value(v, f"{where}['{k}']") for k, v in value.items()}
     if value is None or isinstance(value, str | bool | int | float):
         return value
     raise_error(
         f"{where}: a {type(value).__name__} is not a JSON value (expected a str, number, "
-        "bool, or a list of them)"
+        "bool, or a list or object of them)"
     )
 
 
