@@ -31,11 +31,12 @@ import zlib
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-_TEXT = (
+_SENTENCE = (
     "the quick brown fox jumps over the lazy dog while a small server streams one word at a "
     "time so that clients can be tested without a GPU and every answer is the same each time "
     "it is asked for in the same words by anyone anywhere"
-).split()
+)
+_TEXT = _SENTENCE.split()
 
 
 def _flag(request, name, default):
