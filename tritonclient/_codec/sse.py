@@ -103,6 +103,9 @@ class SseParser:
         self._partial = lines.pop()
         events: list[SseEvent] = []
         for line in lines:
+            if line[:6] == b"data: ":
+                self._data.append(line[6:])  # the usual line first
+                continue
             if not line:
                 if self._data:
                     events.append(self._dispatch())
@@ -134,11 +137,18 @@ class SseParser:
 
     def _dispatch(self) -> SseEvent:
         pieces, self._data = self._data, []
-        data = _text(pieces[0] if len(pieces) == 1 else b"\n".join(pieces), "an event's data")
-        self._commit_id()
-        event = _text(self._event, "an event type") if self._event else "message"
-        self._event = b""
-        return SseEvent(data, event, self._last_id)
+        raw = pieces[0] if len(pieces) == 1 else b"\n".join(pieces)
+        try:
+            data = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            data = _text(raw, "an event's data")  # raises with the details
+        if self._id is not None:
+            self._commit_id()
+        if self._event:
+            event = _text(self._event, "an event type")
+            self._event = b""
+            return SseEvent(data, event, self._last_id)
+        return SseEvent(data, "message", self._last_id)
 
     @property
     def pending(self) -> bool:

@@ -355,20 +355,17 @@ class GeventStream:
                 self._finish(reuse=True)
                 return b""
             sock = response._sock
-            timer = gevent.Timeout(self._limit) if self._limit is not None else None
-            if timer is not None:
-                timer.start()
             try:
                 if sock is None:
                     raise EOFError("the connection closed before the end of the response")
+                # The socket's own timeout (the client's network_timeout, set by the
+                # connection pool) bounds this wait: no timer object per read.
                 data = sock.recv(_READ_BLOCK)
                 response.feed(data)  # b"": the end of the connection, for the parser too
                 if not data and not response.message_complete:
                     raise EOFError("the connection closed before the end of the response")
-            except gevent.Timeout as expired:
+            except TimeoutError:  # socket.timeout
                 self.close()
-                if expired is not timer:
-                    raise
                 raise transport_error(
                     TimeoutError(f"no more of the response within {self._limit:g} s"),
                     self._what,
@@ -384,9 +381,6 @@ class GeventStream:
                 if isinstance(error, Exception):
                     raise transport_error(error, self._what, self._server) from None
                 raise
-            finally:
-                if timer is not None:
-                    timer.close()
 
     def read_all(self) -> bytes:
         """The rest of the body (an error answer's JSON)."""

@@ -1,0 +1,269 @@
+"""generate_stream: this package's clients against the hand-written SSE loops users write today.
+
+One run starts the bundled ``mock_server`` (a subprocess on free ports, so its CPU is not the
+client's) and streams ``vllm_model`` with ``max_tokens`` events (512 by default) through:
+
+* ``ours sync``: ``tritonclient.http.InferenceServerClient.generate_stream``;
+* ``requests loop``: ``requests.Session().post(..., stream=True)`` + ``iter_lines`` +
+  ``json.loads`` of each ``data:`` line (what users hand-roll; it handles neither multi-line
+  data nor error events nor a stream cut short);
+* ``sseclient-py``: the same ``requests`` response through ``sseclient.SSEClient`` (the
+  maintained SSE library considered for the parser, see ``tritonclient/_codec/sse.py``);
+* ``ours aio``: ``tritonclient.http.aio`` ``generate_stream``;
+* ``aiohttp loop``: ``aiohttp.ClientSession.post`` + ``async for line in resp.content`` +
+  ``json.loads``.
+
+For each: time to first event (from the call to the first event in hand, median), events per
+second over the whole stream (median), and client CPU per event (``time.process_time`` of this
+process over the stream, median; the server runs in another process).  Every contender reads
+the same text, so their outputs are compared before timing.
+
+Usage::
+
+    python benchmarks/bench_generate.py [--events 512] [--repeat 30]
+
+Needs ``requests`` and ``aiohttp`` (and ``sseclient-py`` for its row; skipped without it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+MODELS = REPO / "mock_server" / "models"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_server() -> tuple[subprocess.Popen[bytes], str]:
+    ports = [_free_port() for _ in range(3)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mock_server",
+        f"--model-repository={MODELS}",
+        "--model-control-mode=explicit",
+        "--load-model=vllm_model",
+        f"--http-port={ports[0]}",
+        f"--grpc-port={ports[1]}",
+        f"--metrics-port={ports[2]}",
+    ]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"127.0.0.1:{ports[0]}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://{url}/v2/models/vllm_model/ready", timeout=1):
+                return proc, url
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("mock_server did not become ready in 60 s")
+
+
+def payload(events: int) -> dict[str, Any]:
+    return {"text_input": "benchmark", "stream": True, "max_tokens": events}
+
+
+# -- the contenders: each yields the text of every event ------------------------------------
+
+
+def ours_sync(url: str, events: int) -> Callable[[], Iterator[str]]:
+    import tritonclient.http as httpclient
+
+    client = httpclient.InferenceServerClient(url)
+
+    def run() -> Iterator[str]:
+        for event in client.generate_stream("vllm_model", payload(events)):
+            yield event["text_output"]
+
+    return run
+
+
+def requests_loop(url: str, events: int) -> Callable[[], Iterator[str]]:
+    import requests
+
+    session = requests.Session()
+    endpoint = f"http://{url}/v2/models/vllm_model/generate_stream"
+
+    def run() -> Iterator[str]:
+        with session.post(endpoint, json=payload(events), stream=True) as response:
+            for line in response.iter_lines():
+                if line.startswith(b"data: "):
+                    yield json.loads(line[6:])["text_output"]
+
+    return run
+
+
+def sseclient_loop(url: str, events: int) -> Callable[[], Iterator[str]]:
+    import requests
+    import sseclient
+
+    session = requests.Session()
+    endpoint = f"http://{url}/v2/models/vllm_model/generate_stream"
+
+    def run() -> Iterator[str]:
+        with session.post(endpoint, json=payload(events), stream=True) as response:
+            for event in sseclient.SSEClient(response).events():
+                yield json.loads(event.data)["text_output"]
+
+    return run
+
+
+def ours_aio(url: str, events: int) -> tuple[Any, Callable[[], AsyncIterator[str]]]:
+    import tritonclient.http.aio as aioclient
+
+    client = aioclient.InferenceServerClient(url)
+
+    async def run() -> AsyncIterator[str]:
+        async for event in client.generate_stream("vllm_model", payload(events)):
+            yield event["text_output"]
+
+    return client.close, run
+
+
+def aiohttp_loop(url: str, events: int) -> tuple[Any, Callable[[], AsyncIterator[str]]]:
+    import aiohttp
+
+    holder: dict[str, aiohttp.ClientSession] = {}
+    endpoint = f"http://{url}/v2/models/vllm_model/generate_stream"
+
+    async def run() -> AsyncIterator[str]:
+        session = holder.get("s")
+        if session is None:
+            session = holder["s"] = aiohttp.ClientSession()
+        async with session.post(endpoint, json=payload(events)) as response:
+            async for line in response.content:
+                if line.startswith(b"data: "):
+                    yield json.loads(line[6:])["text_output"]
+
+    async def close() -> None:
+        if "s" in holder:
+            await holder["s"].close()
+
+    return close, run
+
+
+# -- measuring ------------------------------------------------------------------------------
+
+
+def measure_sync(
+    run: Callable[[], Iterator[str]], repeat: int
+) -> tuple[list[str], dict[str, float]]:
+    text = list(run())  # warm-up (connection, imports), and the output to compare
+    ttfe, rate, cpu = [], [], []
+    for _ in range(repeat):
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        count = 0
+        first = 0.0
+        for _piece in run():
+            if count == 0:
+                first = time.perf_counter() - t0
+            count += 1
+        elapsed = time.perf_counter() - t0
+        ttfe.append(first)
+        rate.append(count / elapsed)
+        cpu.append((time.process_time() - cpu0) / count)
+    return text, summary(ttfe, rate, cpu)
+
+
+async def measure_async(
+    run: Callable[[], AsyncIterator[str]], repeat: int
+) -> tuple[list[str], dict[str, float]]:
+    text = [piece async for piece in run()]
+    ttfe, rate, cpu = [], [], []
+    for _ in range(repeat):
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        count = 0
+        first = 0.0
+        async for _piece in run():
+            if count == 0:
+                first = time.perf_counter() - t0
+            count += 1
+        elapsed = time.perf_counter() - t0
+        ttfe.append(first)
+        rate.append(count / elapsed)
+        cpu.append((time.process_time() - cpu0) / count)
+    return text, summary(ttfe, rate, cpu)
+
+
+def summary(ttfe: list[float], rate: list[float], cpu: list[float]) -> dict[str, float]:
+    return {
+        "ttfe_ms": statistics.median(ttfe) * 1e3,
+        "events_per_s": statistics.median(rate),
+        "cpu_us_per_event": statistics.median(cpu) * 1e6,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=512)
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args()
+    proc, url = start_server()
+    results: dict[str, dict[str, float]] = {}
+    texts: dict[str, list[str]] = {}
+    try:
+        sync_contenders = {
+            "ours sync": ours_sync,
+            "requests loop": requests_loop,
+            "sseclient-py": sseclient_loop,
+        }
+        for name, make in sync_contenders.items():
+            try:
+                run = make(url, args.events)
+            except ImportError as exc:
+                print(f"{name}: skipped ({exc})", file=sys.stderr)
+                continue
+            texts[name], results[name] = measure_sync(run, args.repeat)
+
+        async def run_async() -> None:
+            for name, make in {"ours aio": ours_aio, "aiohttp loop": aiohttp_loop}.items():
+                close, run = make(url, args.events)
+                try:
+                    texts[name], results[name] = await measure_async(run, args.repeat)
+                finally:
+                    await close()
+
+        asyncio.run(run_async())
+    finally:
+        proc.terminate()
+        proc.wait(15)
+    reference = texts["ours sync"]
+    assert len(reference) == args.events
+    for name, text in texts.items():
+        assert text == reference, f"{name} read other events than ours"
+    if args.json:
+        print(json.dumps(results, indent=1))
+        return
+    print(
+        f"generate_stream of {args.events} events, median of {args.repeat} streams "
+        f"(python {sys.version.split()[0]}, {os.cpu_count()} CPUs)"
+    )
+    print(f"{'client':<16}{'TTFE ms':>10}{'events/s':>12}{'CPU us/event':>15}")
+    for name, row in results.items():
+        print(
+            f"{name:<16}{row['ttfe_ms']:>10.2f}{row['events_per_s']:>12.0f}"
+            f"{row['cpu_us_per_event']:>15.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
