@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -163,47 +163,58 @@ def aiohttp_loop(url: str, events: int) -> tuple[Any, Callable[[], AsyncIterator
 # -- measuring ------------------------------------------------------------------------------
 
 
+def one_sync(run: Callable[[], Iterator[str]]) -> tuple[float, float, float]:
+    """One stream: (time to first event, events per second, CPU seconds per event)."""
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    count = 0
+    first = 0.0
+    for _piece in run():
+        if count == 0:
+            first = time.perf_counter() - t0
+        count += 1
+    elapsed = time.perf_counter() - t0
+    return first, count / elapsed, (time.process_time() - cpu0) / count
+
+
+async def one_async(run: Callable[[], AsyncIterator[str]]) -> tuple[float, float, float]:
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    count = 0
+    first = 0.0
+    async for _piece in run():
+        if count == 0:
+            first = time.perf_counter() - t0
+        count += 1
+    elapsed = time.perf_counter() - t0
+    return first, count / elapsed, (time.process_time() - cpu0) / count
+
+
 def measure_sync(
-    run: Callable[[], Iterator[str]], repeat: int
-) -> tuple[list[str], dict[str, float]]:
-    text = list(run())  # warm-up (connection, imports), and the output to compare
-    ttfe, rate, cpu = [], [], []
+    runs: dict[str, Callable[[], Iterator[str]]], repeat: int
+) -> tuple[dict[str, list[str]], dict[str, dict[str, float]]]:
+    """Every contender once per round, round after round: a load that comes and goes on the
+    machine then weighs on all of them alike."""
+    texts = {name: list(run()) for name, run in runs.items()}  # warm-up, outputs to compare
+    samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in runs}
     for _ in range(repeat):
-        cpu0, t0 = time.process_time(), time.perf_counter()
-        count = 0
-        first = 0.0
-        for _piece in run():
-            if count == 0:
-                first = time.perf_counter() - t0
-            count += 1
-        elapsed = time.perf_counter() - t0
-        ttfe.append(first)
-        rate.append(count / elapsed)
-        cpu.append((time.process_time() - cpu0) / count)
-    return text, summary(ttfe, rate, cpu)
+        for name, run in runs.items():
+            samples[name].append(one_sync(run))
+    return texts, {name: summary(*zip(*rows, strict=True)) for name, rows in samples.items()}
 
 
 async def measure_async(
-    run: Callable[[], AsyncIterator[str]], repeat: int
-) -> tuple[list[str], dict[str, float]]:
-    text = [piece async for piece in run()]
-    ttfe, rate, cpu = [], [], []
+    runs: dict[str, Callable[[], AsyncIterator[str]]], repeat: int
+) -> tuple[dict[str, list[str]], dict[str, dict[str, float]]]:
+    texts = {}
+    for name, run in runs.items():
+        texts[name] = [piece async for piece in run()]
+    samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in runs}
     for _ in range(repeat):
-        cpu0, t0 = time.process_time(), time.perf_counter()
-        count = 0
-        first = 0.0
-        async for _piece in run():
-            if count == 0:
-                first = time.perf_counter() - t0
-            count += 1
-        elapsed = time.perf_counter() - t0
-        ttfe.append(first)
-        rate.append(count / elapsed)
-        cpu.append((time.process_time() - cpu0) / count)
-    return text, summary(ttfe, rate, cpu)
+        for name, run in runs.items():
+            samples[name].append(await one_async(run))
+    return texts, {name: summary(*zip(*rows, strict=True)) for name, rows in samples.items()}
 
 
-def summary(ttfe: list[float], rate: list[float], cpu: list[float]) -> dict[str, float]:
+def summary(ttfe: Sequence[float], rate: Sequence[float], cpu: Sequence[float]) -> dict[str, float]:
     return {
         "ttfe_ms": statistics.median(ttfe) * 1e3,
         "events_per_s": statistics.median(rate),
@@ -221,25 +232,29 @@ def main() -> None:
     results: dict[str, dict[str, float]] = {}
     texts: dict[str, list[str]] = {}
     try:
-        sync_contenders = {
-            "ours sync": ours_sync,
-            "requests loop": requests_loop,
-            "sseclient-py": sseclient_loop,
-        }
-        for name, make in sync_contenders.items():
+        makers = {"ours sync": ours_sync, "requests loop": requests_loop}
+        makers["sseclient-py"] = sseclient_loop
+        runs = {}
+        for name, make in makers.items():
             try:
-                run = make(url, args.events)
+                runs[name] = make(url, args.events)
             except ImportError as exc:
                 print(f"{name}: skipped ({exc})", file=sys.stderr)
-                continue
-            texts[name], results[name] = measure_sync(run, args.repeat)
+        sync_texts, sync_results = measure_sync(runs, args.repeat)
+        texts.update(sync_texts)
+        results.update(sync_results)
 
         async def run_async() -> None:
+            closers, runs = [], {}
             for name, make in {"ours aio": ours_aio, "aiohttp loop": aiohttp_loop}.items():
-                close, run = make(url, args.events)
-                try:
-                    texts[name], results[name] = await measure_async(run, args.repeat)
-                finally:
+                close, runs[name] = make(url, args.events)
+                closers.append(close)
+            try:
+                async_texts, async_results = await measure_async(runs, args.repeat)
+                texts.update(async_texts)
+                results.update(async_results)
+            finally:
+                for close in closers:
                     await close()
 
         asyncio.run(run_async())

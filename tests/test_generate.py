@@ -341,6 +341,44 @@ def test_streams_from_many_threads_at_once(url: str) -> None:
         stream.close()
 
 
+def test_other_greenlets_run_while_a_stream_waits(url: str) -> None:
+    """A thread with greenlets of its own: while the stream waits for its next event the
+    others run (the stream waits in the hub then, not in the OS: see _thread_is_idle)."""
+    import gevent
+
+    ticks: list[float] = []
+    failure: list[BaseException] = []
+
+    def ticker() -> None:
+        for _ in range(40):
+            ticks.append(time.monotonic())
+            gevent.sleep(0.02)
+
+    def main() -> None:
+        try:
+            background = gevent.spawn(ticker)
+            gevent.sleep(0)
+            with httpclient.InferenceServerClient(url) as client:
+                paced = {"IN": [1, 2, 3], "DELAY": [200], "WAIT": 0}
+                arrivals = []
+                got = []
+                for event in client.generate_stream("repeat_int32", paced):
+                    arrivals.append(time.monotonic())
+                    got.append(event["OUT"])
+            assert got == [1, 2, 3]
+            # between the first and the last event the stream waited twice 0.2 s
+            during = [t for t in ticks if arrivals[0] < t < arrivals[-1]]
+            assert len(during) >= 10, (len(during), arrivals)
+            background.kill()
+        except BaseException as exc:
+            failure.append(exc)
+
+    thread = threading.Thread(target=main)
+    thread.start()
+    thread.join(30)
+    assert not failure, failure
+
+
 def test_aio_client(url: str) -> None:
     async def main() -> None:
         async with aioclient.InferenceServerClient(url, conn_timeout=1) as client:

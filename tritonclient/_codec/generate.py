@@ -390,6 +390,9 @@ def json_type_name(value: Any) -> str:
     return "object"
 
 
+_raw_decode = json.JSONDecoder().raw_decode
+
+
 class GenerateStreamDecoder:
     """``/generate_stream``'s body, fed as it arrives, handed out one response at a time.
 
@@ -399,20 +402,33 @@ class GenerateStreamDecoder:
     that came before it; nothing after it is decoded.
     """
 
-    __slots__ = ("_error", "_ready", "_sse")
+    __slots__ = ("_error", "_sse", "ready")
 
     def __init__(self) -> None:
         self._sse = SseParser()
-        self._ready: deque[dict[str, Any]] = deque()
+        #: The responses decoded and not taken yet (a caller may pop them itself).
+        self.ready: deque[dict[str, Any]] = deque()
         self._error: InferenceServerException | None = None
 
     def feed(self, chunk: bytes) -> None:
         """Parse the next bytes of the body (ignored after an error event)."""
         if self._error is not None:
             return
+        ready = self.ready
         for event in self._sse.feed(chunk):
+            data = event.data
+            # The usual event first: one compact JSON object that is not the error object
+            # (json.loads would add two whitespace scans per event); anything else takes
+            # the full path, which raises what it must.
             try:
-                self._ready.append(decode_generate_event(event.data))
+                value, end = _raw_decode(data)
+            except ValueError:
+                end = -1
+            if end == len(data) and type(value) is dict and "error" not in value:
+                ready.append(value)
+                continue
+            try:
+                ready.append(decode_generate_event(data))
             except InferenceServerException as error:
                 self._error = error
                 return
@@ -425,8 +441,8 @@ class GenerateStreamDecoder:
         InferenceServerException
             The stream's error event, once the responses before it have been taken.
         """
-        if self._ready:
-            return self._ready.popleft()
+        if self.ready:
+            return self.ready.popleft()
         error = self._error
         if error is not None:
             raise error

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import gevent  # type: ignore[import-untyped]  # gevent ships no type information
 import gevent.monkey  # type: ignore[import-untyped]  # gevent ships no type information
+import gevent.socket  # type: ignore[import-untyped]  # gevent ships no type information
 import numpy as np
 from gevent.hub import Hub  # type: ignore[import-untyped]  # gevent ships no type information
 from geventhttpclient import HTTPClient
@@ -270,6 +271,19 @@ def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> Http
             timer.close()
 
 
+#: gevent's plain (not TLS) socket class, whose OS socket a stream may wait on directly.
+_PlainSocket: type = gevent.socket.socket
+
+
+def _thread_is_idle() -> bool:
+    """Whether nothing but the caller could run on this thread's gevent hub: no active
+    watcher (no other greenlet waits on I/O or a timer) and no callback queued.  Then blocking
+    the thread in the OS for a read is the same as waiting in the hub (other greenlets, if
+    any, wait on something only the caller can set)."""
+    loop = gevent.get_hub().loop
+    return loop.activecnt == 0 and loop.pendingcnt == 0 and len(loop._callbacks) == 0
+
+
 def _drop_connection(response: Any) -> None:
     """Close the connection of a response that is not read to its end (not back to the pool):
     the server sees the client go away and stops working on the request."""
@@ -314,6 +328,8 @@ class GeventStream:
         self._what = what
         self._server = server
         self._thread = _get_ident()
+        #: The OS socket while it is read blocking (see _recv_in_thread), else None.
+        self._raw: Any = None
         self.status: int = response.status_code
         self.headers: dict[str, str] = {str(k).lower(): str(v) for k, v in response.items()}
 
@@ -358,9 +374,13 @@ class GeventStream:
             try:
                 if sock is None:
                     raise EOFError("the connection closed before the end of the response")
-                # The socket's own timeout (the client's network_timeout, set by the
-                # connection pool) bounds this wait: no timer object per read.
-                data = sock.recv(_READ_BLOCK)
+                if sock.__class__ is _PlainSocket and _thread_is_idle():
+                    data = self._recv_in_thread(sock)
+                else:
+                    self._restore_socket()
+                    # The socket's own timeout (the client's network_timeout, set by the
+                    # connection pool) bounds this wait: no timer object per read.
+                    data = sock.recv(_READ_BLOCK)
                 response.feed(data)  # b"": the end of the connection, for the parser too
                 if not data and not response.message_complete:
                     raise EOFError("the connection closed before the end of the response")
@@ -382,6 +402,28 @@ class GeventStream:
                     raise transport_error(error, self._what, self._server) from None
                 raise
 
+    def _recv_in_thread(self, sock: Any) -> bytes:
+        """Wait for the next bytes blocking this thread in the OS, not in the gevent hub.
+
+        Only when nothing else of this thread's hub could run meanwhile (see
+        :func:`_thread_is_idle`): then the wait means the same, and it costs the OS socket's
+        own wait (``poll`` and ``recv`` inside CPython) instead of a round trip through the
+        hub per read; a stream of small events is mostly such waits.  The OS socket under
+        gevent's is non-blocking; it is given the read limit as its timeout while the stream
+        reads it this way, and made non-blocking again before gevent uses it (:meth:`_finish`).
+        """
+        raw = sock._sock
+        if self._raw is None:
+            raw.settimeout(self._limit)
+            self._raw = raw
+        return raw.recv(_READ_BLOCK)  # type: ignore[no-any-return]
+
+    def _restore_socket(self) -> None:
+        raw, self._raw = self._raw, None
+        if raw is not None:
+            with contextlib.suppress(OSError):  # a closed socket needs nothing
+                raw.settimeout(0.0)
+
     def read_all(self) -> bytes:
         """The rest of the body (an error answer's JSON)."""
         pieces: list[bytes] = []
@@ -392,6 +434,7 @@ class GeventStream:
             pieces.append(chunk)
 
     def _finish(self, reuse: bool) -> None:
+        self._restore_socket()  # before the connection goes back to gevent's pool
         response, self._response = self._response, None
         stub, self._stub = self._stub, None
         entry, self._entry = self._entry, None

@@ -81,6 +81,9 @@ class GenerateStream(Iterator[dict[str, Any]]):
         return body
 
     def __next__(self) -> dict[str, Any]:
+        ready = self._decoder.ready
+        if ready:  # the usual case: a response already decoded
+            return ready.popleft()
         if self._done:
             raise StopIteration
         decoder = self._decoder
@@ -109,6 +112,7 @@ class GenerateStream(Iterator[dict[str, Any]]):
         the request).  Any number of times."""
         self._done = True
         self._open_body = None
+        self._decoder.ready.clear()  # nothing more is handed out
         body, self._body = self._body, None
         if body is not None:
             body.close()
@@ -149,6 +153,9 @@ class AsyncGenerateStream(AsyncIterator[dict[str, Any]]):
         return body
 
     async def __anext__(self) -> dict[str, Any]:
+        ready = self._decoder.ready
+        if ready:  # the usual case: a response already decoded
+            return ready.popleft()
         if self._done:
             raise StopAsyncIteration
         decoder = self._decoder
@@ -177,6 +184,7 @@ class AsyncGenerateStream(AsyncIterator[dict[str, Any]]):
         stream had ended."""
         self._done = True
         self._open_body = None
+        self._decoder.ready.clear()  # nothing more is handed out
         body, self._body = self._body, None
         if body is not None:
             body.close()
