@@ -20,7 +20,7 @@ the same text, so their outputs are compared before timing.
 
 Usage::
 
-    python benchmarks/bench_generate.py [--events 512] [--repeat 30]
+    python benchmarks/bench_generate.py [--events 512] [--repeat 30] [--isolation thread]
 
 Needs ``requests`` and ``aiohttp`` (and ``sseclient-py`` for its row; skipped without it).
 """
@@ -51,7 +51,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server() -> tuple[subprocess.Popen[bytes], str]:
+def start_server(isolation: str) -> tuple[subprocess.Popen[bytes], str]:
     ports = [_free_port() for _ in range(3)]
     cmd = [
         sys.executable,
@@ -63,6 +63,7 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
         f"--http-port={ports[0]}",
         f"--grpc-port={ports[1]}",
         f"--metrics-port={ports[2]}",
+        f"--python-backend-isolation={isolation}",
     ]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"127.0.0.1:{ports[0]}"
@@ -222,13 +223,51 @@ def summary(ttfe: Sequence[float], rate: Sequence[float], cpu: Sequence[float]) 
     }
 
 
+def parser_comparison(events: int, repeat: int) -> dict[str, float] | None:
+    """CPU per event of the SSE parsers alone on the same bytes (one event per read, as a
+    client that keeps up with the server reads them): ours against ``sseclient-py``."""
+    try:
+        import sseclient
+    except ImportError:
+        return None
+    from tritonclient._codec.sse import SseParser
+
+    event = b'data: {"model_name":"vllm_model","model_version":"1","text_output":" word"}\n\n'
+    chunks = [event] * events
+
+    def ours() -> int:
+        parser = SseParser()
+        count = sum(len(parser.feed(chunk)) for chunk in chunks)
+        parser.close()
+        return count
+
+    def theirs() -> int:
+        return sum(1 for _ in sseclient.SSEClient(iter(chunks)).events())
+
+    timings: dict[str, list[float]] = {"ours": [], "sseclient-py": []}
+    for _ in range(repeat):
+        for name, parse in (("ours", ours), ("sseclient-py", theirs)):
+            start = time.process_time()
+            assert parse() == events
+            timings[name].append((time.process_time() - start) / events * 1e6)
+    return {name: statistics.median(values) for name, values in timings.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=512)
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--isolation",
+        choices=("process", "thread"),
+        default="process",
+        help="where the server runs vllm_model: 'process' (its default, a stub process; "
+        "events come one by one) or 'thread' (in the server, several times faster, so a "
+        "client often reads several events at once)",
+    )
     args = parser.parse_args()
-    proc, url = start_server()
+    proc, url = start_server(args.isolation)
     results: dict[str, dict[str, float]] = {}
     texts: dict[str, list[str]] = {}
     try:
@@ -265,11 +304,13 @@ def main() -> None:
     assert len(reference) == args.events
     for name, text in texts.items():
         assert text == reference, f"{name} read other events than ours"
+    parsers = parser_comparison(args.events, args.repeat)
     if args.json:
-        print(json.dumps(results, indent=1))
+        print(json.dumps({"streams": results, "parsers_cpu_us_per_event": parsers}, indent=1))
         return
     print(
-        f"generate_stream of {args.events} events, median of {args.repeat} streams "
+        f"generate_stream of {args.events} events, median of {args.repeat} streams, "
+        f"server isolation {args.isolation} "
         f"(python {sys.version.split()[0]}, {os.cpu_count()} CPUs)"
     )
     print(f"{'client':<16}{'TTFE ms':>10}{'events/s':>12}{'CPU us/event':>15}")
@@ -277,6 +318,11 @@ def main() -> None:
         print(
             f"{name:<16}{row['ttfe_ms']:>10.2f}{row['events_per_s']:>12.0f}"
             f"{row['cpu_us_per_event']:>15.1f}"
+        )
+    if parsers is not None:
+        print(
+            "SSE parser alone, same bytes, CPU us/event: "
+            + ", ".join(f"{name} {value:.2f}" for name, value in parsers.items())
         )
 
 

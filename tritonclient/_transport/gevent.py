@@ -34,6 +34,7 @@ import gevent.socket  # type: ignore[import-untyped]  # gevent ships no type inf
 import numpy as np
 from gevent.hub import Hub  # type: ignore[import-untyped]  # gevent ships no type information
 from geventhttpclient import HTTPClient
+from geventhttpclient._parser import HTTPResponseParser
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from tritonclient.utils import InferenceServerException, raise_error
@@ -271,6 +272,8 @@ def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> Http
             timer.close()
 
 
+_parser_feed: Callable[[Any, bytes], None] = HTTPResponseParser.feed
+
 #: gevent's plain (not TLS) socket class, whose OS socket a stream may wait on directly.
 _PlainSocket: type = gevent.socket.socket
 
@@ -330,6 +333,14 @@ class GeventStream:
         self._thread = _get_ident()
         #: The OS socket while it is read blocking (see _recv_in_thread), else None.
         self._raw: Any = None
+        # The body's pieces go straight to a list (the parser calls its append, no Python
+        # frame per piece), starting with what arrived together with the headers.
+        self._pieces: list[Any] = []
+        pending = response._body_buffer
+        if pending:
+            self._pieces.append(bytes(pending))
+            del pending[:]
+        response._on_body = self._pieces.append
         self.status: int = response.status_code
         self.headers: dict[str, str] = {str(k).lower(): str(v) for k, v in response.items()}
 
@@ -361,12 +372,12 @@ class GeventStream:
         if response is None:
             return b""
         self._check_thread()
+        pieces = self._pieces
         while True:
-            pending = response._body_buffer
-            if pending:
-                chunk = bytes(pending)
-                del pending[:]
-                return chunk
+            if pieces:
+                chunk = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+                pieces.clear()
+                return bytes(chunk)
             if response.message_complete:
                 self._finish(reuse=True)
                 return b""
@@ -381,7 +392,8 @@ class GeventStream:
                     # The socket's own timeout (the client's network_timeout, set by the
                     # connection pool) bounds this wait: no timer object per read.
                     data = sock.recv(_READ_BLOCK)
-                response.feed(data)  # b"": the end of the connection, for the parser too
+                # The C parser's own feed (HTTPResponse.feed only adds a HEAD special case).
+                _parser_feed(response, data)  # b"": the end of the connection, for it too
                 if not data and not response.message_complete:
                     raise EOFError("the connection closed before the end of the response")
             except TimeoutError:  # socket.timeout
