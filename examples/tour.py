@@ -173,6 +173,15 @@ def tour_http(url: str) -> None:
             for region in (in_region, out_region):
                 region.close()
                 posix.unlink(region.key)
+
+        # The generate extension (beyond NVIDIA's API): a vLLM-shaped model, token by token.
+        tokens = [
+            event["text_output"]
+            for event in client.generate_stream(
+                "vllm_model", {"text_input": "Tour", "stream": True, "max_tokens": 6}
+            )
+        ]
+        check(len(tokens) == 6, f"generate_stream: {''.join(tokens)!r}, one event per token")
     finally:
         client.close()
 

@@ -4,7 +4,8 @@
 :class:`~mock_server.core.server.CoreServer`.  The wire format (JSON bodies, the binary tensor
 extension, raw binary requests, compression, generate bodies) is :mod:`tritonclient._codec`
 (``http_server``, ``http_control``, ``http_body``, ``generate``), shared with the HTTP clients;
-this module only routes, moves bytes and maps errors.
+this module only routes, moves bytes and maps errors.  The generate extension's endpoints are
+:mod:`mock_server.http_generate`.
 
 Threads and the event loop
     Model code never runs on the event loop: :meth:`CoreServer.infer` validates and queues a
@@ -31,8 +32,7 @@ Following Triton 2.51, as the differential suite (``tests/conformance``) checks
       does not inflate reaches the parser as what did inflate.
     * A non-UTF-8 BYTES output requested as JSON is written raw into the JSON string, as
       Triton does; the codec's JSON reader gives those bytes back exactly.
-    * ``/generate`` answers with the status of the first response and needs exactly one;
-      ``/generate_stream`` sends every response, errors included, as an event.
+    * ``/generate`` and ``/generate_stream``: see :mod:`mock_server.http_generate`.
 
 Decisions of this server
     * ``--http-max-input-size`` (``max_input_size``) limits the JSON part of a request (the
@@ -60,7 +60,6 @@ from aiohttp import web, web_log, web_protocol, web_runner
 
 from tritonclient._codec import (
     errors,
-    generate,
     http_body,
     http_control,
     http_server,
@@ -74,6 +73,7 @@ from .core.errors import ErrorKind, ServerError
 from .core.server import CoreServer
 from .core.types import InferRequest, InferResponse
 from .core.validation import forwarded_headers
+from .http_generate import GenerateEndpoints
 
 __all__ = ["API_GROUPS", "FRONTEND_EXTENSIONS", "HttpFrontend"]
 
@@ -363,6 +363,7 @@ class HttpFrontend:
         self._executor: ThreadPoolExecutor | None = None
         self._bound_port: int | None = None
         self._spare: np.ndarray[Any, Any] | None = None
+        self._generate = GenerateEndpoints(self)
 
     # -- lifecycle -----------------------------------------------------------------------
     @property
@@ -609,7 +610,9 @@ class HttpFrontend:
             return await self._trace(request, name)
         if action == "infer":
             return await self._infer(request, name, number)
-        return await self._generate(request, name, number, stream=action == "generate_stream")
+        return await self._generate.handle(
+            request, name, number, stream=action == "generate_stream"
+        )
 
     async def _all_stats(self, request: web.BaseRequest) -> web.StreamResponse:
         self._check_method(request, "GET")
@@ -757,107 +760,6 @@ class HttpFrontend:
                 await response.write(view[start : start + _WRITE_SLICE])
         await response.write_eof()
         return response
-
-    # -- generate ------------------------------------------------------------------------
-    async def _generate(
-        self, request: web.BaseRequest, name: str, version: int, *, stream: bool
-    ) -> web.StreamResponse:
-        metadata = await self._blocking(self._core.model_metadata, name, version)
-        encoding = request.headers.get(http_body.HEADER_CONTENT_ENCODING, "")
-        if encoding not in ("", "identity"):
-            raise _HttpError(400, "Unsupported content-encoding, only 'identity' is supported.")
-        body = await self._read_body(request)
-        self._check_size(len(body), "JSON")
-        model_inputs = {i["name"]: (i["datatype"], i["shape"]) for i in metadata["inputs"]}
-        parsed = generate.parse_generate_request(body, model_inputs=model_inputs)
-        core_request, _ = self._core_request(request, parsed, name, version)
-        responses = self._submit(core_request)
-        try:
-            if stream:
-                return await self._generate_stream(request, core_request, responses, name)
-            return await self._generate_one(core_request, responses, name)
-        except BaseException:
-            core_request.cancel()
-            raise
-
-    @staticmethod
-    def _generate_payload(response: InferResponse, name: str, request_id: str) -> bytes:
-        """A response's generate JSON, or its error object (an FP16 output, say)."""
-        if response.error is not None:
-            return http_server.encode_error(response.error.message)
-        try:
-            return generate.encode_generate_response(
-                response.model_name or name,
-                response.model_version,
-                [(t.name, t.datatype, t.data) for t in response.outputs],
-                request_id=response.id or request_id,
-                parameters=response.parameters,
-            )
-        except errors.HttpCodecError as exc:
-            return http_server.encode_error(str(exc.message()))
-
-    @staticmethod
-    def _is_flags_only(response: InferResponse) -> bool:
-        """A final response carrying nothing: the model's "no more responses" flag."""
-        return (
-            response.final
-            and response.error is None
-            and not response.outputs
-            and not response.parameters
-        )
-
-    async def _generate_one(
-        self,
-        core_request: InferRequest,
-        responses: asyncio.Queue[InferResponse],
-        name: str,
-    ) -> web.StreamResponse:
-        # Triton collects the responses, answers with the first one's status (400 when it is
-        # an error) and needs exactly one of them.
-        status: int | None = None
-        payloads: list[bytes] = []
-        while True:
-            response = await responses.get()
-            if status is None:
-                status = 400 if response.error is not None else 200
-            if not self._is_flags_only(response):
-                payloads.append(self._generate_payload(response, name, core_request.id))
-            if response.final:
-                break
-        if len(payloads) != 1:
-            payloads = [
-                http_server.encode_error(
-                    "generate expects model to produce exactly 1 response, use generate stream "
-                    "for model that generates various number of responses"
-                )
-            ]
-        return web.Response(status=status or 200, body=payloads[0], content_type=_JSON)
-
-    async def _generate_stream(
-        self,
-        request: web.BaseRequest,
-        core_request: InferRequest,
-        responses: asyncio.Queue[InferResponse],
-        name: str,
-    ) -> web.StreamResponse:
-        # The first response opens the event stream with its status (400 for an error); every
-        # response, errors included, is one event.
-        stream: web.StreamResponse | None = None
-        while True:
-            response = await responses.get()
-            if stream is None:
-                stream = web.StreamResponse(
-                    status=400 if response.error is not None else 200,
-                    headers={"Content-Type": "text/event-stream; charset=utf-8"},
-                )
-                await stream.prepare(request)
-            if not self._is_flags_only(response):
-                payload = self._generate_payload(response, name, core_request.id)
-                await stream.write(generate.encode_sse_event(payload))
-            if response.final:
-                break
-        await stream.write_eof()
-        return stream
 
     # -- repository ----------------------------------------------------------------------
     async def _index(self, request: web.BaseRequest, repo: str | None = None) -> web.StreamResponse:

@@ -16,7 +16,7 @@ from tests.faults import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The models the replicas serve.
-MODELS = ("simple", "simple_sequence", "slow")
+MODELS = ("simple", "simple_sequence", "slow", "vllm_model")
 #: Bound of every wait for a replica (start, stop), in seconds.
 WAIT = 60.0
 #: Whether this mock_server has tritonserver's --exit-on-error (default true: a model that

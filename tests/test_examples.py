@@ -48,6 +48,8 @@ CASES: dict[str, tuple[str, tuple[str | None, ...]]] = {
     "model_control_client.py": ("explicit", BOTH),
     "tls_client.py": ("tls", BOTH),
     "auth_plugin_client.py": ("auth", BOTH),
+    "generate_client.py": ("default", ("http", "aio")),
+    "chat_stream_client.py": ("default", ("http", "aio")),
 }
 
 PARAMS = [
@@ -119,7 +121,7 @@ def test_example_runs(
     elif kind != "none":
         server = request.getfixturevalue(f"{kind}_server")
     if server is not None:
-        url = server.http_url if protocol == "http" else server.grpc_url
+        url = server.http_url if protocol in ("http", "aio") else server.grpc_url
         args += ["-u", url]
     if protocol is not None:
         args += ["-i", protocol]

@@ -19,6 +19,7 @@ import pytest
 _TRANSPORTS = ("grpc", "aiohttp", "geventhttpclient", "gevent")
 _CLIENTS = ("tritonclient.grpc", "tritonclient.http")
 _FRONTENDS = (
+    "mock_server.http_generate",
     "mock_server.http_frontend",
     "mock_server.grpc_frontend",
     "mock_server.metrics_frontend",

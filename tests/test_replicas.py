@@ -131,6 +131,53 @@ def test_http_round_robin_spreads_evenly(all_up: list[Replica]) -> None:
     assert all(s.in_service and s.failures == 0 and s.outstanding == 0 for s in stats)
 
 
+def test_http_generate_streams_each_stay_on_one_replica(all_up: list[Replica]) -> None:
+    """generate_stream over a url list: each stream is read whole from the replica it was
+    opened on (its events in order), and the streams are spread like other calls."""
+    before = [served(r, "vllm_model") for r in all_up]
+    payload = {
+        "text_input": "one two",
+        "stream": True,
+        "max_tokens": 4,
+        "exclude_input_in_output": True,
+    }
+    with httpclient.InferenceServerClient([r.http for r in all_up]) as client:
+        expected = client.generate("vllm_model", {**payload, "stream": False})["text_output"]
+        texts = ["".join(e["text_output"] for e in client.generate_stream("vllm_model", payload))]
+        texts += [
+            "".join(e["text_output"] for e in client.generate_stream("vllm_model", payload))
+            for _ in range(5)
+        ]
+        stats = client.replica_stats()
+    assert texts == [expected] * 6
+    spread = [served(r, "vllm_model") - b for r, b in zip(all_up, before, strict=True)]
+    assert sorted(spread) == [2, 2, 3]  # 7 calls, round robin
+    assert sum(s.requests for s in stats) == 7
+
+
+async def _aio_generate_streams(urls: list[str]) -> list[str]:
+    payload = {
+        "text_input": "one two",
+        "stream": True,
+        "max_tokens": 4,
+        "exclude_input_in_output": True,
+    }
+    async with httpaio.InferenceServerClient(urls) as client:
+        texts = []
+        for _ in range(3):
+            stream = client.generate_stream("vllm_model", payload)
+            texts.append("".join([e["text_output"] async for e in stream]))
+        return texts
+
+
+def test_http_aio_generate_streams_over_replicas(all_up: list[Replica]) -> None:
+    before = [served(r, "vllm_model") for r in all_up]
+    texts = asyncio.run(_aio_generate_streams([r.http for r in all_up]))
+    assert len(set(texts)) == 1 and texts[0]
+    spread = [served(r, "vllm_model") - b for r, b in zip(all_up, before, strict=True)]
+    assert spread == [1, 1, 1]
+
+
 def test_http_least_outstanding_spreads_8_in_flight(all_up: list[Replica]) -> None:
     before = counts(all_up)
     client = httpclient.InferenceServerClient(

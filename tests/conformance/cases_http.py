@@ -53,6 +53,7 @@ ALL_MODELS = (
     "simple_string_dyna_sequence",
     "slow",
     "square_int32",
+    "vllm_model",
 )
 
 
@@ -1969,7 +1970,140 @@ def _generate() -> list[Case]:
         ),
         Case("http/generate_stream/unknown-model", [post(stream.format("nope"), {"IN": 1})]),
         Case("http/generate_stream/bad-json", [post(stream.format("square_int32"), "{")]),
+        *_generate_llm(),
     ]
+
+
+def _generate_llm() -> list[Case]:
+    """The generate extension as LLM clients use it: ``vllm_model`` (the bundled model shaped
+    like Triton's vLLM backend), parameter mapping, errors before and during the stream,
+    unknown members and wrong types."""
+    gen = "/v2/models/vllm_model/generate"
+    stream = "/v2/models/vllm_model/generate_stream"
+    sampling = json.dumps({"max_tokens": 4, "temperature": 0})
+    cases = [
+        Case("http/generate/vllm/defaults", [post(gen, {"text_input": "Hello"})]),
+        Case(
+            "http/generate/vllm/sampling-input",
+            [
+                post(
+                    gen,
+                    {
+                        "text_input": "Hi",
+                        "sampling_parameters": sampling,
+                        "exclude_input_in_output": True,
+                    },
+                )
+            ],
+        ),
+        # A parameters object: its members become request parameters (the vLLM backend reads
+        # them when the sampling_parameters input is absent).
+        Case(
+            "http/generate/vllm/parameters-object",
+            [post(gen, {"text_input": "Hi", "parameters": {"max_tokens": 3, "top_p": 0.5}})],
+        ),
+        # An input given inside the parameters object is still an input.
+        Case(
+            "http/generate/vllm/input-in-parameters",
+            [post(gen, {"parameters": {"text_input": "Hi", "max_tokens": 2}})],
+        ),
+        Case(
+            "http/generate/vllm/top-level-parameter",
+            [post(gen, {"text_input": "Hi", "max_tokens": 2, "unknown_member": "x"})],
+        ),
+        Case("http/generate/vllm/with-id", [post(gen, {"text_input": "Hi", "id": "r-1"})]),
+        Case("http/generate/vllm/numeric-id", [post(gen, {"text_input": "Hi", "id": 5})]),
+        Case(
+            "http/generate/vllm/version",
+            [post("/v2/models/vllm_model/versions/1/generate", {"text_input": "Hi"})],
+        ),
+        Case(
+            "http/generate/vllm/unknown-version",
+            [post("/v2/models/vllm_model/versions/7/generate", {"text_input": "Hi"})],
+        ),
+        # stream true on /generate: several responses, which /generate refuses (status 200).
+        Case(
+            "http/generate/vllm/stream-on-generate",
+            [post(gen, {"text_input": "Hi", "stream": True, "max_tokens": 3})],
+        ),
+        Case(
+            "http/generate_stream/vllm/stream",
+            [post(stream, {"text_input": "Hello", "stream": True, "max_tokens": 5})],
+        ),
+        Case(
+            "http/generate_stream/vllm/id-and-version",
+            [
+                post(
+                    "/v2/models/vllm_model/versions/1/generate_stream",
+                    {"text_input": "Hi", "stream": True, "max_tokens": 2, "id": "s1"},
+                )
+            ],
+        ),
+        # stream false on /generate_stream: one event with the whole text.
+        Case(
+            "http/generate_stream/vllm/not-streaming",
+            [post(stream, {"text_input": "Hello", "max_tokens": 3})],
+        ),
+        # The model refuses before its first response: the stream opens with 400 and the
+        # error is its one event.
+        Case(
+            "http/generate_stream/vllm/prepend-refused",
+            [post(stream, {"text_input": "Hi", "stream": True, "exclude_input_in_output": False})],
+        ),
+        Case(
+            "http/generate_stream/vllm/max-tokens-zero",
+            [post(stream, {"text_input": "Hi", "stream": True, "max_tokens": 0})],
+        ),
+        # Errors before inference: a JSON error with its status, not an event stream.
+        Case("http/generate_stream/vllm/missing-input", [post(stream, {"stream": True})]),
+        Case("http/generate_stream/vllm/empty-object", [post(stream, {})]),
+        Case("http/generate_stream/vllm/not-object", [post(stream, "[1]")]),
+        Case("http/generate_stream/vllm/get", [get(stream)]),
+        Case(
+            "http/generate_stream/vllm/gzip",
+            [
+                post(
+                    stream,
+                    b"x",
+                    headers=(("Content-Type", "application/json"), ("Content-Encoding", "gzip")),
+                )
+            ],
+        ),
+        # Errors after events: the status is 200 by then; the error is an event.
+        Case(
+            "http/generate_stream/fail-after",
+            [post("/v2/models/fail_after/generate_stream", {"IN": 2})],
+        ),
+        Case(
+            "http/generate_stream/fail-first",
+            [post("/v2/models/fail_after/generate_stream", {"IN": 0})],
+        ),
+        Case("http/generate/fail-after", [post("/v2/models/fail_after/generate", {"IN": 1})]),
+        Case("http/generate/fail-first", [post("/v2/models/fail_after/generate", {"IN": 0})]),
+    ]
+    # Wrong types and shapes for the model's inputs and parameters.
+    wrong = {
+        "number-for-bytes": {"text_input": 5},
+        "string-for-bool": {"text_input": "x", "stream": "yes"},
+        "number-for-bool": {"text_input": "x", "stream": 1},
+        "two-prompts": {"text_input": ["a", "b"]},
+        "empty-list": {"text_input": []},
+        "nested-list": {"text_input": [["a"]]},
+        "null-input": {"text_input": None},
+        "object-input": {"text_input": {"a": 1}},
+        "array-parameter": {"text_input": "x", "parameters": {"max_tokens": [1]}},
+        "object-parameter": {"text_input": "x", "parameters": {"max_tokens": {"a": 1}}},
+        "null-parameter": {"text_input": "x", "parameters": {"max_tokens": None}},
+        "float-parameter": {"text_input": "x", "parameters": {"max_tokens": 2.5}},
+        "parameters-string": {"text_input": "x", "parameters": "max_tokens=2"},
+        "parameters-array": {"text_input": "x", "parameters": [1]},
+        "bad-sampling-json": {"text_input": "x", "sampling_parameters": "{"},
+        "top-level-array-parameter": {"text_input": "x", "stop": ["a", "b"]},
+    }
+    for name, body in wrong.items():
+        cases.append(Case(f"http/generate/vllm/wrong/{name}", [post(gen, body)]))
+        cases.append(Case(f"http/generate_stream/vllm/wrong/{name}", [post(stream, body)]))
+    return cases
 
 
 def cases() -> list[Case]:

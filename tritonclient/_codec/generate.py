@@ -1,23 +1,63 @@
-"""The generate extension (``/generate`` and ``/generate_stream``, server side).
+"""The generate extension (``/generate`` and ``/generate_stream``), both sides.
 
-:func:`parse_generate_request` maps the request's JSON object onto the model's inputs and
-parameters as Triton does; :func:`encode_generate_response` writes one response as the
-extension's flat JSON object; :func:`encode_sse_event` frames it as a Server-Sent Event.
+Server side: :func:`parse_generate_request` maps the request's JSON object onto the model's
+inputs and parameters as Triton does; :func:`encode_generate_response` writes one response as
+the extension's flat JSON object; :func:`encode_sse_event` frames it as a Server-Sent Event.
+
+Client side: :func:`encode_generate_request` writes the request object,
+:func:`decode_generate_response` reads ``/generate``'s answer and
+:func:`decode_generate_event` one event of ``/generate_stream`` (its SSE framing is
+:mod:`tritonclient._codec.sse`), raising the extension's error object as an exception.
+
+The extension (Triton's ``docs/protocol/extension_generate.md``, provisional upstream):
+``{"text_input": ..., "parameters": {...}}`` where any other top-level member is an input or a
+parameter by the model's metadata; the answer is one flat object (``model_name``,
+``model_version``, every output by name); a failure is ``{"error": "<message>"}``, with an
+error status before inference starts, and as an event of a 200 stream after it has begun.
 """
 
 from __future__ import annotations
 
+import json
+import math
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import numpy.typing as npt
 
+from tritonclient.utils import InferenceServerException, raise_error
+from tritonclient.utils._errors import (
+    InferenceServerProtocolError,
+    server_error_with_hint,
+)
+
 from .errors import HttpCodecError, http_bad, http_internal, json_type_text
+from .http_body import model_path
+from .http_client import error_from_response
 from .http_server import ParsedInferRequest, ParsedInput, RequestParameters, custom_parameter
-from .jsontext import dumps, member_object, parse_json_document, tensor_to_json
+from .jsontext import client_json, dumps, member_object, parse_json_document, tensor_to_json
+from .sse import SseParser
 from .types import Buffer, ParamValue
 
-__all__ = ["encode_generate_response", "encode_sse_event", "parse_generate_request"]
+__all__ = [
+    "EVENT_STREAM",
+    "GenerateStreamDecoder",
+    "decode_generate_event",
+    "decode_generate_response",
+    "encode_generate_request",
+    "encode_generate_response",
+    "encode_sse_event",
+    "generate_error",
+    "generate_path",
+    "is_event_stream",
+    "parse_generate_request",
+    "stream_open_error",
+]
+
+#: The Content-Type of ``/generate_stream``'s answer (Triton adds ``; charset=utf-8``).
+EVENT_STREAM = "text/event-stream"
 
 
 def _generate_shape(name: str, value: Any, dims: Sequence[int]) -> list[int]:
@@ -78,7 +118,11 @@ def parse_generate_request(
     def convert(members: Mapping[str, Any], context: str) -> None:
         nonlocal request_id
         for key, value in members.items():
-            if key == "id" and not context and isinstance(value, str):
+            if key == "id" and not context:
+                if not isinstance(value, str):
+                    raise http_internal(
+                        "Unable to parse 'id': attempt to access JSON non-string as string"
+                    )
                 request_id = value
                 continue
             if key == "parameters" and not context:
@@ -100,6 +144,10 @@ def parse_generate_request(
                 continue
             found = model_inputs.get(key)
             if found is None:
+                if context:
+                    # Triton checks a member of "parameters" as it converts it, so its error
+                    # carries the "Converting keyword" prefix; top-level ones are checked later.
+                    custom_parameter(key, value)
                 params[key] = value
                 continue
             datatype, dims = found
@@ -166,3 +214,265 @@ def encode_generate_response(
 def encode_sse_event(payload: bytes) -> bytes:
     """One server-sent event carrying ``payload`` (``data: <payload>\\n\\n``)."""
     return b"data: " + payload + b"\n\n"
+
+
+# -- client side ---------------------------------------------------------------------------
+
+
+def generate_path(model_name: str, model_version: str, stream: bool) -> str:
+    """``/v2/models/<m>[/versions/<v>]/generate[_stream]`` (names quoted as in every path)."""
+    return model_path(model_name, model_version, "generate_stream" if stream else "generate")
+
+
+def _json_value(value: Any, where: str) -> Any:
+    """``value`` as plain JSON data: numpy scalars and arrays become Python values."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise_error(f"{where}: bytes that are not UTF-8 cannot travel in JSON")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise_error(f"{where}: {value} is not a JSON number")
+    if isinstance(value, list | tuple):
+        return [_json_value(item, where) for item in value]
+    if isinstance(value, Mapping):  # e.g. a "parameters" object given among the inputs
+        return {str(k): _json_value(v, f"{where}['{k}']") for k, v in value.items()}
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    raise_error(
+        f"{where}: a {type(value).__name__} is not a JSON value (expected a str, number, "
+        "bool, or a list or object of them)"
+    )
+
+
+def encode_generate_request(
+    inputs: Mapping[str, Any], parameters: Mapping[str, Any] | None = None
+) -> bytes:
+    """The body of a generate / generate_stream request (client side).
+
+    Parameters
+    ----------
+    inputs : mapping of str to value
+        The request object's members: each model input by name (a scalar or a list; numpy
+        values are converted), and any other member the model takes as a parameter.
+    parameters : mapping of str to str, number or bool, optional
+        The request object's ``parameters`` member.
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    InferenceServerException
+        For a member that is not JSON, a non-string name, or ``parameters`` given both in
+        ``inputs`` and as the argument.
+    """
+    if not isinstance(inputs, Mapping):
+        raise_error(
+            f"inputs must be a mapping of names to values (the generate request object), "
+            f"not {type(inputs).__name__}"
+        )
+    body: dict[str, Any] = {}
+    for key, value in inputs.items():
+        if not isinstance(key, str):
+            raise_error(f"inputs: the name {key!r} is not a str")
+        body[key] = _json_value(value, f"inputs['{key}']")
+    if parameters is not None:
+        if "parameters" in body:
+            raise_error("'parameters' is given both in inputs and as the parameters argument")
+        if not isinstance(parameters, Mapping):
+            raise_error(f"parameters must be a mapping, not {type(parameters).__name__}")
+        params: dict[str, Any] = {}
+        for key, value in parameters.items():
+            if not isinstance(key, str):
+                raise_error(f"parameters: the name {key!r} is not a str")
+            converted = _json_value(value, f"parameters['{key}']")
+            if not isinstance(converted, str | bool | int | float):
+                raise_error(
+                    f"parameters['{key}']: a parameter is a str, number or bool "
+                    f"(the generate extension's $parameter), not {type(value).__name__}"
+                )
+            params[key] = converted
+        body["parameters"] = params
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _error_object(value: Any) -> str | None:
+    """The message of the extension's error object ``{"error": "<message>"}``, else None (a
+    model may have an output named ``error``: then the object has other members too)."""
+    if isinstance(value, dict) and len(value) == 1:
+        message = value.get("error")
+        if isinstance(message, str):
+            return message
+    return None
+
+
+def generate_error(message: str) -> InferenceServerException:
+    """The exception for the extension's error object met in a 200 answer or in the stream.
+
+    It carries no status of its own; Triton answers ``/generate`` with 400 for any failure of
+    the inference (the status of its first response), so it is raised as the same error that
+    ``generate()`` raises for it: status ``"400"``, ``InferenceServerInvalidArgumentError``.
+    """
+    return server_error_with_hint(InferenceServerException(msg=message, status="400"))
+
+
+def decode_generate_response(body: Buffer) -> dict[str, Any]:
+    """``/generate``'s 200 answer: the response object.
+
+    Raises
+    ------
+    InferenceServerException
+        The extension's error object (Triton answers a decoupled model that gave other than
+        one response with it, status 200); :class:`InferenceServerProtocolError` for a body
+        that is not a JSON object.
+    """
+    value = client_json(body, "the generate response")
+    message = _error_object(value)
+    if message is not None:
+        raise generate_error(message)
+    if not isinstance(value, dict):
+        raise InferenceServerProtocolError(
+            f"the generate response is a JSON {json_type_name(value)}, expected an object"
+        )
+    return value
+
+
+def decode_generate_event(data: str) -> dict[str, Any]:
+    """One event of ``/generate_stream``: its response object.
+
+    Parameters
+    ----------
+    data : str
+        The event's data (:attr:`SseEvent.data`).
+
+    Raises
+    ------
+    InferenceServerException
+        For the extension's error object (see :func:`generate_error`);
+        :class:`InferenceServerProtocolError` for data that is not a JSON object.
+    """
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise InferenceServerProtocolError(
+            f"an event of the generate stream is not JSON ({exc}): {data[:200]!r}",
+            debug_details=data[:200],
+        ) from None
+    if type(value) is dict:
+        if "error" in value:
+            message = _error_object(value)
+            if message is not None:
+                raise generate_error(message)
+        return value
+    raise InferenceServerProtocolError(
+        f"an event of the generate stream is a JSON {json_type_name(value)}, expected an object"
+    )
+
+
+def json_type_name(value: Any) -> str:
+    """The JSON type of a parsed value, for messages."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if value is None:
+        return "null"
+    return "object"
+
+
+_raw_decode = json.JSONDecoder().raw_decode
+
+
+class GenerateStreamDecoder:
+    """``/generate_stream``'s body, fed as it arrives, handed out one response at a time.
+
+    Both HTTP clients drive it the same way: :meth:`feed` what the transport read, take the
+    responses with :meth:`next` until it returns None, read more; :meth:`end` when the body
+    has ended.  An error event is raised by :meth:`next` in its place, after every response
+    that came before it; nothing after it is decoded.
+    """
+
+    __slots__ = ("_error", "_sse", "ready")
+
+    def __init__(self) -> None:
+        self._sse = SseParser()
+        #: The responses decoded and not taken yet (a caller may pop them itself).
+        self.ready: deque[dict[str, Any]] = deque()
+        self._error: InferenceServerException | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        """Parse the next bytes of the body (ignored after an error event)."""
+        if self._error is not None:
+            return
+        ready = self.ready
+        for event in self._sse.feed(chunk):
+            data = event.data
+            # The usual event first: one compact JSON object that is not the error object
+            # (json.loads would add two whitespace scans per event); anything else takes
+            # the full path, which raises what it must.
+            try:
+                value, end = _raw_decode(data)
+            except ValueError:
+                end = -1
+            if end == len(data) and type(value) is dict and "error" not in value:
+                ready.append(value)
+                continue
+            try:
+                ready.append(decode_generate_event(data))
+            except InferenceServerException as error:
+                self._error = error
+                return
+
+    def next(self) -> dict[str, Any] | None:
+        """The next response, or None until more bytes are fed.
+
+        Raises
+        ------
+        InferenceServerException
+            The stream's error event, once the responses before it have been taken.
+        """
+        if self.ready:
+            return self.ready.popleft()
+        error = self._error
+        if error is not None:
+            raise error
+        return None
+
+    def end(self) -> None:
+        """The body has ended: it must have ended between two events.
+
+        Raises
+        ------
+        InferenceServerProtocolError
+            If part of an event was left without its blank line.
+        """
+        if self._error is None:
+            self._sse.close()
+
+
+def stream_open_error(status: int, content_type: str | None, body: Buffer) -> Exception:
+    """The exception for a ``/generate_stream`` answer that is not an event stream: the error
+    status and JSON error object of a request refused before inference started, or a 200
+    answer of the wrong type."""
+    error = error_from_response(status, body)
+    if error is not None:
+        return server_error_with_hint(error)
+    return InferenceServerProtocolError(
+        f"the generate stream was answered with Content-Type {content_type!r}, expected "
+        f"{EVENT_STREAM!r}"
+    )
+
+
+def is_event_stream(content_type: str | None) -> bool:
+    """Whether a Content-Type is ``text/event-stream`` (any parameters)."""
+    return (content_type or "").split(";", 1)[0].strip().lower() == EVENT_STREAM

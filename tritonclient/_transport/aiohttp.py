@@ -21,13 +21,102 @@ from tritonclient.utils import InferenceServerException, raise_error
 
 from .http import HttpCall, HttpReply, transport_error
 
-__all__ = ["AiohttpTransport"]
+__all__ = ["AiohttpStream", "AiohttpTransport"]
 
 
 async def _pieces(chunks: tuple[Buffer, ...]) -> AsyncIterator[Buffer]:
     for chunk in chunks:
         if memoryview(chunk).nbytes:
             yield chunk
+
+
+class AiohttpStream:
+    """A response whose body is read piece by piece as it arrives (an event stream).
+
+    Made by :meth:`AiohttpTransport.open_stream` once the headers have arrived.
+
+    Attributes
+    ----------
+    status : int
+        The HTTP status.
+    headers : dict of str to str
+        The headers (lower-case names).
+    """
+
+    def __init__(
+        self, response: aiohttp.ClientResponse, limit: float | None, what: str, server: str
+    ) -> None:
+        self._response: aiohttp.ClientResponse | None = response
+        self._limit = limit
+        self._what = what
+        self._server = server
+        self.status: int = response.status
+        self.headers: dict[str, str] = {k.lower(): v for k, v in response.headers.items()}
+
+    def header(self, name: str) -> str | None:
+        """The value of header ``name`` (any case), or None."""
+        return self.headers.get(name.lower())
+
+    async def read(self) -> bytes:
+        """The next bytes of the body as they arrive; ``b""`` once it has ended completely.
+
+        The transport's timeout bounds each wait for more bytes, not the whole body.
+
+        Raises
+        ------
+        InferenceServerConnectionError
+            If the connection closed before the end of the body (a stream cut short).
+        InferenceServerDeadlineExceededError
+            If no bytes came within the limit.
+        """
+        response = self._response
+        if response is None:
+            return b""
+        try:
+            chunk = await response.content.readany()
+        except asyncio.TimeoutError:
+            self.close()
+            raise transport_error(
+                TimeoutError(f"no more of the response within {self._limit} s"),
+                self._what,
+                self._server,
+            ) from None
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as error:
+            self.close()
+            raise transport_error(
+                ConnectionError(f"the response was cut short ({type(error).__name__}: {error})"),
+                self._what,
+                self._server,
+            ) from None
+        except BaseException:
+            self.close()  # cancelled (or worse): nobody reads the rest
+            raise
+        if chunk:
+            return chunk
+        self._response = None
+        response.release()  # read to its end: the connection serves the next request
+        return b""
+
+    async def read_all(self) -> bytes:
+        """The rest of the body (an error answer's JSON)."""
+        pieces: list[bytes] = []
+        while True:
+            chunk = await self.read()
+            if not chunk:
+                return b"".join(pieces)
+            pieces.append(chunk)
+
+    def close(self) -> None:
+        """Stop reading: the connection is closed (the server sees the client go away), unless
+        the body had already ended.  Any number of times, from anywhere (garbage collection)."""
+        response, self._response = self._response, None
+        if response is not None:
+            with contextlib.suppress(Exception):  # closing must not fail
+                response.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # never raise from a finalizer
+            self.close()
 
 
 class AiohttpTransport:
@@ -106,6 +195,44 @@ class AiohttpTransport:
                 skip_auto_headers=("Accept-Encoding",),
             )
         return self._session
+
+    async def open_stream(self, call: HttpCall[Any]) -> AiohttpStream:
+        """Send ``call`` and return once the answer's headers have arrived, with its body to
+        read as it comes (:class:`AiohttpStream`).
+
+        The timeout bounds connecting, the wait for the headers and each wait for more of the
+        body (between events), not the whole stream.
+
+        Raises
+        ------
+        InferenceServerException
+            For every failure of :meth:`send`.
+        """
+        session = self._get_session()
+        what = f"{call.method} {call.path}"
+        limit = self._timeout.total
+        timeout = aiohttp.ClientTimeout(total=None, connect=limit, sock_read=limit)
+        try:
+            response = await session.request(
+                call.method,
+                self._origin + call.path,
+                data=call.payload() or None,
+                headers=call.headers,
+                timeout=timeout,
+            )
+        except asyncio.TimeoutError:
+            raise transport_error(
+                TimeoutError(f"no answer within {limit} s"), what, self._server
+            ) from None
+        except _ssl.SSLError as error:
+            raise transport_error(error, what, self._server) from None
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as error:
+            raise transport_error(
+                ConnectionError(f"{type(error).__name__}: {error}"), what, self._server
+            ) from None
+        except Exception as error:
+            raise transport_error(error, what, self._server) from None
+        return AiohttpStream(response, limit, what, self._server)
 
     async def send(self, call: HttpCall[Any]) -> HttpReply:
         """One attempt of ``call``; every failure is an ``InferenceServerException``."""

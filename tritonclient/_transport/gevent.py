@@ -30,9 +30,11 @@ from typing import Any, TypeVar
 
 import gevent  # type: ignore[import-untyped]  # gevent ships no type information
 import gevent.monkey  # type: ignore[import-untyped]  # gevent ships no type information
+import gevent.socket  # type: ignore[import-untyped]  # gevent ships no type information
 import numpy as np
 from gevent.hub import Hub  # type: ignore[import-untyped]  # gevent ships no type information
 from geventhttpclient import HTTPClient
+from geventhttpclient._parser import HTTPResponseParser
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from tritonclient.utils import InferenceServerException, raise_error
@@ -40,7 +42,7 @@ from tritonclient.utils import InferenceServerException, raise_error
 from .gevent_loop import GeventLoop, Job
 from .http import HttpCall, HttpReply, transport_error
 
-__all__ = ["GeventTransport"]
+__all__ = ["GeventStream", "GeventTransport"]
 
 T = TypeVar("T")
 
@@ -51,6 +53,7 @@ _READ_BLOCK = 64 * 1024
 _allocate_lock: Callable[[], Any] = gevent.monkey.get_original("_thread", "allocate_lock")
 _ThreadLocal: type = gevent.monkey.get_original("_thread", "_local")
 _getcurrent: Callable[[], Any] = gevent.getcurrent
+_get_ident: Callable[[], int] = gevent.monkey.get_original("_thread", "get_ident")
 
 
 class _Shared:
@@ -75,19 +78,25 @@ class _Shared:
 class _ThreadStub:
     """One thread's ``HTTPClient`` for one client; used and closed only in that thread."""
 
-    __slots__ = ("__weakref__", "active", "shared", "stub")
+    __slots__ = ("__weakref__", "active", "shared", "spare_streams", "stub")
 
     def __init__(self, shared: _Shared) -> None:
         self.shared = shared
         self.stub: HTTPClient | None = shared.make_stub()
-        #: Calls of this thread (of its greenlets) using ``stub`` now.
+        #: Calls and open streams of this thread (of its greenlets) using this entry now.
         self.active = 0
+        #: Idle ``HTTPClient`` s of finished streams, each keeping its connection alive for the
+        #: next stream (a stream holds a connection of its own for as long as it is read, so
+        #: that the thread's other calls never wait for it).
+        self.spare_streams: list[HTTPClient] = []
 
     def close(self) -> None:
         stub, self.stub = self.stub, None
-        if stub is not None:
-            with contextlib.suppress(Exception):  # closing idle connections must not fail
-                stub.close()
+        spares, self.spare_streams = self.spare_streams, []
+        for each in [stub, *spares]:
+            if each is not None:
+                with contextlib.suppress(Exception):  # closing idle connections must not fail
+                    each.close()
 
     def __del__(self) -> None:  # the thread-local registry is released in its own thread
         self.close()
@@ -263,6 +272,215 @@ def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> Http
             timer.close()
 
 
+_parser_feed: Callable[[Any, bytes], None] = HTTPResponseParser.feed
+
+#: gevent's plain (not TLS) socket class, whose OS socket a stream may wait on directly.
+_PlainSocket: type = gevent.socket.socket
+
+
+def _thread_is_idle() -> bool:
+    """Whether nothing but the caller could run on this thread's gevent hub: no active
+    watcher (no other greenlet waits on I/O or a timer) and no callback queued.  Then blocking
+    the thread in the OS for a read is the same as waiting in the hub (other greenlets, if
+    any, wait on something only the caller can set)."""
+    loop = gevent.get_hub().loop
+    return loop.activecnt == 0 and loop.pendingcnt == 0 and len(loop._callbacks) == 0
+
+
+def _drop_connection(response: Any) -> None:
+    """Close the connection of a response that is not read to its end (not back to the pool):
+    the server sees the client go away and stops working on the request."""
+    sock, pool = getattr(response, "_sock", None), getattr(response, "_pool", None)
+    response._sock = None
+    response._pool = None
+    if pool is not None and sock is not None:
+        with contextlib.suppress(Exception):  # closing must not fail
+            pool.release_socket(sock)  # closes the socket and frees the pool's slot
+    elif sock is not None:
+        with contextlib.suppress(Exception):
+            sock.close()
+
+
+class GeventStream:
+    """A response whose body is read piece by piece as it arrives (an event stream).
+
+    Made by :meth:`GeventTransport.open_stream` once the headers have arrived; read and closed
+    only in the thread that opened it (its connection belongs to that thread's gevent hub).
+
+    Attributes
+    ----------
+    status : int
+        The HTTP status.
+    headers : dict of str to str
+        The headers (lower-case names).
+    """
+
+    def __init__(
+        self,
+        transport_entry: _ThreadStub,
+        stub: HTTPClient,
+        response: Any,
+        limit: float | None,
+        what: str,
+        server: str,
+    ) -> None:
+        self._entry: _ThreadStub | None = transport_entry
+        self._stub: HTTPClient | None = stub
+        self._response: Any = response
+        self._limit = limit
+        self._what = what
+        self._server = server
+        self._thread = _get_ident()
+        #: The OS socket while it is read blocking (see _recv_in_thread), else None.
+        self._raw: Any = None
+        # The body's pieces go straight to a list (the parser calls its append, no Python
+        # frame per piece), starting with what arrived together with the headers.
+        self._pieces: list[Any] = []
+        pending = response._body_buffer
+        if pending:
+            self._pieces.append(bytes(pending))
+            del pending[:]
+        response._on_body = self._pieces.append
+        self.status: int = response.status_code
+        self.headers: dict[str, str] = {str(k).lower(): str(v) for k, v in response.items()}
+
+    def header(self, name: str) -> str | None:
+        """The value of header ``name`` (any case), or None."""
+        return self.headers.get(name.lower())
+
+    def _check_thread(self) -> None:
+        if _get_ident() != self._thread:
+            raise_error(
+                "a streamed response is read in the thread that started it (its connection "
+                "belongs to that thread); start the stream in the thread that reads it"
+            )
+
+    def read(self) -> bytes:
+        """The next bytes of the body as they arrive; ``b""`` once it has ended completely.
+
+        ``limit`` seconds (the client's network timeout) bound each wait for more bytes, not
+        the whole body.
+
+        Raises
+        ------
+        InferenceServerConnectionError
+            If the connection closed before the end of the body (a stream cut short).
+        InferenceServerDeadlineExceededError
+            If no bytes came within the limit.
+        """
+        response = self._response
+        if response is None:
+            return b""
+        self._check_thread()
+        pieces = self._pieces
+        while True:
+            if pieces:
+                chunk = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+                pieces.clear()
+                return bytes(chunk)
+            if response.message_complete:
+                self._finish(reuse=True)
+                return b""
+            sock = response._sock
+            try:
+                if sock is None:
+                    raise EOFError("the connection closed before the end of the response")
+                if sock.__class__ is _PlainSocket and _thread_is_idle():
+                    data = self._recv_in_thread(sock)
+                else:
+                    self._restore_socket()
+                    # The socket's own timeout (the client's network_timeout, set by the
+                    # connection pool) bounds this wait: no timer object per read.
+                    data = sock.recv(_READ_BLOCK)
+                # The C parser's own feed (HTTPResponse.feed only adds a HEAD special case).
+                _parser_feed(response, data)  # b"": the end of the connection, for it too
+                if not data and not response.message_complete:
+                    raise EOFError("the connection closed before the end of the response")
+            except TimeoutError:  # socket.timeout
+                self.close()
+                raise transport_error(
+                    TimeoutError(f"no more of the response within {self._limit:g} s"),
+                    self._what,
+                    self._server,
+                ) from None
+            except HTTPParseError as error:
+                self.close()
+                raise transport_error(
+                    EOFError(f"truncated response ({error})"), self._what, self._server
+                ) from None
+            except BaseException as error:
+                self.close()
+                if isinstance(error, Exception):
+                    raise transport_error(error, self._what, self._server) from None
+                raise
+
+    def _recv_in_thread(self, sock: Any) -> bytes:
+        """Wait for the next bytes blocking this thread in the OS, not in the gevent hub.
+
+        Only when nothing else of this thread's hub could run meanwhile (see
+        :func:`_thread_is_idle`): then the wait means the same, and it costs the OS socket's
+        own wait (``poll`` and ``recv`` inside CPython) instead of a round trip through the
+        hub per read; a stream of small events is mostly such waits.  The OS socket under
+        gevent's is non-blocking; it is given the read limit as its timeout while the stream
+        reads it this way, and made non-blocking again before gevent uses it (:meth:`_finish`).
+        """
+        raw = sock._sock
+        if self._raw is None:
+            raw.settimeout(self._limit)
+            self._raw = raw
+        return raw.recv(_READ_BLOCK)  # type: ignore[no-any-return]
+
+    def _restore_socket(self) -> None:
+        raw, self._raw = self._raw, None
+        if raw is not None:
+            with contextlib.suppress(OSError):  # a closed socket needs nothing
+                raw.settimeout(0.0)
+
+    def read_all(self) -> bytes:
+        """The rest of the body (an error answer's JSON)."""
+        pieces: list[bytes] = []
+        while True:
+            chunk = self.read()
+            if not chunk:
+                return b"".join(pieces)
+            pieces.append(chunk)
+
+    def _finish(self, reuse: bool) -> None:
+        self._restore_socket()  # before the connection goes back to gevent's pool
+        response, self._response = self._response, None
+        stub, self._stub = self._stub, None
+        entry, self._entry = self._entry, None
+        if response is not None and not reuse:
+            _drop_connection(response)
+        if entry is None or stub is None:
+            return
+        entry.active -= 1
+        if reuse and not entry.shared.closed and entry.stub is not None:
+            entry.spare_streams.append(stub)
+        else:
+            with contextlib.suppress(Exception):  # closing must not fail
+                stub.close()
+        if entry.shared.closed and entry.active == 0:
+            if _registry.stubs.get(entry.shared) is entry:
+                del _registry.stubs[entry.shared]
+            entry.close()
+
+    def close(self) -> None:
+        """Stop reading: the connection is closed (the server sees the client go away), unless
+        the body had already ended.  Any number of times; from another thread (garbage
+        collection there) it only lets go, and the connection closes when collected."""
+        if self._response is None:
+            return
+        if _get_ident() != self._thread:
+            self._response = self._stub = self._entry = None
+            return
+        self._finish(reuse=bool(self._response.message_complete))
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # never raise from a finalizer
+            self.close()
+
+
 class GeventTransport:
     """Sends :class:`HttpCall` s to one server with geventhttpclient (see the module docstring).
 
@@ -303,6 +521,8 @@ class GeventTransport:
         self._call_limit: float | None = None
         if connection_timeout is not None and network_timeout is not None:
             self._call_limit = float(connection_timeout) + float(network_timeout)
+        #: Bounds each wait for more of a streamed body (between events).
+        self._read_limit = float(network_timeout) if network_timeout is not None else None
 
         def make_stub() -> HTTPClient:
             return HTTPClient(
@@ -416,6 +636,70 @@ class GeventTransport:
                 )
             return job.result()
         return self._direct(call, timeout)
+
+    def open_stream(self, call: HttpCall[Any]) -> GeventStream:
+        """Send ``call`` and return once the answer's headers have arrived, with its body to
+        read as it comes (:class:`GeventStream`), in the calling thread.
+
+        The stream has a connection of its own (kept for the thread's next stream when read to
+        its end), so the thread's other calls go on while it is open; the client's whole-call
+        limit bounds the wait for the headers, ``network_timeout`` each wait for more of the body.
+
+        Raises
+        ------
+        InferenceServerException
+            If the client is closed, when called inside a gevent hub callback (where it must
+            not block), or for every failure of :meth:`send`.
+        """
+        shared = self._shared
+        if shared is None or shared.closed:
+            raise_error("the client is closed")
+        if _in_hub():
+            raise_error("a streamed response cannot be read inside a gevent hub callback")
+        registry = _registry
+        if registry.seen != _generation:
+            _sweep(registry)
+        entry = registry.stubs.get(shared)
+        if entry is None or entry.stub is None:
+            entry = registry.stubs[shared] = _ThreadStub(shared)
+        stub = entry.spare_streams.pop() if entry.spare_streams else shared.make_stub()
+        what = f"{call.method} {call.path}"
+        server = f"{stub.host}:{stub.port}"
+        limit = self._call_limit
+        timer = gevent.Timeout(limit) if limit is not None else None
+        if timer is not None:
+            timer.start()
+        entry.active += 1
+        opened = False
+        try:
+            response = stub.request(
+                call.method, call.path, body=call.payload() or b"", headers=call.headers
+            )
+            opened = True
+            return GeventStream(entry, stub, response, self._read_limit, what, server)
+        except gevent.Timeout as expired:
+            if expired is not timer:
+                raise
+            raise transport_error(
+                TimeoutError(f"no answer within {limit:g} s"), what, server
+            ) from None
+        except InferenceServerException:
+            raise
+        except HTTPParseError as error:
+            if isinstance(error, HTTPConnectionClosed) or "incomplete" in str(error).lower():
+                raise transport_error(
+                    EOFError(f"truncated response ({error})"), what, server
+                ) from None
+            raise transport_error(error, what, server) from None
+        except Exception as error:
+            raise transport_error(error, what, server) from None
+        finally:
+            if timer is not None:
+                timer.close()
+            if not opened:
+                entry.active -= 1
+                with contextlib.suppress(Exception):  # closing must not fail
+                    stub.close()
 
     def _direct(self, call: HttpCall[Any], timeout: float | None) -> HttpReply:
         """One attempt in the calling thread, with that thread's ``HTTPClient``."""

@@ -236,6 +236,23 @@ class GeventReplicas(_Replicas):
             self.balancer.finished(index, _monotonic())
             raise
 
+    def open_stream(self, call: HttpCall[Any]) -> Any:
+        """Open a streamed answer (``generate_stream``) on the picked replica; the stream
+        stays there to its end.  The call counts as done once the answer's headers are in
+        (a stream is not an outstanding request for the balancer)."""
+        self._start_probes()
+        index = self._pick(call)
+        try:
+            stream = self._transports[index].open_stream(call)
+        except InferenceServerException as error:
+            self._done(call, index, _failure(error))
+            raise replica_error(error, self.balancer.address(index)) from None
+        except BaseException:
+            self.balancer.finished(index, _monotonic())
+            raise
+        self._done(call, index, None)
+        return stream
+
     def close(self) -> None:
         """Close every replica's transport (waiting for their calls)."""
         for transport in self._transports:
@@ -295,6 +312,21 @@ class AiohttpReplicas(_Replicas):
             raise
         self._done(call, index, _reply_failure(reply))
         return reply
+
+    async def open_stream(self, call: HttpCall[Any]) -> Any:
+        """Open a streamed answer on the picked replica (as :meth:`GeventReplicas.open_stream`)."""
+        self._start_probes()
+        index = self._pick(call)
+        try:
+            stream = await self._transports[index].open_stream(call)
+        except InferenceServerException as error:
+            self._done(call, index, _failure(error))
+            raise replica_error(error, self.balancer.address(index)) from None
+        except BaseException:
+            self.balancer.finished(index, _monotonic())
+            raise
+        self._done(call, index, None)
+        return stream
 
     async def close(self) -> None:
         """Stop the probes and close every replica's session."""

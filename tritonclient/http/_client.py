@@ -52,12 +52,13 @@ from tritonclient.http._common import (
     not_ready_error,
     parse_url,
 )
+from tritonclient.http._generate import GenerateStream
 from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
 from tritonclient.utils import BalancingPolicy, RetryPolicy, raise_error
 
-__all__ = ["InferAsyncRequest", "InferenceServerClient"]
+__all__ = ["GenerateStream", "InferAsyncRequest", "InferenceServerClient"]
 
 T = TypeVar("T")
 Headers = Mapping[str, Any] | None
@@ -1048,3 +1049,104 @@ class InferenceServerClient(ClientCore):
         if self._verbose:
             print("Sent request" + (f" '{request_id}'" if request_id else ""))
         return InferAsyncRequest(job, self._verbose)
+
+    # -- the generate extension (not in NVIDIA's client) ----------------------------------
+
+    def generate(
+        self,
+        model_name: str,
+        inputs: Mapping[str, Any],
+        parameters: Mapping[str, Any] | None = None,
+        model_version: str = "",
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> dict[str, Any]:
+        """Run the model once through Triton's generate extension (``POST .../generate``).
+
+        An extension of NVIDIA's API: ``tritonclient`` has no client for the generate
+        endpoints.  The request and answer follow Triton's
+        ``docs/protocol/extension_generate.md`` (provisional upstream): ``inputs`` is the
+        request object, e.g. ``{"text_input": "...", "max_tokens": 16}``, whose members the
+        server maps onto the model's inputs by name (a scalar or a list) and, for other names,
+        request parameters.
+
+        Parameters
+        ----------
+        model_name : str
+            The name of the model.
+        inputs : dict
+            The generate request object's members: each model input by name (a str, number,
+            bool or a list of them; numpy values are converted), and parameters by name.
+        parameters : dict
+            Optional ``parameters`` object (names to str, number or bool).
+        model_version : str
+            The version of the model ("" for the server's choice).
+        headers : dict
+            Optional dictionary specifying additional HTTP headers to include in the request.
+        query_params : dict
+            Optional url query parameters to use in network transaction.
+
+        Returns
+        -------
+        dict
+            The response object: ``model_name``, ``model_version``, and every output by name
+            (an output of one element as a scalar, e.g. ``{"text_output": "..."}``).
+
+        Raises
+        ------
+        InferenceServerException
+            The server's error as the subclass of its status (400: the inference failed, or
+            the model gave other than exactly one response; use :meth:`generate_stream` for
+            a decoupled model that streams); connection, timeout and protocol errors as for
+            :meth:`infer`.
+        """
+        call = self._c_generate(
+            model_name, inputs, parameters, model_version, headers, query_params, stream=False
+        )
+        return self._run(call)
+
+    def generate_stream(
+        self,
+        model_name: str,
+        inputs: Mapping[str, Any],
+        parameters: Mapping[str, Any] | None = None,
+        model_version: str = "",
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> GenerateStream:
+        """Stream the model's responses through Triton's generate extension
+        (``POST .../generate_stream``, Server-Sent Events).
+
+        An extension of NVIDIA's API (see :meth:`generate`).  The request is sent when
+        iteration starts, in the thread that iterates; each response comes as soon as its
+        event has arrived.  ``network_timeout`` bounds each wait for the next event, not the
+        whole stream.  Leaving the loop early (``break``, :meth:`GenerateStream.close`, an
+        exception, garbage collection) closes the connection, and the server cancels the
+        request.
+
+        Parameters
+        ----------
+        model_name, inputs, parameters, model_version, headers, query_params
+            As for :meth:`generate`.
+
+        Returns
+        -------
+        GenerateStream
+            An iterator of response objects (dicts), also a context manager.
+
+        Raises
+        ------
+        InferenceServerException
+            While iterating: the server's error before the stream as the subclass of its
+            status; an error event in the stream, after the responses before it, as
+            ``InferenceServerInvalidArgumentError`` (status ``"400"``, what :meth:`generate`
+            raises for the same failure); ``InferenceServerConnectionError`` for a stream cut
+            short; ``InferenceServerDeadlineExceededError`` when no event comes in time.
+        """
+        call = self._c_generate(
+            model_name, inputs, parameters, model_version, headers, query_params, stream=True
+        )
+        transport = self._transport
+        if transport is None:  # pragma: no cover - only if __init__ failed
+            raise_error("the client is closed")
+        return GenerateStream(lambda: transport.open_stream(call))

@@ -19,6 +19,12 @@ from urllib.parse import quote
 from tritonclient._codec.arguments import check_model_version
 from tritonclient._codec.checks import Requested
 from tritonclient._codec.errors import HttpCodecError
+from tritonclient._codec.generate import (
+    EVENT_STREAM,
+    decode_generate_response,
+    encode_generate_request,
+    generate_path,
+)
 from tritonclient._codec.http_body import (
     HEADER_ACCEPT_ENCODING,
     HEADER_CONTENT_ENCODING,
@@ -624,3 +630,30 @@ class ClientCore:
         transport = getattr(self, "_transport", None)
         stats = getattr(transport, "replica_stats", None)
         return [] if stats is None else list(stats())
+
+    # -- the generate extension (not in NVIDIA's client) ----------------------------------
+
+    def _c_generate(
+        self,
+        model_name: str,
+        inputs: Mapping[str, Any],
+        parameters: Mapping[str, Any] | None,
+        model_version: str,
+        headers: Any,
+        query_params: Any,
+        stream: bool,
+    ) -> HttpCall[dict[str, Any]]:
+        """``POST .../generate`` (its answer decoded), or ``.../generate_stream`` (whose body
+        the clients read as it arrives, through :class:`~tritonclient._codec.generate.
+        GenerateStreamDecoder`; ``parse`` is then only used for a whole error answer)."""
+        path = generate_path(model_name, check_model_version(model_version), stream)
+        body = encode_generate_request(inputs, parameters)
+        extra = {"Content-Type": "application/json"}
+        if stream:
+            extra["Accept"] = EVENT_STREAM
+
+        def parse(reply: HttpReply) -> dict[str, Any]:
+            _raise_if_error(reply)
+            return decode_generate_response(reply.body)
+
+        return self._call("POST", path, headers, query_params, parse, body, extra)

@@ -37,6 +37,7 @@ from tritonclient.http._common import (
     not_ready_error,
     parse_url,
 )
+from tritonclient.http._generate import AsyncGenerateStream
 from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
@@ -45,6 +46,7 @@ from tritonclient.utils import BalancingPolicy, InferenceServerException, RetryP
 from tritonclient.utils._errors import InferenceServerDeadlineExceededError
 
 __all__ = [
+    "AsyncGenerateStream",
     "InferAsyncRequest",
     "InferInput",
     "InferRequestedOutput",
@@ -449,3 +451,60 @@ class InferenceServerClient(ClientCore):
                 response_compression_algorithm,
             )
         )
+
+    # -- the generate extension (not in NVIDIA's client) ----------------------------------
+
+    @doc_from(_Sync.generate)
+    async def generate(
+        self,
+        model_name: str,
+        inputs: Mapping[str, Any],
+        parameters: Mapping[str, Any] | None = None,
+        model_version: str = "",
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> dict[str, Any]:
+        call = self._c_generate(
+            model_name, inputs, parameters, model_version, headers, query_params, stream=False
+        )
+        return await self._run(call)
+
+    def generate_stream(
+        self,
+        model_name: str,
+        inputs: Mapping[str, Any],
+        parameters: Mapping[str, Any] | None = None,
+        model_version: str = "",
+        headers: Headers = None,
+        query_params: Query = None,
+    ) -> AsyncGenerateStream:
+        """Stream the model's responses through Triton's generate extension
+        (``POST .../generate_stream``, Server-Sent Events): ``async for response in
+        client.generate_stream(...)``.
+
+        An extension of NVIDIA's API (see :meth:`generate`).  The request is sent when
+        iteration starts; ``conn_timeout`` bounds connecting and each wait for the next
+        event, not the whole stream.  Leaving the loop early (``break`` then ``aclose()``,
+        ``async with``, cancellation, an exception, garbage collection) closes the connection,
+        and the server cancels the request.
+
+        Parameters
+        ----------
+        model_name, inputs, parameters, model_version, headers, query_params
+            As for :meth:`generate`.
+
+        Returns
+        -------
+        AsyncGenerateStream
+            An async iterator of response objects (dicts), also an async context manager.
+
+        Raises
+        ------
+        InferenceServerException
+            While iterating, as the sync client's ``generate_stream``.
+        """
+        call = self._c_generate(
+            model_name, inputs, parameters, model_version, headers, query_params, stream=True
+        )
+        transport = self._transport
+        return AsyncGenerateStream(lambda: transport.open_stream(call))

@@ -1,0 +1,182 @@
+"""The generate extension's endpoints of the HTTP frontend (``/generate``, ``/generate_stream``).
+
+:class:`GenerateEndpoints` answers both as Triton 2.51 does (``docs/protocol.md`` section 3.16;
+the differential suite in ``tests/conformance`` checks it): the request object is mapped onto
+the model's inputs and parameters by :func:`tritonclient._codec.generate.parse_generate_request`;
+``/generate`` answers with the status of the first response and needs exactly one;
+``/generate_stream`` opens an event stream with the first response's status (400 for an error)
+and sends every response, errors included, as one ``data:`` event.
+
+A client that goes away stops its request: aiohttp cancels the handler of a closed connection
+(``handler_cancellation``), or writing the next event fails; either way the request is
+cancelled through the core (:meth:`InferRequest.cancel`), which a running model sees as
+``is_cancelled()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+from aiohttp import web
+
+from tritonclient._codec import errors, generate, http_body, http_server, types
+
+from .core.server import CoreServer
+from .core.types import InferRequest, InferResponse
+
+__all__ = ["GenerateEndpoints"]
+
+_T = TypeVar("_T")
+
+_JSON = "application/json"
+_EVENT_STREAM = "text/event-stream; charset=utf-8"
+
+
+class _Frontend(Protocol):
+    """What the endpoints use of the HTTP frontend (reading bodies, building core requests)."""
+
+    _core: CoreServer
+
+    async def _blocking(self, fn: Callable[..., _T], *args: Any) -> _T: ...
+    async def _read_body(self, request: web.BaseRequest) -> types.Buffer: ...
+    def _check_size(self, size: int, what: str) -> None: ...
+    def _core_request(
+        self,
+        request: web.BaseRequest,
+        parsed: http_server.ParsedInferRequest,
+        name: str,
+        version: int,
+    ) -> tuple[InferRequest, dict[str, types.SharedMemoryRef]]: ...
+    def _submit(self, core_request: InferRequest) -> asyncio.Queue[InferResponse]: ...
+
+
+def _payload(response: InferResponse, name: str, request_id: str) -> bytes:
+    """A response's generate JSON, or its error object (an FP16 output, say)."""
+    if response.error is not None:
+        return http_server.encode_error(response.error.message)
+    try:
+        return generate.encode_generate_response(
+            response.model_name or name,
+            response.model_version,
+            [(t.name, t.datatype, t.data) for t in response.outputs],
+            request_id=response.id or request_id,
+            parameters=response.parameters,
+        )
+    except errors.HttpCodecError as exc:
+        return http_server.encode_error(str(exc.message()))
+
+
+def _is_flags_only(response: InferResponse) -> bool:
+    """A final response carrying nothing: the model's "no more responses" flag."""
+    return (
+        response.final
+        and response.error is None
+        and not response.outputs
+        and not response.parameters
+    )
+
+
+class GenerateEndpoints:
+    """``/generate`` and ``/generate_stream`` over one frontend's core and body reading."""
+
+    def __init__(self, frontend: _Frontend) -> None:
+        self._frontend = frontend
+
+    async def handle(
+        self, request: web.BaseRequest, name: str, version: int, *, stream: bool
+    ) -> web.StreamResponse:
+        """Answer one generate request (``stream``: ``/generate_stream``).
+
+        Raises
+        ------
+        ServerError, HttpCodecError
+            Errors before inference starts (unknown model, a body that is not a JSON object,
+            inputs that do not fit), which the frontend renders with their status.
+        """
+        frontend = self._frontend
+        core = frontend._core
+        metadata = await frontend._blocking(core.model_metadata, name, version)
+        encoding = request.headers.get(http_body.HEADER_CONTENT_ENCODING, "")
+        if encoding not in ("", "identity"):
+            raise errors.HttpCodecError(
+                "Unsupported content-encoding, only 'identity' is supported.", 400
+            )
+        body = await frontend._read_body(request)
+        frontend._check_size(len(body), "JSON")
+        model_inputs = {i["name"]: (i["datatype"], i["shape"]) for i in metadata["inputs"]}
+        parsed = generate.parse_generate_request(body, model_inputs=model_inputs)
+        core_request, _ = frontend._core_request(request, parsed, name, version)
+        responses = frontend._submit(core_request)
+        try:
+            if stream:
+                return await self._stream(request, core_request, responses, name)
+            return await self._one(core_request, responses, name)
+        except BaseException:
+            # The client went away (the handler is cancelled, or a write failed): stop the
+            # model through the core's cancel path.
+            core_request.cancel()
+            raise
+
+    @staticmethod
+    async def _one(
+        core_request: InferRequest,
+        responses: asyncio.Queue[InferResponse],
+        name: str,
+    ) -> web.StreamResponse:
+        # Triton collects the responses, answers with the first one's status (400 when it is
+        # an error) and needs exactly one of them.
+        status: int | None = None
+        payloads: list[bytes] = []
+        while True:
+            response = await responses.get()
+            if status is None:
+                status = 400 if response.error is not None else 200
+            if not _is_flags_only(response):
+                payloads.append(_payload(response, name, core_request.id))
+            if response.final:
+                break
+        if len(payloads) != 1:
+            payloads = [
+                http_server.encode_error(
+                    "generate expects model to produce exactly 1 response, use generate stream "
+                    "for model that generates various number of responses"
+                )
+            ]
+        return web.Response(status=status or 200, body=payloads[0], content_type=_JSON)
+
+    @staticmethod
+    async def _stream(
+        request: web.BaseRequest,
+        core_request: InferRequest,
+        responses: asyncio.Queue[InferResponse],
+        name: str,
+    ) -> web.StreamResponse:
+        # The first response opens the event stream with its status (400 for an error); every
+        # response, errors included, is one event.
+        stream: web.StreamResponse | None = None
+        write: Callable[[bytes], Awaitable[None]] | None = None
+        while True:
+            response = await responses.get()
+            if stream is None:
+                stream = web.StreamResponse(
+                    status=400 if response.error is not None else 200,
+                    headers={"Content-Type": _EVENT_STREAM},
+                )
+                await stream.prepare(request)
+                write = stream.write
+            assert write is not None
+            if not _is_flags_only(response):
+                payload = _payload(response, name, core_request.id)
+                try:
+                    await write(generate.encode_sse_event(payload))
+                except ConnectionResetError:
+                    # The client went away (it closed the stream): stop the model, quietly,
+                    # as an ended stream is not a server error.
+                    core_request.cancel()
+                    return stream
+            if response.final:
+                break
+        await stream.write_eof()
+        return stream
