@@ -927,6 +927,60 @@ def test_default_mode_response_sent_and_returned_is_answered_once(load: Loader) 
     assert len(collector.responses) == 1 and collector.responses[0].error is None
 
 
+def test_default_mode_sender_may_answer_after_execute_returned(load: Loader) -> None:
+    # As Triton (QA response_sender, *_post_return): a default-mode model that took the
+    # request's response sender and returned None answers later through it; a request the
+    # model returned None for without taking its sender fails at once.
+    source = """
+        import threading
+        import time
+        import numpy as np
+        import triton_python_backend_utils as pb_utils
+
+        def later(sender):
+            time.sleep(0.2)
+            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("X", np.array([7]))]),
+                        flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+        class TritonPythonModel:
+            def execute(self, requests):
+                taken, forgotten = requests
+                threading.Thread(target=later, args=(taken.get_response_sender(),)).start()
+                return None
+    """
+    instance = load(source)
+    taken, forgotten = Collector(), Collector()
+    instance.execute([make_request(collector=taken), make_request(collector=forgotten)])
+    failed = only(forgotten)
+    assert failed.error is not None and "sent none with its response sender" in str(failed.error)
+    answered = only(taken)
+    assert answered.error is None and output(answered, "X").tolist() == [7]
+
+
+def test_default_mode_error_after_a_sent_response_follows_it(load: Loader) -> None:
+    # As Triton (QA response_sender, non_decoupled_two_response_pre_return): the response a
+    # default-mode model sent has left it; the error of the failing second send comes after it
+    # (each frontend then does what Triton's does with the two, see the gRPC frontend tests).
+    source = """
+        import numpy as np
+        import triton_python_backend_utils as pb_utils
+
+        class TritonPythonModel:
+            def execute(self, requests):
+                sender = requests[0].get_response_sender()
+                for value in (1, 2):
+                    sender.send(pb_utils.InferenceResponse(
+                        [pb_utils.Tensor("X", np.array([value]))]))
+    """
+    instance = load(source)
+    collector = Collector()
+    instance.execute([make_request(collector=collector)])
+    first, last = collector.wait(1)
+    assert not first.final and first.error is None and output(first, "X").tolist() == [1]
+    assert last.final and last.error is not None
+    assert "Non-decoupled model cannot send more than one response." in str(last.error)
+
+
 def test_decoupled_execute_must_return_none(load: Loader) -> None:
     source = """
         import triton_python_backend_utils as pb_utils

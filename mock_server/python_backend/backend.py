@@ -691,7 +691,10 @@ class PythonModelInstance:
                     )
                 continue
             if response is None:
-                if not sender._used:
+                # A model that took the request's response sender may answer through it after
+                # execute returned (Triton waits for it); one that did not would leave the
+                # request unanswered for ever (Triton 2.51 hangs; ours says why).
+                if not sender._used and not sender._taken:
                     sender._fail(
                         ServerError.internal(
                             f"model '{name}': execute returned no InferenceResponse for a "

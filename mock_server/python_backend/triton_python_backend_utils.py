@@ -566,6 +566,9 @@ class InferenceResponseSender:
         self._closed = False
         self._sent = 0
         self._held: CoreResponse | None = None
+        #: The model asked for this sender (``request.get_response_sender()``): a default-mode
+        #: model that returns None for the request may still answer through it later.
+        self._taken = False
 
     def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
         """Send ``response``, and with ``flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL`` close.
@@ -660,12 +663,20 @@ class InferenceResponseSender:
             self._deliver(core)
 
     def _fail(self, error: ServerError) -> bool:
-        """Complete the request with ``error`` unless it is complete already."""
+        """Complete the request with ``error`` unless it is complete already.
+
+        A default-mode response sent without the final flag has left the model already (in
+        Triton it reaches the frontend at once): it goes out first, the error after it, and
+        each frontend makes of the two what Triton's does (a gRPC stream keeps the first,
+        unary gRPC answers "expected a single response").
+        """
         with self._lock:
             if self._closed:
                 return False
             self._closed = True
-            self._held = None
+            held, self._held = self._held, None
+            if held is not None:
+                self._deliver(held)
             self._deliver(
                 CoreResponse(self._model_name, self._model_version, self._request.id, error=error)
             )
@@ -923,6 +934,7 @@ class InferenceRequest:
             raise TritonModelException(
                 "a response sender is available only for requests received by execute"
             )
+        self._sender._taken = True
         return self._sender
 
     def set_release_flags(self, flags: int = TRITONSERVER_REQUEST_RELEASE_ALL) -> None:
