@@ -76,6 +76,7 @@ class ClientRun:
     script: str
     env: tuple[tuple[str, str], ...] = ()
     server_log: str | None = None
+    server_log_env: str | None = None  # an environment variable naming the server's log
     label: str = ""  # distinguishes several runs of one script (e.g. MODEL_NAME)
 
 
@@ -184,6 +185,20 @@ SUBTESTS: tuple[Subtest, ...] = (
         "response_sender",
         _response_sender_models(),
         (ClientRun(f"{L0}/response_sender/response_sender_test.py"),),
+    ),
+    Subtest(
+        "async_execute",
+        (
+            # The stored copy of Triton's repository lacks async_execute_decouple's config;
+            # the BLS model's, which declares the same tensors, stands in for it.
+            Model(
+                "async_execute_decouple",
+                f"{PM}/async_execute_decouple",
+                config="../async_execute_decouple_bls/config.pbtxt",
+            ),
+            Model("async_execute_decouple_bls", f"{PM}/async_execute_decouple_bls"),
+        ),
+        (ClientRun(f"{L0}/async_execute/concurrency_test.py", server_log_env="SERVER_LOG"),),
     ),
     _startup_error("init_error", f"{PM}/init_error", "name 'lorem_ipsum' is not defined"),
     Subtest(
@@ -410,6 +425,8 @@ def run_client(
     out = workdir / "verdicts.json"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.update(dict(run.env))
+    if run.server_log_env:
+        env[run.server_log_env] = str(started.log_path)
     env["PYTHONPATH"] = str(workdir)
     env["no_proxy"] = env["NO_PROXY"] = "localhost,127.0.0.1"
     with open(workdir / "client.log", "wb") as log:
