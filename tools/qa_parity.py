@@ -200,6 +200,23 @@ SUBTESTS: tuple[Subtest, ...] = (
         ),
         (ClientRun(f"{L0}/async_execute/concurrency_test.py", server_log_env="SERVER_LOG"),),
     ),
+    Subtest(
+        "request_rescheduling",
+        tuple(
+            Model(name, f"{PM}/{name}")
+            for name in (
+                "bls_request_rescheduling",
+                "request_rescheduling_addsub",
+                "iterative_sequence",
+                "wrong_return_type",
+            )
+        ),
+        (
+            *_python_unittest("bls_request_rescheduling"),
+            ClientRun(f"{L0}/request_rescheduling/grpc_endpoint_test.py"),
+        ),
+        server_args=("--model-control-mode=explicit", "--load-model=*", "--log-verbose=1"),
+    ),
     _startup_error("init_error", f"{PM}/init_error", "name 'lorem_ipsum' is not defined"),
     Subtest(
         "fini_error",
