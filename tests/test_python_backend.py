@@ -451,7 +451,11 @@ def test_wrong_number_of_responses_fails_every_request(load: Loader) -> None:
     for collector in collectors:
         error = only(collector).error
         assert error is not None and error.kind is ErrorKind.INTERNAL
-        assert "size is:2" in error.message and "size is:1" in error.message
+        assert error.message == (  # Triton 2.51's words, with its newline
+            "Failed to process the request(s) for model 'm_0', message: Number of "
+            "InferenceResponse objects do not match the number of InferenceRequest objects. "
+            "InferenceRequest(s) size is:2, and InferenceResponse(s) size is:1\n"
+        )
 
 
 def test_non_response_items_fail_only_their_request(load: Loader) -> None:
@@ -469,22 +473,32 @@ def test_non_response_items_fail_only_their_request(load: Loader) -> None:
     instance.execute([make_request(collector=c) for c in collectors])
     assert only(collectors[0]).error is None
     second = only(collectors[1]).error
-    assert second is not None and "found type 'str'" in second.message
+    assert second is not None and second.message == (  # Triton 2.51's words
+        "Failed to process the request(s) for model 'm_0', message: Expected an "
+        "'InferenceResponse' object in the execute function return list, found type "
+        "'<class 'str'>'."
+    )
     third = only(collectors[2]).error
     assert third is not None and "no InferenceResponse" in third.message
 
 
-def test_execute_returning_a_non_list_fails_the_batch(load: Loader) -> None:
-    source = """
+@pytest.mark.parametrize(("returned", "shown"), [("42", "int"), ("(None,)", "tuple")])
+def test_execute_returning_a_non_list_fails_the_batch(
+    load: Loader, returned: str, shown: str
+) -> None:
+    source = f"""
         class TritonPythonModel:
             def execute(self, requests):
-                return 42
+                return {returned}
     """
     instance = load(source)
     collector = Collector()
     instance.execute([make_request(collector=collector)])
     error = only(collector).error
-    assert error is not None and "expected a list" in error.message
+    assert error is not None and error.message == (  # Triton 2.51's words, a tuple refused too
+        "Failed to process the request(s) for model 'm_0', message: Expected a list in the "
+        f"execute return, found type '<class '{shown}'>'."
+    )
 
 
 def test_response_parameters_reach_the_core(load: Loader) -> None:
@@ -725,6 +739,28 @@ def test_reschedule_in_default_mode(load: Loader) -> None:
     assert collector.responses == []
     assert instance.execute([request]) == []
     assert output(only(collector), "RUN").tolist() == [1]
+
+
+def test_rescheduled_request_with_a_returned_response_fails(load: Loader) -> None:
+    # Triton 2.51's words (QA request_rescheduling, wrong_return_type), its class shown as
+    # the stub's extension module names it.
+    source = """
+        import triton_python_backend_utils as pb_utils
+
+        class TritonPythonModel:
+            def execute(self, requests):
+                requests[0].set_release_flags(pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
+                return [pb_utils.InferenceResponse([])]
+    """
+    instance = load(source)
+    collector = Collector()
+    assert instance.execute([make_request(collector=collector)]) == []
+    error = only(collector).error
+    assert error is not None and error.message == (
+        "Failed to process the request(s) for model 'm_0', message: Expected a None object in "
+        "the execute function return list for reschduled request, found type "
+        "'<class 'c_python_backend_utils.InferenceResponse'>'."
+    )
 
 
 def test_reschedule_in_decoupled_mode(load: Loader) -> None:
