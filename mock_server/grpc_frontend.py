@@ -730,9 +730,18 @@ class GrpcFrontend:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[Any] = loop.create_future()
 
+        earlier = 0  # responses before the final one (a model's sender, then its error)
+
         def on_response(response: InferResponse) -> None:  # an instance thread
-            if response.final:
-                _call_soon(loop, _resolve, done, self._encode_unary(response, decoded))
+            nonlocal earlier
+            if not response.final:
+                earlier += 1
+                return
+            result = self._encode_unary(response, decoded)
+            if earlier and response.error is not None:
+                # Triton 2.51's unary handler counts them: the model's response did go out.
+                result = ServerError.internal(f"expected a single response, got {earlier + 1}")
+            _call_soon(loop, _resolve, done, result)
 
         core_request.response_callback = on_response
         self._core.infer(core_request)
@@ -848,6 +857,7 @@ class _Stream:
         self._error_mode = (error_header or "").lower() == "true"
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self._in_flight: dict[int, InferRequest] = {}
+        self._answered: set[int] = set()  # default-mode requests whose response went out
         self._keys = itertools.count()
         self._reading = True
         self._ended = False
@@ -962,16 +972,24 @@ class _Stream:
             key,
             self._encode(decoded, decoupled, response),
             response.final,
+            decoupled,
         )
 
-    def _on_response(self, key: int, item: Any, final: bool) -> None:
+    def _on_response(self, key: int, item: Any, final: bool, decoupled: bool = True) -> None:
         if key not in self._in_flight:
             return
+        if not decoupled and key in self._answered:
+            # Triton's stream passes on a default-mode request's first response only (a model
+            # that sent one and then failed: the error after it is dropped).
+            item = None
         if isinstance(item, ServerError):
             self._fail(item)
             return
         if item is not None:
             self.queue.put_nowait(item)
+            if not decoupled:
+                self._answered.add(key)
         if final:
             del self._in_flight[key]
+            self._answered.discard(key)
             self._maybe_end()

@@ -646,6 +646,44 @@ def test_stream_errors_do_not_close_it(stub: Any) -> None:
     assert grpc_client.is_final_response(model_error.infer_response)
 
 
+SENDS_TWICE = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        sender = requests[0].get_response_sender()
+        for value in (1, 2):  # the second send raises: a default-mode model answers once
+            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("X", np.array([value]))]))
+"""
+
+
+def test_default_mode_model_that_sent_a_response_then_failed(
+    loop: asyncio.AbstractEventLoop, tmp_path: Path
+) -> None:
+    # As Triton 2.51 (QA response_sender, non_decoupled_two_response_pre_return): the model's
+    # first response reaches a stream and the error after it is dropped; unary ModelInfer
+    # counts the two and fails.
+    (tmp_path / "sends_twice" / "1").mkdir(parents=True)
+    (tmp_path / "sends_twice" / "1" / "model.py").write_text(SENDS_TWICE)
+    (tmp_path / "sends_twice" / "config.pbtxt").write_text(
+        'backend: "python"\nmax_batch_size: 0\n'
+        'output [{ name: "X", data_type: TYPE_INT64, dims: [ 1 ] }]\n'
+    )
+    core = CoreServer(ServerOptions(model_repository=[tmp_path]))
+    core.start()
+    served = Served(loop, core)
+    try:
+        request = grpc_requests.infer_request("sends_twice", [], request_id="r")
+        fails(served.stub.ModelInfer, request, Code.INTERNAL, "^expected a single response, got 2$")
+        messages = stream_all(served.stub, [request])
+        assert len(messages) == 1 and not messages[0].error_message
+        assert output(messages[0].infer_response, "X").tolist() == [1]
+    finally:
+        served.close()
+        core.stop()
+
+
 def test_stream_error_mode_ends_the_stream_at_a_model_error(stub: Any) -> None:
     # As Triton 2.51: a request the server refuses is still reported in the stream; an error
     # a model sends ends the stream with that error's status.

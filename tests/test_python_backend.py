@@ -451,7 +451,11 @@ def test_wrong_number_of_responses_fails_every_request(load: Loader) -> None:
     for collector in collectors:
         error = only(collector).error
         assert error is not None and error.kind is ErrorKind.INTERNAL
-        assert "size is:2" in error.message and "size is:1" in error.message
+        assert error.message == (  # Triton 2.51's words, with its newline
+            "Failed to process the request(s) for model 'm_0', message: Number of "
+            "InferenceResponse objects do not match the number of InferenceRequest objects. "
+            "InferenceRequest(s) size is:2, and InferenceResponse(s) size is:1\n"
+        )
 
 
 def test_non_response_items_fail_only_their_request(load: Loader) -> None:
@@ -469,22 +473,32 @@ def test_non_response_items_fail_only_their_request(load: Loader) -> None:
     instance.execute([make_request(collector=c) for c in collectors])
     assert only(collectors[0]).error is None
     second = only(collectors[1]).error
-    assert second is not None and "found type 'str'" in second.message
+    assert second is not None and second.message == (  # Triton 2.51's words
+        "Failed to process the request(s) for model 'm_0', message: Expected an "
+        "'InferenceResponse' object in the execute function return list, found type "
+        "'<class 'str'>'."
+    )
     third = only(collectors[2]).error
     assert third is not None and "no InferenceResponse" in third.message
 
 
-def test_execute_returning_a_non_list_fails_the_batch(load: Loader) -> None:
-    source = """
+@pytest.mark.parametrize(("returned", "shown"), [("42", "int"), ("(None,)", "tuple")])
+def test_execute_returning_a_non_list_fails_the_batch(
+    load: Loader, returned: str, shown: str
+) -> None:
+    source = f"""
         class TritonPythonModel:
             def execute(self, requests):
-                return 42
+                return {returned}
     """
     instance = load(source)
     collector = Collector()
     instance.execute([make_request(collector=collector)])
     error = only(collector).error
-    assert error is not None and "expected a list" in error.message
+    assert error is not None and error.message == (  # Triton 2.51's words, a tuple refused too
+        "Failed to process the request(s) for model 'm_0', message: Expected a list in the "
+        f"execute return, found type '<class '{shown}'>'."
+    )
 
 
 def test_response_parameters_reach_the_core(load: Loader) -> None:
@@ -727,6 +741,28 @@ def test_reschedule_in_default_mode(load: Loader) -> None:
     assert output(only(collector), "RUN").tolist() == [1]
 
 
+def test_rescheduled_request_with_a_returned_response_fails(load: Loader) -> None:
+    # Triton 2.51's words (QA request_rescheduling, wrong_return_type), its class shown as
+    # the stub's extension module names it.
+    source = """
+        import triton_python_backend_utils as pb_utils
+
+        class TritonPythonModel:
+            def execute(self, requests):
+                requests[0].set_release_flags(pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
+                return [pb_utils.InferenceResponse([])]
+    """
+    instance = load(source)
+    collector = Collector()
+    assert instance.execute([make_request(collector=collector)]) == []
+    error = only(collector).error
+    assert error is not None and error.message == (
+        "Failed to process the request(s) for model 'm_0', message: Expected a None object in "
+        "the execute function return list for reschduled request, found type "
+        "'<class 'c_python_backend_utils.InferenceResponse'>'."
+    )
+
+
 def test_reschedule_in_decoupled_mode(load: Loader) -> None:
     # The seed's example: IN=[2] gives OUT=1 (then reschedule) and OUT=0 (final).
     source = """
@@ -925,6 +961,60 @@ def test_default_mode_response_sent_and_returned_is_answered_once(load: Loader) 
     instance.execute([make_request(collector=collector)])
     time.sleep(0.05)
     assert len(collector.responses) == 1 and collector.responses[0].error is None
+
+
+def test_default_mode_sender_may_answer_after_execute_returned(load: Loader) -> None:
+    # As Triton (QA response_sender, *_post_return): a default-mode model that took the
+    # request's response sender and returned None answers later through it; a request the
+    # model returned None for without taking its sender fails at once.
+    source = """
+        import threading
+        import time
+        import numpy as np
+        import triton_python_backend_utils as pb_utils
+
+        def later(sender):
+            time.sleep(0.2)
+            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("X", np.array([7]))]),
+                        flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+        class TritonPythonModel:
+            def execute(self, requests):
+                taken, forgotten = requests
+                threading.Thread(target=later, args=(taken.get_response_sender(),)).start()
+                return None
+    """
+    instance = load(source)
+    taken, forgotten = Collector(), Collector()
+    instance.execute([make_request(collector=taken), make_request(collector=forgotten)])
+    failed = only(forgotten)
+    assert failed.error is not None and "sent none with its response sender" in str(failed.error)
+    answered = only(taken)
+    assert answered.error is None and output(answered, "X").tolist() == [7]
+
+
+def test_default_mode_error_after_a_sent_response_follows_it(load: Loader) -> None:
+    # As Triton (QA response_sender, non_decoupled_two_response_pre_return): the response a
+    # default-mode model sent has left it; the error of the failing second send comes after it
+    # (each frontend then does what Triton's does with the two, see the gRPC frontend tests).
+    source = """
+        import numpy as np
+        import triton_python_backend_utils as pb_utils
+
+        class TritonPythonModel:
+            def execute(self, requests):
+                sender = requests[0].get_response_sender()
+                for value in (1, 2):
+                    sender.send(pb_utils.InferenceResponse(
+                        [pb_utils.Tensor("X", np.array([value]))]))
+    """
+    instance = load(source)
+    collector = Collector()
+    instance.execute([make_request(collector=collector)])
+    first, last = collector.wait(1)
+    assert not first.final and first.error is None and output(first, "X").tolist() == [1]
+    assert last.final and last.error is not None
+    assert "Non-decoupled model cannot send more than one response." in str(last.error)
 
 
 def test_decoupled_execute_must_return_none(load: Loader) -> None:

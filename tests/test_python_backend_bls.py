@@ -241,6 +241,60 @@ def test_async_exec(load: Loader) -> None:
     assert len(load.runtime.requests) == 7
 
 
+BLS_ASYNC_DECOUPLED_FREES_THE_LOOP = """
+    import asyncio
+    import numpy as np
+    import triton_python_backend_utils as pb_utils
+
+    class TritonPythonModel:
+        async def execute(self, requests):
+            gated = pb_utils.InferenceRequest(
+                model_name="gated", requested_output_names=["OUT"], inputs=[]
+            ).async_exec(decoupled=True)
+
+            async def consume():
+                iterator = await gated
+                return [  # a plain for, as Triton's QA model async_execute_decouple_bls has
+                    int(pb_utils.get_output_tensor_by_name(r, "OUT").as_numpy()[0])
+                    for r in iterator
+                ]
+
+            consumer = asyncio.ensure_future(consume())
+            await asyncio.sleep(0.2)  # consume() is waiting for the gated model's answer
+            await pb_utils.InferenceRequest(
+                model_name="opener", requested_output_names=[], inputs=[]).async_exec()
+            values = await consumer
+            return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array(values))])]
+"""
+
+
+def test_async_exec_decoupled_resolves_with_the_first_response(load: Loader) -> None:
+    # As Triton's stub (QA async_execute, test_concurrent_execute_multi_request_bls): awaiting
+    # async_exec(decoupled=True) resolves once the first response is there, so the event loop
+    # stays free for the model's other coroutines while the called model works. Here the
+    # called model answers only after the calling model's next BLS request arrived.
+    opened = threading.Event()
+
+    def gated(request: InferRequest) -> Iterator[InferResponse]:
+        value = 1 if opened.wait(10) else 0  # 0: the caller's event loop was held up
+        yield InferResponse(
+            "gated", "1", request.id, outputs=[core_tensor("OUT", np.array([value]))]
+        )
+
+    def opener(request: InferRequest) -> Iterator[InferResponse]:
+        opened.set()
+        yield InferResponse("opener", "1", request.id)
+
+    load.runtime.handlers["gated"] = gated
+    load.runtime.handlers["opener"] = opener
+    instance = load(BLS_ASYNC_DECOUPLED_FREES_THE_LOOP)
+    collector = Collector()
+    instance.execute([make_request(collector=collector)])
+    response = collector.wait(1, timeout=30)[-1]
+    assert response.error is None, response.error
+    assert output(response, "OUT").tolist() == [1]
+
+
 BLS_TIMEOUT = """
     import time
     import numpy as np

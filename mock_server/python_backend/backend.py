@@ -62,6 +62,15 @@ def _describe(exc: BaseException) -> str:
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 
 
+def _type_text(value: Any) -> str:
+    """``str(type(value))`` as Triton's stub prints it: its own classes come from the
+    extension module ``c_python_backend_utils``."""
+    cls = type(value)
+    if cls.__module__ == pb_utils.__name__:
+        return f"<class 'c_python_backend_utils.{cls.__qualname__}'>"
+    return str(cls)
+
+
 def _python_error(exc: BaseException) -> str:
     """An exception from model code as Triton's Python-backend stub reports it (pybind11's
     text): ``<Type>: <message>``, then ``At:`` and the frames below this server's own, the
@@ -649,28 +658,34 @@ class PythonModelInstance:
             again.append(request._core)
         return again
 
+    def _return_error(self, message: str) -> ServerError:
+        """An error in what execute returned, in Triton 2.51's words (the "model" it names is
+        the instance)."""
+        return ServerError.internal(
+            f"Failed to process the request(s) for model '{self.instance_name}', message: {message}"
+        )
+
     def _finish_default(
         self, batch: list[pb_utils.InferenceRequest], result: Any
     ) -> list[InferRequest]:
         name = self.model_name
         if result is None:
             result = [None] * len(batch)
-        elif not isinstance(result, (list, tuple)):
+        elif not isinstance(result, list):  # Triton takes no tuple either
             self._fail_open(
                 batch,
-                ServerError.internal(
-                    f"model '{name}': expected a list in the execute return, found type "
-                    f"'{type(result).__name__}'"
+                self._return_error(
+                    f"Expected a list in the execute return, found type '{_type_text(result)}'."
                 ),
             )
             return []
         if len(result) != len(batch):
             self._fail_open(
                 batch,
-                ServerError.internal(
-                    f"model '{name}': number of InferenceResponse objects do not match the "
-                    f"number of InferenceRequest objects. InferenceRequest(s) size is:"
-                    f"{len(batch)}, and InferenceResponse(s) size is:{len(result)}"
+                self._return_error(
+                    "Number of InferenceResponse objects do not match the number of "
+                    f"InferenceRequest objects. InferenceRequest(s) size is:{len(batch)}, and "
+                    f"InferenceResponse(s) size is:{len(result)}\n"
                 ),
             )
             return []
@@ -683,15 +698,17 @@ class PythonModelInstance:
                     again.append(request._core)
                 else:
                     sender._fail(
-                        ServerError.internal(
-                            f"model '{name}': expected a None object in the execute function "
-                            "return list for a rescheduled request, and no response sent, got "
-                            f"type '{type(response).__name__}'"
+                        self._return_error(
+                            "Expected a None object in the execute function return list for "
+                            f"reschduled request, found type '{_type_text(response)}'."
                         )
                     )
                 continue
             if response is None:
-                if not sender._used:
+                # A model that took the request's response sender may answer through it after
+                # execute returned (Triton waits for it); one that did not would leave the
+                # request unanswered for ever (Triton 2.51 hangs; ours says why).
+                if not sender._used and not sender._taken:
                     sender._fail(
                         ServerError.internal(
                             f"model '{name}': execute returned no InferenceResponse for a "
@@ -701,9 +718,9 @@ class PythonModelInstance:
                 continue
             if not isinstance(response, pb_utils.InferenceResponse):
                 sender._fail(
-                    ServerError.internal(
-                        f"model '{name}': expected an 'InferenceResponse' object in the execute "
-                        f"function return list, found type '{type(response).__name__}'"
+                    self._return_error(
+                        "Expected an 'InferenceResponse' object in the execute function return "
+                        f"list, found type '{_type_text(response)}'."
                     )
                 )
                 continue

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import enum
+import functools
 import json
 import logging
 import queue
@@ -566,6 +567,9 @@ class InferenceResponseSender:
         self._closed = False
         self._sent = 0
         self._held: CoreResponse | None = None
+        #: The model asked for this sender (``request.get_response_sender()``): a default-mode
+        #: model that returns None for the request may still answer through it later.
+        self._taken = False
 
     def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
         """Send ``response``, and with ``flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL`` close.
@@ -660,12 +664,20 @@ class InferenceResponseSender:
             self._deliver(core)
 
     def _fail(self, error: ServerError) -> bool:
-        """Complete the request with ``error`` unless it is complete already."""
+        """Complete the request with ``error`` unless it is complete already.
+
+        A default-mode response sent without the final flag has left the model already (in
+        Triton it reaches the frontend at once): it goes out first, the error after it, and
+        each frontend makes of the two what Triton's does (a gRPC stream keeps the first,
+        unary gRPC answers "expected a single response").
+        """
         with self._lock:
             if self._closed:
                 return False
             self._closed = True
-            self._held = None
+            held, self._held = self._held, None
+            if held is not None:
+                self._deliver(held)
             self._deliver(
                 CoreResponse(self._model_name, self._model_version, self._request.id, error=error)
             )
@@ -923,6 +935,7 @@ class InferenceRequest:
             raise TritonModelException(
                 "a response sender is available only for requests received by execute"
             )
+        self._sender._taken = True
         return self._sender
 
     def set_release_flags(self, flags: int = TRITONSERVER_REQUEST_RELEASE_ALL) -> None:
@@ -1013,7 +1026,10 @@ class InferenceRequest:
         """
         call = self._start(threaded=decoupled)
         if decoupled:
-            return _Pending.resolved(ResponseIterator(call))
+            # As Triton's stub (the call runs in an executor until its first response): the
+            # awaitable resolves once the first response is there, so iterating it with a plain
+            # ``for`` does not hold up the event loop while the model works.
+            return _Pending(functools.partial(ResponseIterator, call, wait_for_first=True))
         return _Pending(call.single)
 
     def __repr__(self) -> str:
@@ -1031,18 +1047,11 @@ def get_input_tensor_by_name(inference_request: InferenceRequest, name: str) -> 
 class _Pending(Generic[_T]):
     """An awaitable whose value is computed on a thread of its own, started at creation."""
 
-    def __init__(self, function: Callable[[], _T] | None = None) -> None:
+    def __init__(self, function: Callable[[], _T]) -> None:
         self._future: concurrent.futures.Future[_T] = concurrent.futures.Future()
-        if function is not None:
-            threading.Thread(
-                target=self._run, args=(function,), name="pb_utils-async-exec", daemon=True
-            ).start()
-
-    @classmethod
-    def resolved(cls, value: _T) -> _Pending[_T]:
-        pending: _Pending[_T] = cls()
-        pending._future.set_result(value)
-        return pending
+        threading.Thread(
+            target=self._run, args=(function,), name="pb_utils-async-exec", daemon=True
+        ).start()
 
     def _run(self, function: Callable[[], _T]) -> None:
         try:
@@ -1084,6 +1093,7 @@ class _BLSCall:
         self._lock = threading.Lock()
         self._queue: queue.Queue[CoreResponse | BaseException | None] | None = None
         self._responses: Iterator[CoreResponse] | None = None
+        self._ahead: list[CoreResponse | BaseException | None] = []  # taken from the queue
         if threaded:
             self._queue = queue.Queue()
             threading.Thread(
@@ -1136,12 +1146,21 @@ class _BLSCall:
     def cancel(self) -> None:
         self._request.cancel()
 
+    def first_arrived(self) -> None:
+        """Wait until the first response (or the end, or a failure) is there (threaded only)."""
+        with self._lock:
+            if self._queue is not None and not self._done and not self._ahead:
+                self._ahead.append(self._queue.get())
+
     def next(self) -> InferenceResponse | None:
         """Return the next response, or None after the final one."""
         with self._lock:
             if self._done:
                 return None
-            item = self._pull() if self._queue is None else self._queue.get()
+            if self._ahead:
+                item = self._ahead.pop()
+            else:
+                item = self._pull() if self._queue is None else self._queue.get()
             if item is None:
                 self._done = True
                 return None
@@ -1194,8 +1213,10 @@ class ResponseIterator:
     Iterate with ``for`` (blocking) or ``async for``; the last response may have no outputs.
     """
 
-    def __init__(self, call: _BLSCall) -> None:
+    def __init__(self, call: _BLSCall, wait_for_first: bool = False) -> None:
         self._call = call
+        if wait_for_first:
+            call.first_arrived()
 
     def __iter__(self) -> Iterator[InferenceResponse]:
         return self
