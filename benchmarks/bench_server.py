@@ -3,7 +3,7 @@
 Usage
 -----
 ``python benchmarks/bench_server.py [--quick] [--client nvidia|ours] [--seconds S]
-[--big-mib N] [--peer-python PATH]``
+[--big-mib N] [--peer-python PATH] [--kserve-python PATH]``
 
 Both servers serve the same Python-backend models (``simple`` and ``identity_uint8`` from
 ``mock_server/models``; the real one gets them through ``tests/peers.py``, which also says where
@@ -21,6 +21,13 @@ server CPU   user + system time of the server process and all its descendants (T
              Python-backend stub processes included) over each small-request case, read from
              ``/proc`` before and after, divided by the number of requests sent (warm-up
              included).
+
+A third Python peer, KServe's ``ModelServer`` (the ``kserve`` package, in a virtual
+environment of its own: ``--kserve-python``, by default ``.cache/kserve-venv/bin/python`` when
+it exists; made with ``python -m venv .cache/kserve-venv && .cache/kserve-venv/bin/pip install
+kserve==0.21.0``), serves equivalent ``simple`` and ``identity_uint8`` models
+(``kserve_simple.py``) over its v2 REST and gRPC endpoints; its column is informative (no
+goal), with the bundled server's ratio to it.
 
 The bundled server runs twice: with its default ``--python-backend-isolation=process`` (each
 model instance in a stub process, as Triton) and with ``thread`` (models in the server's own
@@ -172,6 +179,58 @@ def tree_cpu_seconds(root: int) -> float:
     return total
 
 
+class KServe:
+    """KServe's ``ModelServer`` (``kserve_simple.py``) on free ports, for a ``with`` block."""
+
+    def __init__(self, python: str) -> None:
+        self.python = python
+
+    def __enter__(self) -> KServe:
+        import socket
+        import subprocess
+        import tempfile
+        import urllib.request
+
+        ports = []
+        for _ in range(2):
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                ports.append(sock.getsockname()[1])
+        self.http_url, self.grpc_url = (f"127.0.0.1:{p}" for p in ports)
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [self.python, str(HERE / "kserve_simple.py"), *map(str, ports)],
+            cwd="/",
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        )
+        self.pid = self.proc.pid
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                url = f"http://{self.http_url}/v2/models/simple/ready"
+                with urllib.request.urlopen(url, timeout=1) as reply:
+                    if reply.status == 200:
+                        return self
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.__exit__(None, None, None)
+                self.log.seek(0)
+                raise RuntimeError(f"KServe did not start:\n{self.log.read().decode()[-3000:]}")
+            time.sleep(0.2)
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--client", choices=("nvidia", "ours"), default="nvidia")
@@ -180,6 +239,10 @@ def main() -> int:
     parser.add_argument("--big-repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="short runs (smoke test)")
     parser.add_argument("--peer-python", help="python of a venv with NVIDIA's tritonclient")
+    parser.add_argument(
+        "--kserve-python",
+        help="python of a venv with the kserve package (default: .cache/kserve-venv, if there)",
+    )
     parser.add_argument(
         "--hop-only", action="store_true", help="only the stub hop's cost (no servers)"
     )
@@ -219,6 +282,12 @@ def main() -> int:
             print("Triton server not installed (tests/peers.py): mock_server only", file=sys.stderr)
         else:
             servers.append(("triton", triton, triton.pid))
+        kserve_python = args.kserve_python or str(bc.REPO / ".cache/kserve-venv/bin/python")
+        if Path(kserve_python).exists():
+            kserve = stack.enter_context(KServe(kserve_python))
+            servers.append(("kserve", kserve, kserve.pid))
+        else:
+            print(f"KServe not installed ({kserve_python}): no KServe column", file=sys.stderr)
         for sname, srv, pid in servers:
             for proto, url in (("grpc", srv.grpc_url), ("http", srv.http_url)):
                 for case, spec in (
@@ -229,9 +298,19 @@ def main() -> int:
                         {"case": "big", "nbytes": args.big_mib * MiB, "repeat": args.big_repeat},
                     ),
                 ):
+                    timeout = 300.0
+                    if sname == "kserve" and proto == "http" and case == "big":
+                        # KServe 0.21 turns a binary REST input into a Python list, element by
+                        # element (InferRequest.from_bytes): about 1 MB/s.  One timed round trip.
+                        spec = dict(spec, repeat=1)
+                        timeout = 1200.0
                     cpu0 = tree_cpu_seconds(pid)
                     res = bc.run_worker(
-                        python, dict(spec, protocol=proto, url=url), ours, script=__file__
+                        python,
+                        dict(spec, protocol=proto, url=url),
+                        ours,
+                        timeout=timeout,
+                        script=__file__,
                     )
                     res["server_cpu_s"] = tree_cpu_seconds(pid) - cpu0
                     results[(sname, proto, case)] = res
@@ -241,9 +320,10 @@ def main() -> int:
     print(f"\nServer benchmark: bundled mock_server vs Triton 2.51, driven by {client}")
     print(f"({os.cpu_count()} CPUs, client and server on the same machine; ratio >1: mock better)")
     print("(mock: models in stub processes, the default; mock-thread: models in the server)")
+    print("(KServe: kserve.ModelServer; vs KServe: mock's ratio to it, informative)")
     print(
         f"{'case':44} {'unit':>7} {'mock':>10} {'mock-thread':>12} {'Triton':>10} {'ratio':>7}"
-        "  goal"
+        f"  {'KServe':>10} {'vs KServe':>9}  goal"
     )
     misses = 0
     have_triton = triton is not None
@@ -257,7 +337,7 @@ def main() -> int:
         )
         for label, unit, case, key, higher_better in rows:
             vals = []
-            for sname in ("mock", "triton", "mock-thread"):
+            for sname in ("mock", "triton", "mock-thread", "kserve"):
                 res = results.get((sname, proto, case))
                 if res is None:
                     vals.append(float("nan"))
@@ -265,7 +345,8 @@ def main() -> int:
                     vals.append(res["server_cpu_s"] / res["requests"] * 1e6)
                 else:
                     vals.append(res[key])
-            mock_v, triton_v, thread_v = vals
+            mock_v, triton_v, thread_v, kserve_v = vals
+            versus = mock_v / kserve_v if higher_better else kserve_v / mock_v
             if not have_triton:
                 ratio = float("nan")
             else:
@@ -277,7 +358,7 @@ def main() -> int:
                 goal = ">= 1 (Triton's)" + ("" if ok else "  MISS")
             print(
                 f"{label:44} {unit:>7} {mock_v:10.1f} {thread_v:12.1f} {triton_v:10.1f} "
-                f"{ratio:6.2f}x  {goal}"
+                f"{ratio:6.2f}x  {kserve_v:10.1f} {versus:8.2f}x  {goal}"
             )
     print(f"{misses} goal(s) missed; total {time.perf_counter() - t_start:.0f} s")
     return 0

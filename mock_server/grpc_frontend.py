@@ -8,9 +8,10 @@ clients share; core error kinds map to status codes through its table (section 8
 Threads
     Handlers run on the event loop.  Model code never does: ``CoreServer.infer`` only validates
     and queues, and responses arrive on the core's instance threads, where they are encoded
-    (and shared-memory outputs written) before being handed to the loop with
-    ``call_soon_threadsafe``.  Model loading and unloading, repository scans and the decoding of
-    large BYTES or typed-contents requests run in worker threads.
+    (and shared-memory outputs written) before being handed to the loop through
+    :mod:`mock_server._delivery` (one wake-up per burst).  Model loading and unloading,
+    repository scans and the decoding of large BYTES or typed-contents requests run in worker
+    threads.
 Zero copy
     ``ModelInfer`` and ``ModelStreamInfer`` use the codec's framing functions as their
     (de)serializers: raw input contents are views of the received message, and output arrays
@@ -57,6 +58,7 @@ from tritonclient._codec import errors, grpc_common, grpc_framing, grpc_server, 
 from tritonclient._proto import service_pb2 as pb
 from tritonclient.utils import InferenceServerException
 
+from ._delivery import delivery_for
 from .core.errors import ErrorKind, ServerError
 from .core.server import CoreServer
 from .core.types import InferRequest, InferResponse, ParamValue
@@ -181,9 +183,9 @@ def _resolve(future: asyncio.Future[Any], value: Any) -> None:
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:
-    """Schedule ``callback`` on ``loop`` from any thread; a closed loop drops it."""
-    with contextlib.suppress(RuntimeError):
-        loop.call_soon_threadsafe(callback, *args)
+    """Schedule ``callback`` on ``loop`` from any thread (through the loop's delivery, which
+    wakes it once per burst of responses); a closed loop drops it."""
+    delivery_for(loop).call(callback, *args)
 
 
 def _metadata(context: Any, key: str) -> str | None:
@@ -330,6 +332,7 @@ class GrpcFrontend:
         if not bound:
             raise OSError(f"cannot bind the gRPC service to {address}")
         await server.start()
+        delivery_for(asyncio.get_running_loop())  # made here, on the loop, not by model threads
         self._server = server
         self.port = int(bound)
         log.info("gRPC service listening on %s:%d", self._host, self.port)

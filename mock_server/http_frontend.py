@@ -10,10 +10,10 @@ this module only routes, moves bytes and maps errors.  The generate extension's 
 Threads and the event loop
     Model code never runs on the event loop: :meth:`CoreServer.infer` validates and queues a
     request, and the model's instance threads deliver responses through the request's callback,
-    which hands them to the loop with ``loop.call_soon_threadsafe``.  Blocking core calls
-    (load/unload, statistics, repository scans, shared-memory registration) run in a small
-    thread pool, as does the decoding of large request bodies and the encoding of large
-    responses.  When a client disconnects, its handler is cancelled and so is its request
+    which hands them to the loop through :mod:`mock_server._delivery` (one wake-up per burst).
+    Blocking core calls (load/unload, statistics, repository scans, shared-memory registration)
+    run in a small thread pool, as does the decoding of large request bodies and the encoding of
+    large responses.  When a client disconnects, its handler is cancelled and so is its request
     (:meth:`InferRequest.cancel`), which a running model sees as ``is_cancelled()``.
 
 Status codes
@@ -67,6 +67,7 @@ from tritonclient._codec import (
     types,
 )
 
+from ._delivery import Responses, delivery_for
 from .core.config import datatype_of
 from .core.config_json import config_to_json
 from .core.errors import ErrorKind, ServerError
@@ -686,16 +687,11 @@ class HttpFrontend:
         forwarded = forwarded_headers(self._forward, request.headers.items())
         return InferRequest.from_decoded(decoded, forwarded), decoded.output_placements()
 
-    def _submit(self, core_request: InferRequest) -> asyncio.Queue[InferResponse]:
-        """Queue ``core_request`` in the core; its responses arrive on the returned queue."""
-        loop = asyncio.get_running_loop()
-        responses: asyncio.Queue[InferResponse] = asyncio.Queue()
-
-        def deliver(response: InferResponse) -> None:  # called from model threads
-            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
-                loop.call_soon_threadsafe(responses.put_nowait, response)
-
-        core_request.response_callback = deliver
+    def _submit(self, core_request: InferRequest) -> Responses[InferResponse]:
+        """Queue ``core_request`` in the core; its responses arrive on the returned inbox
+        (moved onto the loop by the loop's shared :class:`Delivery`, one wake-up per burst)."""
+        responses: Responses[InferResponse] = Responses(delivery_for(asyncio.get_running_loop()))
+        core_request.response_callback = responses.put  # called from model threads
         self._core.infer(core_request)
         return responses
 

@@ -15,7 +15,6 @@ cancelled through the core (:meth:`InferRequest.cancel`), which a running model 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
@@ -23,6 +22,7 @@ from aiohttp import web
 
 from tritonclient._codec import errors, generate, http_body, http_server, types
 
+from ._delivery import Responses
 from .core.server import CoreServer
 from .core.types import InferRequest, InferResponse
 
@@ -49,7 +49,7 @@ class _Frontend(Protocol):
         name: str,
         version: int,
     ) -> tuple[InferRequest, dict[str, types.SharedMemoryRef]]: ...
-    def _submit(self, core_request: InferRequest) -> asyncio.Queue[InferResponse]: ...
+    def _submit(self, core_request: InferRequest) -> Responses[InferResponse]: ...
 
 
 def _payload(response: InferResponse, name: str, request_id: str) -> bytes:
@@ -122,7 +122,7 @@ class GenerateEndpoints:
     @staticmethod
     async def _one(
         core_request: InferRequest,
-        responses: asyncio.Queue[InferResponse],
+        responses: Responses[InferResponse],
         name: str,
     ) -> web.StreamResponse:
         # Triton collects the responses, answers with the first one's status (400 when it is
@@ -150,7 +150,7 @@ class GenerateEndpoints:
     async def _stream(
         request: web.BaseRequest,
         core_request: InferRequest,
-        responses: asyncio.Queue[InferResponse],
+        responses: Responses[InferResponse],
         name: str,
     ) -> web.StreamResponse:
         # The first response opens the event stream with its status (400 for an error); every

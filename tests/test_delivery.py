@@ -1,0 +1,130 @@
+"""The hand-off of responses from model threads to a frontend's loop (mock_server._delivery)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from mock_server._delivery import Delivery, Responses, delivery_for
+from mock_server.app import _new_event_loop
+
+
+def test_calls_from_many_threads_all_arrive_in_each_threads_order() -> None:
+    async def main() -> dict[int, list[int]]:
+        loop = asyncio.get_running_loop()
+        delivery = Delivery(loop)
+        seen: dict[int, list[int]] = {t: [] for t in range(4)}
+        done = asyncio.Event()
+        total = 4 * 2000
+
+        def record(thread: int, n: int) -> None:
+            seen[thread].append(n)
+            if sum(len(v) for v in seen.values()) == total:
+                done.set()
+
+        def produce(thread: int) -> None:
+            for n in range(2000):
+                delivery.call(record, thread, n)
+
+        threads = [threading.Thread(target=produce, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        await asyncio.wait_for(done.wait(), 30)
+        for t in threads:
+            t.join()
+        return seen
+
+    seen = asyncio.run(main())
+    for values in seen.values():
+        assert values == list(range(2000))
+
+
+def test_a_burst_wakes_the_loop_once() -> None:
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        delivery = Delivery(loop)
+        wakes = 0
+        real = loop.call_soon_threadsafe
+
+        def counting(callback, *args):  # type: ignore[no-untyped-def]
+            nonlocal wakes
+            wakes += 1
+            return real(callback, *args)
+
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        got: list[int] = []
+        thread = threading.Thread(target=lambda: [delivery.call(got.append, i) for i in range(100)])
+        thread.start()
+        thread.join()  # the loop is not running meanwhile: the whole burst waits for one drain
+        while len(got) < 100:
+            await asyncio.sleep(0.01)
+        assert got == list(range(100))
+        return wakes
+
+    assert asyncio.run(main()) == 1
+
+
+def test_a_failing_callback_does_not_strand_the_rest(caplog: pytest.LogCaptureFixture) -> None:
+    async def main() -> list[int]:
+        delivery = Delivery(asyncio.get_running_loop())
+        got: list[int] = []
+
+        def boom() -> None:
+            raise RuntimeError("boom")
+
+        delivery.call(got.append, 1)
+        delivery.call(boom)
+        delivery.call(got.append, 2)
+        while len(got) < 2:
+            await asyncio.sleep(0.01)
+        return got
+
+    assert asyncio.run(main()) == [1, 2]
+    assert "delivering a response failed" in caplog.text
+
+
+def test_a_closed_loop_drops_calls() -> None:
+    loop = asyncio.new_event_loop()
+    delivery = Delivery(loop)
+    loop.close()
+    delivery.call(print, "never")  # no exception: nobody waits any more
+    delivery.call(print, "never")
+
+
+def test_responses_are_awaited_in_order() -> None:
+    async def main() -> list[int]:
+        responses: Responses[int] = Responses(delivery_for(asyncio.get_running_loop()))
+        thread = threading.Thread(target=lambda: [responses.put(i) for i in range(50)])
+        thread.start()
+        got = [await asyncio.wait_for(responses.get(), 30) for _ in range(50)]
+        thread.join()
+        return got
+
+    assert asyncio.run(main()) == list(range(50))
+
+
+def test_one_delivery_per_loop() -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        assert delivery_for(loop) is delivery_for(loop)
+
+    asyncio.run(main())
+
+
+def test_event_loop_choice() -> None:
+    with pytest.raises(ValueError, match="unknown event loop"):
+        _new_event_loop("trio")
+    loop = _new_event_loop("asyncio")
+    try:
+        assert type(loop).__module__.startswith("asyncio")
+    finally:
+        loop.close()
+    uvloop = pytest.importorskip("uvloop")
+    for kind in ("auto", "uvloop"):
+        loop = _new_event_loop(kind)
+        try:
+            assert isinstance(loop, uvloop.Loop)
+        finally:
+            loop.close()
