@@ -43,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import itertools
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -54,15 +53,27 @@ import grpc
 from google.protobuf import json_format
 from grpc_health.v1 import health_pb2  # type: ignore[import-untyped]  # ships no py.typed
 
-from tritonclient._codec import errors, grpc_common, grpc_framing, grpc_server, types
+from tritonclient._codec import grpc_framing, grpc_server, types
 from tritonclient._proto import service_pb2 as pb
-from tritonclient.utils import InferenceServerException
 
 from ._delivery import delivery_for
-from .core.errors import ErrorKind, ServerError
+from .core.errors import ServerError
 from .core.server import CoreServer
-from .core.types import InferRequest, InferResponse, ParamValue
+from .core.types import InferRequest, InferResponse
 from .core.validation import forwarded_headers
+from .grpc_stream import END, Stream
+from .grpc_support import (
+    Malformed,
+    Parsed,
+    call_soon,
+    clip,
+    lenient,
+    metadata_value,
+    parse_infer_request,
+    resolve,
+    server_error,
+    status,
+)
 
 __all__ = ["API_GROUP_OF_RPC", "GrpcFrontend", "KeepAliveOptions"]
 
@@ -158,41 +169,6 @@ class KeepAliveOptions:
             ),
             ("grpc.http2.max_ping_strikes", self.http2_max_ping_strikes),
         ]
-
-
-def _status(kind: ErrorKind) -> Any:
-    """The ``grpc.StatusCode`` of a core error kind."""
-    return grpc.StatusCode[grpc_common.status_for_error_kind(kind.name)]
-
-
-def _server_error(exc: BaseException) -> ServerError:
-    """Any failure while serving a request, as a core error."""
-    if isinstance(exc, ServerError):
-        return exc
-    if isinstance(exc, errors.CodecError):
-        return ServerError(ErrorKind[exc.kind], exc.message() or "")
-    if isinstance(exc, InferenceServerException):
-        return ServerError.internal(exc.message() or str(exc))
-    log.exception("unexpected error in the gRPC frontend", exc_info=exc)
-    return ServerError.internal(f"internal error: {type(exc).__name__}: {exc}")
-
-
-def _resolve(future: asyncio.Future[Any], value: Any) -> None:
-    if not future.done():
-        future.set_result(value)
-
-
-def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:
-    """Schedule ``callback`` on ``loop`` from any thread (through the loop's delivery, which
-    wakes it once per burst of responses); a closed loop drops it."""
-    delivery_for(loop).call(callback, *args)
-
-
-def _metadata(context: Any, key: str) -> str | None:
-    for item_key, value in context.invocation_metadata() or ():
-        if item_key == key and isinstance(value, str):
-            return value
-    return None
 
 
 def _parts_size(parts: tuple[Any, list[types.Buffer]]) -> int:
@@ -392,19 +368,19 @@ class GrpcFrontend:
         methods: dict[str, Any] = {
             name: grpc.unary_unary_rpc_method_handler(
                 self._unary(name, impl),
-                request_deserializer=_lenient(request_type),
+                request_deserializer=lenient(request_type),
                 response_serializer=_serialize,
             )
             for name, (request_type, impl) in unary.items()
         }
         methods["ModelInfer"] = grpc.unary_unary_rpc_method_handler(
             self._unary("ModelInfer", self._model_infer),
-            request_deserializer=_parse_infer_request,
+            request_deserializer=parse_infer_request,
             response_serializer=_serialize_infer,
         )
         methods["ModelStreamInfer"] = grpc.stream_stream_rpc_method_handler(
             self._model_stream_infer,
-            request_deserializer=_parse_infer_request,
+            request_deserializer=parse_infer_request,
             response_serializer=_serialize_stream,
         )
         declared = set(pb.DESCRIPTOR.services_by_name["GRPCInferenceService"].methods_by_name)
@@ -412,12 +388,12 @@ class GrpcFrontend:
         health = {
             "Check": grpc.unary_unary_rpc_method_handler(
                 self._unary("Check", self._health_check),
-                request_deserializer=_lenient(health_pb2.HealthCheckRequest),
+                request_deserializer=lenient(health_pb2.HealthCheckRequest),
                 response_serializer=_serialize,
             ),
             "Watch": grpc.unary_stream_rpc_method_handler(
                 self._health_watch,
-                request_deserializer=_lenient(health_pb2.HealthCheckRequest),
+                request_deserializer=lenient(health_pb2.HealthCheckRequest),
                 response_serializer=_serialize,
             ),
         }
@@ -431,7 +407,7 @@ class GrpcFrontend:
         if rule is None:
             return
         header, value = rule
-        if _metadata(context, header) != value:
+        if metadata_value(context, header) != value:
             raise ServerError.unavailable(
                 f"This protocol is restricted, expecting header '{header}'"
             )
@@ -440,12 +416,12 @@ class GrpcFrontend:
         async def handler(request: Any, context: Any) -> Any:
             try:
                 self._check_access(context, rpc)
-                if isinstance(request, _Malformed):
+                if isinstance(request, Malformed):
                     raise request.error()
                 return await impl(request, context)
             except Exception as exc:
-                error = _server_error(exc)
-            await context.abort(_status(error.kind), _clip(error.message))
+                error = server_error(exc)
+            await context.abort(status(error.kind), clip(error.message))
 
         return handler
 
@@ -463,16 +439,16 @@ class GrpcFrontend:
         try:
             self._check_access(context, "Check")
         except Exception as exc:
-            error = _server_error(exc)
-            await context.abort(_status(error.kind), _clip(error.message))
+            error = server_error(exc)
+            await context.abort(status(error.kind), clip(error.message))
         serving = health_pb2.HealthCheckResponse.SERVING
         not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
         last = None
         while True:
-            status = serving if self._core.ready() and not self._stopping else not_serving
-            if status != last:
-                yield health_pb2.HealthCheckResponse(status=status)
-                last = status
+            now = serving if self._core.ready() and not self._stopping else not_serving
+            if now != last:
+                yield health_pb2.HealthCheckResponse(status=now)
+                last = now
             if self._stopping:
                 # The stream ends with the server: a watch left open would hold the
                 # shutdown for the whole grace period.
@@ -717,11 +693,11 @@ class GrpcFrontend:
             self._check_size(parts)
             return parts
         except Exception as exc:
-            return _server_error(exc)
+            return server_error(exc)
 
     # -- ModelInfer ----------------------------------------------------------------------
-    async def _model_infer(self, parts: _Parsed | _Malformed, context: Any) -> Any:
-        if isinstance(parts, _Malformed):
+    async def _model_infer(self, parts: Parsed | Malformed, context: Any) -> Any:
+        if isinstance(parts, Malformed):
             raise parts.error()
         request, raw = parts
         if self._compression is not None:
@@ -744,7 +720,7 @@ class GrpcFrontend:
             if earlier and response.error is not None:
                 # Triton 2.51's unary handler counts them: the model's response did go out.
                 result = ServerError.internal(f"expected a single response, got {earlier + 1}")
-            _call_soon(loop, _resolve, done, result)
+            call_soon(loop, resolve, done, result)
 
         core_request.response_callback = on_response
         self._core.infer(core_request)
@@ -762,237 +738,30 @@ class GrpcFrontend:
         try:
             self._check_access(context, "ModelStreamInfer")
         except ServerError as exc:
-            await context.abort(_status(exc.kind), exc.message)
+            await context.abort(status(exc.kind), exc.message)
         if self._compression is not None:
             context.set_compression(self._compression)
         try:
             forwarded = forwarded_headers(self._forward, context.invocation_metadata() or ())
         except ServerError as exc:
-            await context.abort(_status(exc.kind), exc.message)
-        stream = _Stream(
-            self, asyncio.get_running_loop(), _metadata(context, "triton_grpc_error"), forwarded
+            await context.abort(status(exc.kind), exc.message)
+        stream = Stream(
+            self,
+            asyncio.get_running_loop(),
+            metadata_value(context, "triton_grpc_error"),
+            forwarded,
         )
         reader = asyncio.create_task(stream.read(request_iterator))
         try:
             while True:
                 item = await stream.queue.get()
-                if item is _END:
+                if item is END:
                     break
                 if isinstance(item, ServerError):
-                    await context.abort(_status(item.kind), _clip(item.message))
+                    await context.abort(status(item.kind), clip(item.message))
                 await context.write(item)
         finally:
             reader.cancel()
             stream.cancel_all()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
-
-
-_END = object()
-
-_Parsed = tuple[pb.ModelInferRequest, list[memoryview]]
-
-
-@dataclass(frozen=True)
-class _Malformed:
-    """A request message that did not parse.
-
-    Triton (grpc's C++ server) answers a unary call with INTERNAL ``Unable to parse request``
-    and ends a stream's reading at such a message, as if the client had closed its side.
-    """
-
-    message: str
-
-    def error(self) -> ServerError:
-        log.info("%s", self.message)
-        return ServerError.internal("Unable to parse request")
-
-
-#: Longest status message sent, in characters: grpc clients refuse trailers past 16 KiB, and a
-#: character may take 4 bytes, percent-encoded x3 (hostile shapes make long messages).
-_MAX_STATUS_MESSAGE = 1200
-
-
-def _clip(message: str) -> str:
-    if len(message) <= _MAX_STATUS_MESSAGE:
-        return message
-    return message[: _MAX_STATUS_MESSAGE - 20] + "... (message clipped)"
-
-
-def _lenient(message_type: Any) -> Callable[[bytes], Any]:
-    """A deserializer for ``message_type`` that returns :class:`_Malformed` on bad bytes."""
-    name = message_type.DESCRIPTOR.name
-
-    def parse(data: bytes) -> Any:
-        try:
-            return message_type.FromString(data)
-        except Exception as exc:
-            return _Malformed(f"failed to parse the {name} message: {exc}")
-
-    return parse
-
-
-def _parse_infer_request(data: bytes) -> _Parsed | _Malformed:
-    """:func:`grpc_framing.parse_infer_request`, turning a malformed message into a value.
-
-    grpc would answer a deserializer's exception with a bare UNKNOWN (unary) or fail the
-    whole stream; as a value, the handler answers as Triton does (see :class:`_Malformed`).
-    """
-    try:
-        return grpc_framing.parse_infer_request(data)
-    except Exception as exc:  # DecodeError, ValueError: whatever the bytes were
-        return _Malformed(f"failed to parse the ModelInferRequest message: {exc}")
-
-
-class _Stream:
-    """The state of one ``ModelStreamInfer`` call."""
-
-    def __init__(
-        self,
-        frontend: GrpcFrontend,
-        loop: asyncio.AbstractEventLoop,
-        error_header: str | None,
-        forwarded: dict[str, ParamValue] | None = None,
-    ) -> None:
-        self._frontend = frontend
-        self._forwarded = forwarded
-        self._loop = loop
-        self._error_mode = (error_header or "").lower() == "true"
-        self.queue: asyncio.Queue[Any] = asyncio.Queue()
-        self._in_flight: dict[int, InferRequest] = {}
-        self._answered: set[int] = set()  # default-mode requests whose response went out
-        self._keys = itertools.count()
-        self._reading = True
-        self._ended = False
-        self._failed = False
-
-    async def read(self, request_iterator: Any) -> None:
-        """Submit every request of the stream, in order."""
-        try:
-            async for parts in request_iterator:
-                if isinstance(parts, _Malformed):
-                    # Triton reads no further: the requests already sent complete, then the
-                    # stream ends with OK.
-                    log.info("stream reading ends at a malformed message: %s", parts.message)
-                    break
-                await self._submit(*parts)
-                if self._failed:
-                    break
-        except Exception as exc:
-            self._fail(_server_error(exc))
-        finally:
-            self._reading = False
-            self._maybe_end()
-
-    def cancel_all(self) -> None:
-        """Cancel every request still in flight (the client went away or the call ended)."""
-        in_flight, self._in_flight = self._in_flight, {}
-        for request in in_flight.values():
-            request.cancel()
-
-    def _fail(self, error: ServerError) -> None:
-        """End the stream with ``error`` (``triton_grpc_error`` mode)."""
-        if not self._failed:
-            self._failed = True
-            self.queue.put_nowait(error)
-            self.cancel_all()
-
-    def _maybe_end(self) -> None:
-        if not self._reading and not self._in_flight and not self._ended:
-            self._ended = True
-            self.queue.put_nowait(_END)
-
-    async def _submit(self, request: pb.ModelInferRequest, raw: list[memoryview]) -> None:
-        core = self._frontend._core
-        key: int | None = None
-        try:
-            decoded, decoupled = await self._frontend._prepare(request, raw, unary=False)
-            core_request = InferRequest.from_decoded(decoded, self._forwarded)
-            key = next(self._keys)
-            core_request.response_callback = functools.partial(
-                self._on_response_thread, key, decoded, decoupled
-            )
-            self._in_flight[key] = core_request
-            core.infer(core_request)
-        except Exception as exc:
-            if key is not None:
-                self._in_flight.pop(key, None)
-            # Reported in the stream, even with triton_grpc_error (Triton 2.51 ends the stream
-            # only for errors a model sends).
-            error = _server_error(exc)
-            self.queue.put_nowait(
-                (grpc_server.encode_stream_error(error.message, request_id=request.id), [])
-            )
-
-    def _encode(
-        self, decoded: grpc_server.DecodedInferRequest, decoupled: bool, response: InferResponse
-    ) -> Any:
-        """The stream message for ``response``: parts, None (nothing to send) or an error."""
-        error = response.error
-        if error is None:
-            if decoupled and response.final and not response.outputs and not response.parameters:
-                if not decoded.enable_empty_final_response:
-                    return None
-                message = grpc_server.encode_empty_final_response(
-                    request_id=decoded.id,
-                    model_name=decoded.model_name,
-                    model_version=decoded.model_version_str,
-                )
-                return (message, [])
-            try:
-                shm = self._frontend._write_shm_outputs(response, decoded)
-                parts = grpc_server.encode_stream_response_parts(
-                    response, final=response.final, shm_outputs=shm
-                )
-                self._frontend._check_size(parts)
-                return parts
-            except Exception as exc:
-                error = _server_error(exc)
-        if self._error_mode:
-            return error
-        message = grpc_server.encode_stream_error(
-            error.message,
-            request_id=decoded.id,
-            model_name=decoded.model_name,
-            model_version=decoded.model_version_str,
-            final=response.final,
-        )
-        return (message, [])
-
-    def _on_response_thread(
-        self,
-        key: int,
-        decoded: grpc_server.DecodedInferRequest,
-        decoupled: bool,
-        response: InferResponse,
-    ) -> None:
-        """Response callback, on the thread that produced the response."""
-        if key not in self._in_flight:
-            return  # cancelled: nobody reads it
-        _call_soon(
-            self._loop,
-            self._on_response,
-            key,
-            self._encode(decoded, decoupled, response),
-            response.final,
-            decoupled,
-        )
-
-    def _on_response(self, key: int, item: Any, final: bool, decoupled: bool = True) -> None:
-        if key not in self._in_flight:
-            return
-        if not decoupled and key in self._answered:
-            # Triton's stream passes on a default-mode request's first response only (a model
-            # that sent one and then failed: the error after it is dropped).
-            item = None
-        if isinstance(item, ServerError):
-            self._fail(item)
-            return
-        if item is not None:
-            self.queue.put_nowait(item)
-            if not decoupled:
-                self._answered.add(key)
-        if final:
-            del self._in_flight[key]
-            self._answered.discard(key)
-            self._maybe_end()

@@ -22,6 +22,8 @@ _FRONTENDS = (
     "mock_server.http_generate",
     "mock_server.http_frontend",
     "mock_server.grpc_frontend",
+    "mock_server.grpc_stream",
+    "mock_server.grpc_support",
     "mock_server.metrics_frontend",
     "mock_server.app",
 )
@@ -134,7 +136,10 @@ def test_the_check_sees_a_forbidden_import() -> None:
         "tritonclient.http",
         "tritonclient.http.aio",
         "mock_server.grpc_frontend",
+        "mock_server.grpc_stream",
+        "mock_server.grpc_support",
         "mock_server.http_frontend",
+        "mock_server.http_generate",
         "mock_server.metrics_frontend",
     ],
 )
