@@ -28,7 +28,7 @@ Status codes
 Following Triton 2.51, as the differential suite (``tests/conformance``) checks
     * Requests are read in the order Triton's frontend reads them and its errors keep their
       words, status and Content-Type (``text/plain`` where Triton sets none, see
-      :data:`_PLAIN`); path segments are not percent-decoded; a compressed inference body that
+      :data:`PLAIN`); path segments are not percent-decoded; a compressed inference body that
       does not inflate reaches the parser as what did inflate.
     * A non-UTF-8 BYTES output requested as JSON is written raw into the JSON string, as
       Triton does; the codec's JSON reader gives those bytes back exactly.
@@ -44,37 +44,50 @@ Decisions of this server
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import inspect
 import logging
 import re
 import ssl
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 import numpy as np
-from aiohttp import web, web_log, web_protocol, web_runner
+from aiohttp import web, web_protocol, web_runner
 
 from tritonclient._codec import (
     errors,
     http_body,
     http_control,
     http_server,
-    jsontext,
     types,
 )
 
 from ._delivery import Responses, delivery_for
 from .core.config import datatype_of
 from .core.config_json import config_to_json
-from .core.errors import ErrorKind, ServerError
+from .core.errors import ServerError
 from .core.server import CoreServer
 from .core.types import InferRequest, InferResponse
 from .core.validation import forwarded_headers
 from .http_generate import GenerateEndpoints
+from .http_support import (
+    JSON,
+    LARGE_BODY,
+    PLAIN,
+    HttpError,
+    VerboseAccessLogger,
+    empty,
+    error_response,
+    filter_kwargs,
+    from_codec_error,
+    from_server_error,
+    json_response,
+    large_buffer,
+    plain_errors,
+    status_of,
+)
 
 __all__ = ["API_GROUPS", "FRONTEND_EXTENSIONS", "HttpFrontend"]
 
@@ -106,17 +119,6 @@ FRONTEND_EXTENSIONS = (
 )
 
 
-_STATUS_OF_KIND = {
-    ErrorKind.UNKNOWN: 400,
-    ErrorKind.INTERNAL: 500,
-    ErrorKind.NOT_FOUND: 404,
-    ErrorKind.INVALID_ARG: 400,
-    ErrorKind.UNAVAILABLE: 503,
-    ErrorKind.UNSUPPORTED: 501,
-    ErrorKind.ALREADY_EXISTS: 400,
-    ErrorKind.CANCELLED: 400,
-}
-
 #: Bodies (or outputs) larger than this are decoded (encoded) off the event loop.
 _OFFLOAD_BYTES = 1 << 20
 #: Responses smaller than this are sent as one joined buffer.
@@ -124,112 +126,14 @@ _JOIN_BYTES = 1 << 16
 #: Large response chunks are written in slices of this size, each awaited: the transport then
 #: sends them straight from the tensor instead of copying most of a large body into its buffer.
 _WRITE_SLICE = 1 << 20
-#: Request bodies at least this large are read into a numpy buffer (huge pages, no zero-fill).
-_LARGE_BODY = 4 << 20
 #: The largest body buffer kept for the next request.
 _MAX_SPARE = 1 << 30
-
-
-class _VerboseAccessLogger(web_log.AccessLogger):
-    """aiohttp's access log, written only when verbose (DEBUG) logging is on."""
-
-    @property
-    def enabled(self) -> bool:
-        return self.logger.isEnabledFor(logging.DEBUG)
-
-
-def _large_buffer(size: int) -> Any:
-    """A writable buffer of ``size`` bytes for a large body, not zero-filled.
-
-    A numpy array: numpy asks the kernel for transparent huge pages for large allocations,
-    so filling it takes a few page faults instead of one per 4 KiB (a ``bytearray`` or a
-    plain anonymous mapping of 64 MiB costs about 5x more to fill here).
-    """
-    if size < _LARGE_BODY:
-        return bytearray(size)
-    return np.empty(size, dtype=np.uint8)
 
 
 _HEADER_LENGTH = http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH
 _DECOUPLED_MESSAGE = "HTTP end point doesn't support models with decoupled transaction policy"
 
 _T = TypeVar("_T")
-
-
-#: The Content-Type of errors Triton answers before a handler has set one (its HTTP library
-#: labels a body without a type ``text/plain``): unknown routes, wrong methods on the health,
-#: model-ready and infer endpoints, infer errors before the request body is read and errors
-#: an inference response carries.  Every other error is ``application/json``.
-_PLAIN = "text/plain"
-_JSON = "application/json"
-
-
-class _HttpError(Exception):
-    """A response to send as ``{"error": message}`` with ``status`` and ``content_type``."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        headers: dict[str, str] | None = None,
-        content_type: str = _JSON,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = headers or {}
-        self.content_type = content_type
-
-
-def _status_of(error: ServerError) -> int:
-    return _STATUS_OF_KIND.get(error.kind, 400)
-
-
-def _from_server_error(error: ServerError, content_type: str = _JSON) -> _HttpError:
-    return _HttpError(_status_of(error), error.message, content_type=content_type)
-
-
-def _from_codec_error(error: errors.HttpCodecError, content_type: str = _JSON) -> _HttpError:
-    headers = {}
-    if error.http_status == 501 and error.message() == "Unsupported compression type":
-        headers[http_body.HEADER_ACCEPT_ENCODING] = "gzip, deflate"
-    return _HttpError(error.http_status, str(error.message()), headers, content_type)
-
-
-@contextlib.contextmanager
-def _plain_errors() -> Iterator[None]:
-    """Errors raised inside are sent as ``text/plain``, as Triton sends them there."""
-    try:
-        yield
-    except ServerError as exc:
-        raise _from_server_error(exc, _PLAIN) from None
-    except errors.HttpCodecError as exc:
-        raise _from_codec_error(exc, _PLAIN) from None
-    except _HttpError as exc:
-        exc.content_type = _PLAIN
-        raise
-
-
-def _error_response(
-    status: int,
-    message: str,
-    headers: dict[str, str] | None = None,
-    content_type: str = _JSON,
-) -> web.Response:
-    return web.Response(
-        status=status,
-        body=http_server.encode_error(message),
-        content_type=content_type,
-        headers=headers,
-    )
-
-
-def _json_response(obj: Any) -> web.Response:
-    return web.Response(body=jsontext.dumps(obj, raw_strings=True), content_type="application/json")
-
-
-def _empty(status: int = 200, content_type: str = "application/json") -> web.Response:
-    return web.Response(status=status, body=b"", content_type=content_type)
 
 
 @dataclass(frozen=True)
@@ -283,17 +187,8 @@ _MODEL_ACTIONS: dict[str | None, tuple[str, tuple[str, ...]]] = {
 }
 
 
-#: Model-route actions whose method errors are ``text/plain`` (see :data:`_PLAIN`).
+#: Model-route actions whose method errors are ``text/plain`` (see :data:`PLAIN`).
 _PLAIN_ACTIONS = frozenset({"ready", "infer"})
-
-
-def _filter_kwargs(target: Callable[..., Any], **kwargs: Any) -> dict[str, Any]:
-    """The keyword arguments ``target`` accepts (older aiohttp lacks some)."""
-    try:
-        parameters = inspect.signature(target).parameters
-    except (TypeError, ValueError):  # pragma: no cover
-        return {}
-    return {k: v for k, v in kwargs.items() if k in parameters}
 
 
 class HttpFrontend:
@@ -385,20 +280,20 @@ class HttpFrontend:
         self._executor = ThreadPoolExecutor(
             max_workers=self._worker_threads, thread_name_prefix="http-frontend"
         )
-        server_kwargs = _filter_kwargs(web.Server.__init__, handler_cancellation=True)
+        server_kwargs = filter_kwargs(web.Server.__init__, handler_cancellation=True)
         # Compressed bodies are inflated here (with Triton's errors), not by aiohttp.
         server_kwargs.update(
-            _filter_kwargs(web_protocol.RequestHandler.__init__, auto_decompress=False)
+            filter_kwargs(web_protocol.RequestHandler.__init__, auto_decompress=False)
         )
         # One access line per request only with verbose logging, as Triton (formatting and
         # writing it costs a small request's handling a noticeable share of its CPU).
         server_kwargs.update(
-            _filter_kwargs(
-                web_protocol.RequestHandler.__init__, access_log_class=_VerboseAccessLogger
+            filter_kwargs(
+                web_protocol.RequestHandler.__init__, access_log_class=VerboseAccessLogger
             )
         )
         server = web.Server(self._handle, **server_kwargs)
-        runner_kwargs = _filter_kwargs(
+        runner_kwargs = filter_kwargs(
             web_runner.BaseRunner.__init__, shutdown_timeout=self._shutdown_timeout
         )
         runner = web.ServerRunner(server, **runner_kwargs)
@@ -470,7 +365,7 @@ class HttpFrontend:
         while position < length:
             piece = await request.content.readany()
             if not piece:
-                raise _HttpError(400, "the request body is shorter than its Content-Length")
+                raise HttpError(400, "the request body is shorter than its Content-Length")
             end = min(position + len(piece), length)
             view[position:end] = piece[: end - position]
             position = end
@@ -483,13 +378,13 @@ class HttpFrontend:
         was answered and no array made from it survives, as the reference count shows): its
         pages are already in memory, while a new 64 MiB buffer costs thousands of page faults.
         """
-        if length < _LARGE_BODY:
+        if length < LARGE_BODY:
             return bytearray(length)
         spare = self._spare
         # References: the attribute, the local name and getrefcount's argument.
         if spare is not None and spare.nbytes >= length and sys.getrefcount(spare) <= 3:
             return spare[:length]
-        fresh = _large_buffer(length)
+        fresh = large_buffer(length)
         self._spare = fresh if length <= _MAX_SPARE else None
         return fresh
 
@@ -504,7 +399,7 @@ class HttpFrontend:
                 lenient=True,
             )
         except errors.HttpCodecError as exc:
-            raise _from_codec_error(exc) from None
+            raise from_codec_error(exc) from None
 
     async def _json_body(self, request: web.BaseRequest) -> types.Buffer:
         """The body of a JSON-only endpoint, size-checked (Triton decompresses only inference
@@ -515,7 +410,7 @@ class HttpFrontend:
 
     def _check_size(self, size: int, what: str) -> None:
         if size > self._max_input_size:
-            raise _HttpError(
+            raise HttpError(
                 400,
                 f"Request {what} size of {size} bytes exceeds the maximum allowed value of "
                 f"{self._max_input_size} bytes. Use --http-max-input-size to increase the "
@@ -530,8 +425,8 @@ class HttpFrontend:
         if request.headers.get(key) == value:
             return None
         # Refused before a handler sets a Content-Type, so Triton labels it text/plain.
-        return _error_response(
-            403, f"This API is restricted, expecting header '{key}'", content_type=_PLAIN
+        return error_response(
+            403, f"This API is restricted, expecting header '{key}'", content_type=PLAIN
         )
 
     # -- dispatch ------------------------------------------------------------------------
@@ -551,34 +446,34 @@ class HttpFrontend:
             handler: Callable[..., Awaitable[web.StreamResponse]] = getattr(self, route.handler)
             try:
                 return await handler(request, **params)
-            except _HttpError as exc:
-                return _error_response(exc.status, exc.message, exc.headers, exc.content_type)
+            except HttpError as exc:
+                return error_response(exc.status, exc.message, exc.headers, exc.content_type)
             except ServerError as exc:
-                return _error_response(_status_of(exc), exc.message)
+                return error_response(status_of(exc), exc.message)
             except errors.HttpCodecError as exc:
-                error = _from_codec_error(exc)
-                return _error_response(error.status, error.message, error.headers)
+                error = from_codec_error(exc)
+                return error_response(error.status, error.message, error.headers)
             except (asyncio.CancelledError, ConnectionResetError):
                 raise
             except Exception as exc:
                 log.exception("unexpected error handling %s %s", request.method, path)
-                return _error_response(500, f"unexpected server error: {exc}")
-        return _error_response(404, "Not Found", content_type=_PLAIN)
+                return error_response(500, f"unexpected server error: {exc}")
+        return error_response(404, "Not Found", content_type=PLAIN)
 
     @staticmethod
     def _check_method(request: web.BaseRequest, *allowed: str, plain: bool = False) -> None:
         if request.method not in allowed:
-            raise _HttpError(405, "Method Not Allowed", content_type=_PLAIN if plain else _JSON)
+            raise HttpError(405, "Method Not Allowed", content_type=PLAIN if plain else JSON)
 
     # -- health and metadata -------------------------------------------------------------
     async def _health(self, request: web.BaseRequest, what: str) -> web.StreamResponse:
         self._check_method(request, "GET", plain=True)
         ok = self._core.live() if what == "live" else self._core.ready()
-        return _empty(200 if ok else 400, "text/plain")
+        return empty(200 if ok else 400, "text/plain")
 
     async def _server_metadata(self, request: web.BaseRequest) -> web.StreamResponse:
         self._check_method(request, "GET")
-        return _json_response(self._core.metadata(FRONTEND_EXTENSIONS))
+        return json_response(self._core.metadata(FRONTEND_EXTENSIONS))
 
     async def _model(
         self,
@@ -594,20 +489,20 @@ class HttpFrontend:
         number = int(version) if version is not None else -1
         if action is None:
             metadata = await self._blocking(self._core.model_metadata, name, number)
-            return _json_response(metadata)
+            return json_response(metadata)
         if action == "ready":
             if self._core.model_ready(name, number):
-                return _empty(200, "text/plain")
-            raise _HttpError(400, "Model version not ready", content_type=_PLAIN)
+                return empty(200, "text/plain")
+            raise HttpError(400, "Model version not ready", content_type=PLAIN)
         if action == "config":
             config = self._core.model_config(name, number)
-            return _json_response(config_to_json(config))
+            return json_response(config_to_json(config))
         if action == "stats":
             stats = await self._blocking(self._core.statistics, name, number)
-            return _json_response({"model_stats": [asdict(each) for each in stats]})
+            return json_response({"model_stats": [asdict(each) for each in stats]})
         if action == "trace/setting":
             if version is not None:
-                raise _HttpError(404, "Not Found", content_type=_PLAIN)
+                raise HttpError(404, "Not Found", content_type=PLAIN)
             return await self._trace(request, name)
         if action == "infer":
             return await self._infer(request, name, number)
@@ -618,16 +513,16 @@ class HttpFrontend:
     async def _all_stats(self, request: web.BaseRequest) -> web.StreamResponse:
         self._check_method(request, "GET")
         stats = await self._blocking(self._core.statistics)
-        return _json_response({"model_stats": [asdict(each) for each in stats]})
+        return json_response({"model_stats": [asdict(each) for each in stats]})
 
     # -- inference -----------------------------------------------------------------------
     async def _infer(self, request: web.BaseRequest, name: str, version: int) -> web.StreamResponse:
         # Until the body is parsed, and again for what the response carries, Triton's errors
         # are text/plain; the rest (parsing, validation) are application/json.
-        with _plain_errors():
+        with plain_errors():
             model = self._core.model_version(name, version)
             if model.config.model_transaction_policy.decoupled:
-                raise _HttpError(501, _DECOUPLED_MESSAGE)
+                raise HttpError(501, _DECOUPLED_MESSAGE)
             raw_body = await self._read_body(request)
             # A compressed body may inflate to at most the input-size limit (decompression
             # bombs stop as soon as they pass it); an uncompressed one is limited by its JSON.
@@ -655,12 +550,12 @@ class HttpFrontend:
             )
         except errors.HttpCodecError as exc:
             if exc.in_response:  # Triton finds this one while running the request
-                raise _from_codec_error(exc, _PLAIN) from None
+                raise from_codec_error(exc, PLAIN) from None
             raise
         final = await self._run(core_request)
-        with _plain_errors():
+        with plain_errors():
             if final.error is not None:
-                raise _from_server_error(final.error)
+                raise from_server_error(final.error)
             size = sum(int(t.data.nbytes) for t in final.outputs if t.data.dtype != np.object_)
             encoded = await self._maybe_blocking(
                 size, self._encode_response, final, parsed, output_views, name
@@ -763,14 +658,14 @@ class HttpFrontend:
         ready = http_control.parse_index_request(await self._json_body(request))
         rows = await self._blocking(self._core.repository_index, ready)
         cleaned = [{k: v for k, v in row.items() if v not in ("", None)} for row in rows]
-        return _json_response(cleaned)
+        return json_response(cleaned)
 
     async def _load_unload(
         self, request: web.BaseRequest, model: str, action: str, repo: str | None = None
     ) -> web.StreamResponse:
         self._check_method(request, "POST")
         if repo is not None:
-            raise _HttpError(501, "'repository_name' specification is not supported")
+            raise HttpError(501, "'repository_name' specification is not supported")
         name = model
         body = await self._json_body(request)
         if action == "load":
@@ -779,7 +674,7 @@ class HttpFrontend:
         else:
             dependents = http_control.parse_unload_request(body)
             await self._blocking(self._core.unload_model, name, dependents)
-        return _empty()
+        return empty()
 
     # -- shared memory -------------------------------------------------------------------
     async def _shared_memory(
@@ -790,8 +685,8 @@ class HttpFrontend:
         if action == "status":
             self._check_method(request, "GET")
             if kind == "system":
-                return _json_response([asdict(r) for r in shm.system_status(name)])
-            return _json_response([asdict(r) for r in shm.cuda_status(name)])
+                return json_response([asdict(r) for r in shm.system_status(name)])
+            return json_response([asdict(r) for r in shm.cuda_status(name)])
         self._check_method(request, "POST")
         if action == "unregister":
             await self._read_body(request)
@@ -799,10 +694,10 @@ class HttpFrontend:
                 await self._blocking(shm.unregister_system, name)
             else:
                 await self._blocking(shm.unregister_cuda, name)
-            return _empty()
+            return empty()
         what = "system" if kind == "system" else "cuda"
         if not name:
-            raise _HttpError(
+            raise HttpError(
                 400, f"'region name' is necessary to register {what} shared memory region"
             )
         body = await self._json_body(request)
@@ -812,7 +707,7 @@ class HttpFrontend:
         else:
             raw_handle, device_id, byte_size = http_control.parse_cuda_shm_register(body)
             await self._blocking(shm.register_cuda, name, raw_handle, device_id, byte_size)
-        return _empty()
+        return empty()
 
     # -- trace and logging ---------------------------------------------------------------
     async def _global_trace(self, request: web.BaseRequest) -> web.StreamResponse:
@@ -821,18 +716,18 @@ class HttpFrontend:
     async def _trace(self, request: web.BaseRequest, model: str | None) -> web.StreamResponse:
         self._check_method(request, "GET", "POST")
         if request.method == "GET":
-            return _json_response(self._core.trace_settings(model))
+            return json_response(self._core.trace_settings(model))
         self._core.trace_settings(model)  # an unknown model is refused before the body is read
         changes = http_control.parse_trace_setting_request(await self._json_body(request))
-        return _json_response(self._core.update_trace_settings(changes, model))
+        return json_response(self._core.update_trace_settings(changes, model))
 
     async def _logging(self, request: web.BaseRequest) -> web.StreamResponse:
         self._check_method(request, "GET", "POST")
         settings = self._core.log_settings
         if request.method == "GET":
-            return _json_response(settings.get())
+            return json_response(settings.get())
         changes = http_control.parse_log_setting_request(await self._json_body(request))
-        return _json_response(settings.update(changes))
+        return json_response(settings.update(changes))
 
 
 def _parse_infer(

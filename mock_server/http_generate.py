@@ -30,7 +30,7 @@ __all__ = ["GenerateEndpoints"]
 
 _T = TypeVar("_T")
 
-_JSON = "application/json"
+JSON = "application/json"
 _EVENT_STREAM = "text/event-stream; charset=utf-8"
 
 
@@ -144,7 +144,7 @@ class GenerateEndpoints:
                     "for model that generates various number of responses"
                 )
             ]
-        return web.Response(status=status or 200, body=payloads[0], content_type=_JSON)
+        return web.Response(status=status or 200, body=payloads[0], content_type=JSON)
 
     @staticmethod
     async def _stream(

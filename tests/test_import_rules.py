@@ -20,6 +20,7 @@ _TRANSPORTS = ("grpc", "aiohttp", "geventhttpclient", "gevent")
 _CLIENTS = ("tritonclient.grpc", "tritonclient.http")
 _FRONTENDS = (
     "mock_server.http_generate",
+    "mock_server.http_support",
     "mock_server.http_frontend",
     "mock_server.grpc_frontend",
     "mock_server.grpc_stream",
@@ -140,6 +141,7 @@ def test_the_check_sees_a_forbidden_import() -> None:
         "mock_server.grpc_support",
         "mock_server.http_frontend",
         "mock_server.http_generate",
+        "mock_server.http_support",
         "mock_server.metrics_frontend",
     ],
 )
