@@ -37,7 +37,14 @@ from .errors import HttpCodecError, http_bad, http_internal, json_type_text
 from .http_body import model_path
 from .http_client import error_from_response
 from .http_server import ParsedInferRequest, ParsedInput, RequestParameters, custom_parameter
-from .jsontext import client_json, dumps, member_object, parse_json_document, tensor_to_json
+from .jsontext import (
+    client_json,
+    dumps,
+    json_kind,
+    member_object,
+    parse_json_document,
+    tensor_to_json,
+)
 from .sse import SseParser
 from .types import Buffer, ParamValue
 
@@ -338,7 +345,7 @@ def decode_generate_response(body: Buffer) -> dict[str, Any]:
         raise generate_error(message)
     if not isinstance(value, dict):
         raise InferenceServerProtocolError(
-            f"the generate response is a JSON {json_type_name(value)}, expected an object"
+            f"the generate response is a JSON {json_kind(value)}, expected an object"
         )
     return value
 
@@ -371,23 +378,8 @@ def decode_generate_event(data: str) -> dict[str, Any]:
                 raise generate_error(message)
         return value
     raise InferenceServerProtocolError(
-        f"an event of the generate stream is a JSON {json_type_name(value)}, expected an object"
+        f"an event of the generate stream is a JSON {json_kind(value)}, expected an object"
     )
-
-
-def json_type_name(value: Any) -> str:
-    """The JSON type of a parsed value, for messages."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if value is None:
-        return "null"
-    return "object"
 
 
 _raw_decode = json.JSONDecoder().raw_decode

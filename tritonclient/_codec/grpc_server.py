@@ -12,16 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Protocol
 
-import numpy as np
 import numpy.typing as npt
 
 from tritonclient._proto import service_pb2
 from tritonclient.utils import (
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
     InferenceServerException,
-    deserialize_bytes_tensor,
 )
-from tritonclient.utils._dtypes import DATATYPES
 
 from .errors import GrpcCodecError, grpc_invalid, grpc_wrong_type, request_prefix
 from .grpc_common import (
@@ -33,7 +30,7 @@ from .grpc_common import (
     to_infer_parameter,
 )
 from .numbers import UINT64_MAX, stol
-from .raw import buffer_nbytes, bytes_fault, element_count, tensor_to_buffer, wire_dtype
+from .raw import element_count, raw_input_array, tensor_to_buffer
 from .settings import TRACE_NUMBERS, trace_levels, trace_number
 from .types import (
     Buffer,
@@ -292,30 +289,6 @@ def _decode_tensor_parameters(
     )
 
 
-def _decode_raw(
-    buffer: Buffer, datatype: str, shape: tuple[int, ...], name: str, model: str, prefix: str
-) -> npt.NDArray[Any]:
-    info = DATATYPES.get(datatype)
-    if info is None or any(d < 0 for d in shape):
-        # The core reports the datatype or the dimensions, in Triton's order of checks.
-        return np.empty(0, dtype=np.uint8 if info is None else wire_dtype(datatype))
-    count = element_count(shape)
-    if info.byte_size is None:
-        try:
-            array = deserialize_bytes_tensor(buffer)
-        except InferenceServerException:
-            raise grpc_invalid(bytes_fault(buffer, name, model, prefix).message) from None
-    else:
-        nbytes = buffer_nbytes(buffer)
-        if nbytes % info.byte_size:
-            raise grpc_invalid(
-                f"{prefix}input byte size mismatch for input '{name}' for model '{model}'. "
-                f"Expected {count * info.byte_size}, got {nbytes}"
-            )
-        array = np.frombuffer(buffer, dtype=wire_dtype(datatype))
-    return array.reshape(shape) if array.size == count else array
-
-
 def decode_infer_request(
     request: service_pb2.ModelInferRequest,
     raw_input_contents: Sequence[Buffer] | None = None,
@@ -386,7 +359,7 @@ def decode_infer_request(
                     "UNSUPPORTED", "shared-memory inputs are not supported by this decoder"
                 )
             buffer = shm_resolver(name, shm)
-            data = _decode_raw(buffer, message.datatype, shape, name, model, prefix)
+            data = raw_input_array(buffer, message.datatype, shape, name, model, prefix)
         elif has_contents:
             if raw_count:
                 raise grpc_invalid(
@@ -405,7 +378,7 @@ def decode_infer_request(
             valid_shape = all(d >= 0 for d in shape)
             data = array.reshape(shape) if valid_shape and array.size == count else array
         elif next_raw < raw_count:
-            data = _decode_raw(raw[next_raw], message.datatype, shape, name, model, prefix)
+            data = raw_input_array(raw[next_raw], message.datatype, shape, name, model, prefix)
             next_raw += 1
         else:
             raise grpc_invalid(

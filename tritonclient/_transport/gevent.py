@@ -260,16 +260,21 @@ def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> Http
         ) from None
     except InferenceServerException:
         raise
-    except HTTPParseError as error:
-        if isinstance(error, HTTPConnectionClosed) or "incomplete" in str(error).lower():
-            # the connection closed before or in the middle of the response
-            raise transport_error(EOFError(f"truncated response ({error})"), what, server) from None
-        raise transport_error(error, what, server) from None
     except Exception as error:
-        raise transport_error(error, what, server) from None
+        raise _failure(error, what, server) from None
     finally:
         if timer is not None:
             timer.close()
+
+
+def _failure(error: Exception, what: str, server: str) -> InferenceServerException:
+    """A failure of geventhttpclient while sending or reading, as the transport's error."""
+    if isinstance(error, HTTPParseError) and (
+        isinstance(error, HTTPConnectionClosed) or "incomplete" in str(error).lower()
+    ):
+        # the connection closed before or in the middle of the response
+        return transport_error(EOFError(f"truncated response ({error})"), what, server)
+    return transport_error(error, what, server)
 
 
 _parser_feed: Callable[[Any, bytes], None] = HTTPResponseParser.feed
@@ -685,14 +690,8 @@ class GeventTransport:
             ) from None
         except InferenceServerException:
             raise
-        except HTTPParseError as error:
-            if isinstance(error, HTTPConnectionClosed) or "incomplete" in str(error).lower():
-                raise transport_error(
-                    EOFError(f"truncated response ({error})"), what, server
-                ) from None
-            raise transport_error(error, what, server) from None
         except Exception as error:
-            raise transport_error(error, what, server) from None
+            raise _failure(error, what, server) from None
         finally:
             if timer is not None:
                 timer.close()

@@ -299,21 +299,9 @@ class InferenceServerClient(common.ClientBase):
         self._retry_policy = check_retry_policy(retry_policy)
         self._stream: _InferStream | None = None
         self._before_channel(url)
-        self._transport = GrpcTransport(
-            open_channel(
-                grpc,
-                url,
-                ssl,
-                root_certificates,
-                private_key,
-                certificate_chain,
-                creds,
-                keepalive_options,
-                channel_args,
-            )
-        )
-        self._after_channel(
-            lambda address: GrpcTransport(
+
+        def transport(address: str | Sequence[str], args: Any) -> GrpcTransport:
+            return GrpcTransport(
                 open_channel(
                     grpc,
                     address,
@@ -323,10 +311,13 @@ class InferenceServerClient(common.ClientBase):
                     certificate_chain,
                     creds,
                     keepalive_options,
-                    pinned_args(url, channel_args),
+                    args,
                 )
             )
-        )
+
+        self._transport = transport(url, channel_args)
+        # The unary calls of a sequence on a balanced client go to one replica's address.
+        self._after_channel(lambda address: transport(address, pinned_args(url, channel_args)))
         self._channel = self._transport.channel
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._closed = False

@@ -230,21 +230,9 @@ class InferenceServerClient(common.ClientBase):
         super().__init__(verbose)
         self._retry_policy = check_retry_policy(retry_policy)
         self._before_channel(url)
-        self._transport = GrpcAioTransport(
-            open_channel(
-                grpc.aio,
-                url,
-                ssl,
-                root_certificates,
-                private_key,
-                certificate_chain,
-                creds,
-                keepalive_options,
-                channel_args,
-            )
-        )
-        self._after_channel(
-            lambda address: GrpcAioTransport(
+
+        def transport(address: str | Sequence[str], args: Any) -> GrpcAioTransport:
+            return GrpcAioTransport(
                 open_channel(
                     grpc.aio,
                     address,
@@ -254,10 +242,13 @@ class InferenceServerClient(common.ClientBase):
                     certificate_chain,
                     creds,
                     keepalive_options,
-                    pinned_args(url, channel_args),
+                    args,
                 )
             )
-        )
+
+        self._transport = transport(url, channel_args)
+        # The unary calls of a sequence on a balanced client go to one replica's address.
+        self._after_channel(lambda address: transport(address, pinned_args(url, channel_args)))
         self._channel = self._transport.channel
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
 
