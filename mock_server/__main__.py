@@ -10,6 +10,7 @@ The process runs until SIGINT or SIGTERM, then unloads every model and exits.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import signal
@@ -295,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
         f"metrics={server.metrics_port or '-'} ready={str(server.core.ready()).lower()}",
         flush=True,
     )
+    # What start-up made (libraries, models, the frontends) lives as long as the server: the
+    # collector's full passes need not walk it again and again under load.
+    gc.freeze()
     if args.port_file:
         Path(args.port_file).write_text(
             json.dumps(

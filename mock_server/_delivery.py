@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
@@ -42,6 +43,9 @@ class Delivery:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        # The loop's thread, known from its first drain: calls made there (a stub's reply read
+        # by the loop itself) need no wake-up.
+        self._thread: int | None = None
         self._calls: collections.deque[tuple[Callable[..., None], tuple[Any, ...]]] = (
             collections.deque()
         )
@@ -59,12 +63,16 @@ class Delivery:
         self._calls.append((callback, args))
         if not self._armed:
             self._armed = True
+            if threading.get_ident() == self._thread:
+                self._loop.call_soon(self._drain)
+                return
             try:
                 self._loop.call_soon_threadsafe(self._drain)
             except RuntimeError:  # the loop is closed
                 self._calls.clear()
 
     def _drain(self) -> None:
+        self._thread = threading.get_ident()
         self._armed = False
         calls = self._calls
         while calls:

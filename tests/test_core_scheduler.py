@@ -12,7 +12,7 @@ import pytest
 from google.protobuf import text_format
 
 from mock_server.core.errors import ErrorKind, ServerError
-from mock_server.core.instances import ModelVersion, instance_specs
+from mock_server.core.instances import DIRECT_MAX_BYTES, ModelVersion, instance_specs
 from mock_server.core.scheduler import Pending, QueueScheduler, SequenceScheduler, control_tensors
 from mock_server.core.types import InferRequest, InferResponse, RequestedOutput, Tensor
 from tritonclient.grpc import model_config_pb2 as mc
@@ -551,3 +551,176 @@ def test_cancel_flag_behaves_like_an_event() -> None:
     early = CancelFlag()
     early.set()
     assert early.wait(0) is True
+
+
+# -- requests that skip the queue (an idle instance that executes asynchronously) -------------
+
+
+class AsyncEcho(EchoInstance):
+    """An instance in the manner of a stub process: ``execute_async`` hands the batch to a
+    thread of its own (the "process") and reports its end through the callback."""
+
+    def __init__(self, delay: float = 0.0, again: int = 0) -> None:
+        super().__init__(delay)
+        self.async_threads: list[int] = []
+        self.sync_calls = 0
+        self.again = again  # how many times the first request is asked to be rescheduled
+
+    def execute(self, requests: list[InferRequest]) -> list[InferRequest]:
+        self.sync_calls += 1
+        return super().execute(requests)
+
+    def execute_async(self, requests: list[InferRequest], done: Any) -> None:
+        self.async_threads.append(threading.get_ident())
+
+        def run() -> None:
+            if self.again:
+                self.again -= 1
+                self.batches.append(list(requests))
+                done(list(requests))
+                return
+            done(super(AsyncEcho, self).execute(requests))
+
+        threading.Thread(target=run, daemon=True).start()
+
+
+def wait_parked(version: ModelVersion, count: int = 1, timeout: float = 5.0) -> None:
+    """Wait until ``count`` workers wait for work (so that an instance is idle)."""
+    scheduler = version.scheduler
+    assert isinstance(scheduler, QueueScheduler)
+    end = time.monotonic() + timeout
+    while len(scheduler._parked) < count:
+        assert time.monotonic() < end, "the workers did not start waiting"
+        time.sleep(0.005)
+
+
+def test_a_request_for_an_idle_instance_skips_the_queue_and_its_statistics_count() -> None:
+    inst = AsyncEcho()
+    stats = FakeStats()
+    version = make_version(config('name: "m" max_batch_size: 8'), [inst], stats)
+    rec = Recorder()
+    try:
+        wait_parked(version)
+        version.enqueue(request(rec, 3), 1)
+        (response,) = rec.wait(1)
+        # Sent from the caller's thread, not by the worker: the worker never executed.
+        assert inst.async_threads == [threading.get_ident()]
+        assert inst.sync_calls == 0
+        assert response.error is None and response.outputs[0].data.tolist() == [[3]]
+        # The statistics are recorded before the final response is released.
+        assert [c[0] for c in stats.calls] == ["success", "execution"]
+        # The instance is given back: the next request skips the queue again.
+        wait_parked(version)
+        version.enqueue(request(rec, 4), 1)
+        rec.wait(2)
+        assert len(inst.async_threads) == 2
+    finally:
+        version.stop(5)
+    assert inst.finalized
+
+
+def test_while_the_instance_is_busy_requests_queue_and_run_in_order() -> None:
+    inst = AsyncEcho(delay=0.05)
+    version = make_version(config('name: "m"'), [inst])
+    rec = Recorder()
+    try:
+        wait_parked(version)
+        for i in range(6):
+            version.enqueue(request(rec, i), 1)
+        responses = rec.wait(6)
+    finally:
+        version.stop(5)
+    assert len(inst.async_threads) >= 1 and inst.sync_calls >= 1
+    assert [r.id for r in responses] == [str(i) for i in range(6)]
+    assert inst.max_active == 1  # one execution at a time on the one instance
+
+
+def test_a_rescheduled_direct_request_goes_through_the_queue() -> None:
+    inst = AsyncEcho(again=1)
+    version = make_version(config('name: "m"'), [inst])
+    rec = Recorder()
+    try:
+        wait_parked(version)
+        version.enqueue(request(rec, 5), 1)
+        (response,) = rec.wait(1)
+    finally:
+        version.stop(5)
+    assert response.error is None and response.outputs[0].data.tolist() == [[5]]
+    assert len(inst.async_threads) == 1 and inst.sync_calls == 1
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        'name: "m" max_batch_size: 8 dynamic_batching {}',  # the batcher must see every request
+        'name: "m" dynamic_batching { default_queue_policy { max_queue_size: 2 } }',
+    ],
+)
+def test_batching_and_queue_policies_keep_every_request_in_the_queue(cfg: str) -> None:
+    inst = AsyncEcho()
+    version = make_version(config(cfg), [inst])
+    rec = Recorder()
+    try:
+        wait_parked(version)
+        assert version.scheduler.claim_idle() is None
+        version.enqueue(request(rec, 1), 1)
+        rec.wait(1)
+    finally:
+        version.stop(5)
+    assert inst.async_threads == [] and inst.sync_calls == 1
+
+
+def test_large_inputs_go_through_the_queue() -> None:
+    inst = AsyncEcho()
+    version = make_version(config('name: "m"'), [inst])
+    rec = Recorder()
+    big = np.zeros((DIRECT_MAX_BYTES // 4 + 1, 1), np.int32)
+    try:
+        wait_parked(version)
+        r = InferRequest(model_name="m", id="big", inputs=[Tensor("IN", "INT32", big.shape, big)])
+        r.response_callback = rec
+        version.enqueue(r, 1)
+        rec.wait(1)
+    finally:
+        version.stop(5)
+    assert inst.async_threads == [] and inst.sync_calls == 1
+
+
+def test_a_claimed_instance_takes_no_queued_work_until_given_back() -> None:
+    scheduler = QueueScheduler(config('name: "m"'), lambda p, e: None)
+    got: list[list[Pending]] = []
+    worker = threading.Thread(target=lambda: got.append(scheduler.next_batch(0, 3.0)))
+    worker.start()
+    end = time.monotonic() + 5
+    while not scheduler._parked and time.monotonic() < end:
+        time.sleep(0.005)
+    assert scheduler.claim_idle() == 0
+    assert scheduler.claim_idle() is None  # the only instance is taken
+    rec = Recorder()
+    scheduler.enqueue(Pending(request(rec, 1), 1))
+    time.sleep(0.1)
+    assert got == []  # the claimed instance's worker leaves the queue alone
+    assert scheduler.claim_idle() is None  # something is queued: nobody skips it
+    scheduler.unclaim(0)
+    worker.join(5)
+    assert len(got) == 1 and len(got[0]) == 1
+    scheduler.close()
+
+
+def test_a_backend_error_in_execute_async_fails_the_request_and_gives_the_instance_back() -> None:
+    class Broken(AsyncEcho):
+        def execute_async(self, requests: list[InferRequest], done: Any) -> None:
+            raise RuntimeError("no stub")
+
+    inst = Broken()
+    version = make_version(config('name: "m"'), [inst])
+    rec = Recorder()
+    try:
+        wait_parked(version)
+        version.enqueue(request(rec, 1), 1)
+        (response,) = rec.wait(1)
+        assert response.error is not None and "no stub" in response.error.message
+        assert version.scheduler.claim_idle() == 0  # given back
+        version.scheduler.unclaim(0)
+    finally:
+        version.stop(5)

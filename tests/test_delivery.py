@@ -11,6 +11,19 @@ from mock_server._delivery import Delivery, Responses, delivery_for
 from mock_server.app import _new_event_loop
 
 
+def count_wakes(loop: asyncio.AbstractEventLoop) -> list[None]:
+    """Count the loop's wake-ups from now on: one entry per ``call_soon_threadsafe``."""
+    wakes: list[None] = []
+    real = loop.call_soon_threadsafe
+
+    def counting(callback, *args):  # type: ignore[no-untyped-def]
+        wakes.append(None)
+        return real(callback, *args)
+
+    loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+    return wakes
+
+
 def test_calls_from_many_threads_all_arrive_in_each_threads_order() -> None:
     async def main() -> dict[int, list[int]]:
         loop = asyncio.get_running_loop()
@@ -45,15 +58,7 @@ def test_a_burst_wakes_the_loop_once() -> None:
     async def main() -> int:
         loop = asyncio.get_running_loop()
         delivery = Delivery(loop)
-        wakes = 0
-        real = loop.call_soon_threadsafe
-
-        def counting(callback, *args):  # type: ignore[no-untyped-def]
-            nonlocal wakes
-            wakes += 1
-            return real(callback, *args)
-
-        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        wakes = count_wakes(loop)
         got: list[int] = []
         thread = threading.Thread(target=lambda: [delivery.call(got.append, i) for i in range(100)])
         thread.start()
@@ -61,7 +66,7 @@ def test_a_burst_wakes_the_loop_once() -> None:
         while len(got) < 100:
             await asyncio.sleep(0.01)
         assert got == list(range(100))
-        return wakes
+        return len(wakes)
 
     assert asyncio.run(main()) == 1
 
@@ -128,3 +133,27 @@ def test_event_loop_choice() -> None:
             assert isinstance(loop, uvloop.Loop)
         finally:
             loop.close()
+
+
+def test_calls_made_on_the_loop_itself_need_no_wake_up() -> None:
+    async def main() -> tuple[int, list[int]]:
+        loop = asyncio.get_running_loop()
+        delivery = Delivery(loop)
+        wakes = count_wakes(loop)
+        got: list[int] = []
+        delivery.call(got.append, 0)  # the loop's thread is not known before a first drain
+        while not got:
+            await asyncio.sleep(0.01)
+        for i in range(1, 4):  # a stub's reply read by the loop: delivered without a wake-up
+            delivery.call(got.append, i)
+            await asyncio.sleep(0)
+        thread = threading.Thread(target=delivery.call, args=(got.append, 4))
+        thread.start()  # another thread still wakes the loop
+        thread.join()
+        while len(got) < 5:
+            await asyncio.sleep(0.01)
+        return len(wakes), got
+
+    wakes, got = asyncio.run(main())
+    assert got == [0, 1, 2, 3, 4]
+    assert wakes == 2

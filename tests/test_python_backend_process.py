@@ -516,3 +516,85 @@ def test_the_in_process_api_chooses_the_isolation(tmp_path: Path, isolation: str
         tritonserver.Server(
             tritonserver.Options(model_repository=str(repo), python_backend_isolation="vm")
         ).start()
+
+
+# -- an asyncio loop reads the stub's reply itself (requests that skip the queue) ------------
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_a_request_sent_from_an_event_loop_is_answered_on_that_loop(loop_kind: str) -> None:
+    """A frontend's loop sends an idle stub its request and reads the reply itself (no worker
+    or reader thread in between); afterwards the channel is blocking again, its background
+    reader serves callers without a loop, and concurrent requests from the loop queue."""
+    import asyncio
+    import threading
+
+    from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
+    from mock_server.core.types import InferRequest, InferResponse, Tensor
+
+    repo = Path(__file__).resolve().parents[1] / "mock_server" / "models"
+    core = CoreServer(
+        ServerOptions(
+            model_repository=[repo],
+            model_control_mode=ModelControlMode.EXPLICIT,
+            startup_models=["simple"],
+            python_backend_isolation="process",
+        )
+    )
+    core.start()
+    a = np.arange(16, dtype=np.int32).reshape(1, 16)
+
+    def simple(value: int) -> InferRequest:
+        b = np.full((1, 16), value, np.int32)
+        return InferRequest(
+            "simple",
+            id=str(value),
+            inputs=[Tensor("INPUT0", "INT32", (1, 16), a), Tensor("INPUT1", "INT32", (1, 16), b)],
+        )
+
+    async def run(value: int) -> tuple[InferResponse, int]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[tuple[InferResponse, int]] = loop.create_future()
+
+        def answered(response: InferResponse) -> None:
+            here = threading.get_ident()
+            loop.call_soon_threadsafe(future.set_result, (response, here))
+
+        request = simple(value)
+        request.response_callback = answered
+        core.infer(request)
+        return await asyncio.wait_for(future, TIMEOUT)
+
+    async def main() -> None:
+        loop_thread = threading.get_ident()
+        instance = core.model_version("simple", -1)._instances[0]
+        stub = instance._stub
+        # Until the worker waits for work the request would be queued: wait for it.
+        scheduler = core.model_version("simple", -1).scheduler
+        end = time.monotonic() + TIMEOUT
+        while not scheduler._parked and time.monotonic() < end:
+            await asyncio.sleep(0.01)
+        response, thread = await run(3)
+        assert response.error is None, response.error
+        assert response.outputs[0].data.tolist() == (a + 3).tolist()
+        assert thread == loop_thread  # read and delivered by the loop
+        await asyncio.sleep(0)  # the reader's removal
+        assert stub.loop_reading is None
+        assert os.get_blocking(stub.channel.fileno())
+        # Many at once from the loop: one skips the queue, the others queue; all answered.
+        results = await asyncio.gather(*(run(v) for v in range(20)))
+        for value, (resp, _) in enumerate(results):
+            assert resp.error is None and resp.id == str(value)
+            assert resp.outputs[1].data.tolist() == (a - value).tolist()
+
+    try:
+        if loop_kind == "uvloop":
+            uvloop = pytest.importorskip("uvloop")
+            uvloop.run(main())
+        else:
+            asyncio.run(main())
+        # Without a loop (a plain thread): the channel's background thread reads.
+        (response,) = list(core.infer_iter(simple(7), timeout_s=TIMEOUT))
+        assert response.error is None and response.outputs[0].data.tolist() == (a + 7).tolist()
+    finally:
+        core.stop()

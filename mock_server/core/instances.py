@@ -43,6 +43,11 @@ __all__ = ["InstanceSpec", "ModelInstance", "ModelVersion", "instance_specs", "o
 
 log = logging.getLogger("mock_server.core")
 
+#: Requests with more input bytes than this always go through the queue: packing them for an
+#: instance in another process copies their data, which the caller's thread (a frontend's
+#: event loop) should not do.
+DIRECT_MAX_BYTES = 1 << 20
+
 
 class ModelInstance(Protocol):
     """What the core needs of a backend's model instance.
@@ -52,7 +57,12 @@ class ModelInstance(Protocol):
     in the last ``execute``, which split the execution into Triton's compute input, infer and
     output phases (without it the whole execution counts as compute infer); and
     ``ready() -> bool``, asked when the model's readiness is (its backend's active health
-    check; an instance without it is ready while loaded).
+    check; an instance without it is ready while loaded); and
+    ``execute_async(requests, done)``: start the execution and return at once, calling
+    ``done(rescheduled)`` exactly once, on any thread, when the model's ``execute`` has
+    returned (an instance in another process offers it: the caller's thread only sends the
+    batch, so an idle instance can take a request straight from the frontend's thread, see
+    :meth:`ModelVersion.enqueue`).
     """
 
     def execute(self, requests: list[InferRequest]) -> list[InferRequest]: ...
@@ -286,6 +296,9 @@ class ModelVersion:
             failures if failures is not None else collections.Counter()
         )
         self.scheduler: Scheduler = make_scheduler(config, len(instances), self._reject)
+        # Whether a request may go straight to an idle instance (every instance executes
+        # asynchronously; the scheduler says per request whether one is idle).
+        self._direct = all(hasattr(i, "execute_async") for i in instances)
         self._workers = [
             threading.Thread(
                 target=self._work, args=(index,), name=f"{name}:{version}:{index}", daemon=True
@@ -309,6 +322,14 @@ class ModelVersion:
                 )
             self._flights[id(request)] = flight
         request.response_callback = lambda response: self._route(flight, response)
+        if self._direct and _small(request):
+            index = self.scheduler.claim_idle()
+            if index is not None:
+                # Nothing is queued and this instance's worker is idle: the request skips the
+                # queue and the worker's wake-up, and the instance's reply ends it on whichever
+                # thread reads it (see _finish).
+                self._run_direct(index, pending)
+                return
         try:
             self.scheduler.enqueue(pending)
         except ServerError:
@@ -347,8 +368,43 @@ class ModelVersion:
                 self._run(index, instance, batch)
 
     def _run(self, index: int, instance: ModelInstance, batch: list[Pending]) -> None:
-        start = time.monotonic_ns()
+        start, flights = self._begin(batch)
         requests = [p.request for p in batch]
+        try:
+            reschedule = instance.execute(requests)
+        except Exception as exc:  # a backend bug must not kill the worker
+            reschedule = self._failed(index, requests, exc)
+        self._finish(index, instance, batch, flights, start, reschedule)
+
+    def _run_direct(self, index: int, pending: Pending) -> None:
+        """Run one request on a claimed idle instance without blocking this thread."""
+        instance = self._instances[index]
+        batch = [pending]
+        start, flights = self._begin(batch)
+
+        def done(reschedule: list[InferRequest]) -> None:
+            try:
+                self._finish(index, instance, batch, flights, start, reschedule)
+            finally:
+                self.scheduler.unclaim(index)
+
+        try:
+            instance.execute_async([pending.request], done)  # type: ignore[attr-defined]
+        except Exception as exc:  # a backend bug: as in _run
+            done(self._failed(index, [pending.request], exc))
+
+    def _failed(
+        self, index: int, requests: list[InferRequest], exc: Exception
+    ) -> list[InferRequest]:
+        log.exception("model '%s' instance %d failed", self.name, index, exc_info=exc)
+        error = ServerError.internal(f"model '{self.name}' failed to execute: {exc}")
+        for request in requests:
+            self._fail(request, error)
+        return []
+
+    def _begin(self, batch: list[Pending]) -> tuple[int, list[_Flight | None]]:
+        """Mark a batch as handed to an instance; return the start time and its flights."""
+        start = time.monotonic_ns()
         with self._lock:
             flights = [self._flights.get(id(p.request)) for p in batch]
             for flight in flights:
@@ -359,14 +415,19 @@ class ModelVersion:
             if pending.deadline_ns and flight is not None:
                 flight.watched = True
                 _deadlines.add(pending.deadline_ns, pending.request)
-        try:
-            reschedule = instance.execute(requests)
-        except Exception as exc:  # a backend bug must not kill the worker
-            log.exception("model '%s' instance %d failed", self.name, index)
-            error = ServerError.internal(f"model '{self.name}' failed to execute: {exc}")
-            for request in requests:
-                self._fail(request, error)
-            reschedule = []
+        return start, flights
+
+    def _finish(
+        self,
+        index: int,
+        instance: ModelInstance,
+        batch: list[Pending],
+        flights: list[_Flight | None],
+        start: int,
+        reschedule: list[InferRequest],
+    ) -> None:
+        """Record an ended execution's statistics, release its held final responses, and
+        requeue what the model asked to reschedule."""
         end = time.monotonic_ns()
         compute_start, compute_end = _compute_window(instance, start, end)
         again = {id(r) for r in reschedule}
@@ -534,6 +595,14 @@ class ModelVersion:
                 instance.finalize()
             except Exception:
                 log.exception("finalize of model '%s' failed", self.name)
+
+
+def _small(request: InferRequest) -> bool:
+    """Whether ``request``'s inputs are small enough to skip the queue (DIRECT_MAX_BYTES)."""
+    total = 0
+    for tensor in request.inputs:
+        total += int(getattr(tensor.data, "nbytes", 0))
+    return total <= DIRECT_MAX_BYTES
 
 
 def _failure_reason(error: ServerError, dispatch_ns: int) -> str:

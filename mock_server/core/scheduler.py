@@ -68,6 +68,17 @@ class Scheduler:
     def released(self, pending: Pending) -> None:
         """A request the model executed and did not reschedule (nothing to do by default)."""
 
+    def claim_idle(self) -> int | None:
+        """Take an idle instance for a request that skips the queue (see
+        :meth:`ModelVersion.enqueue`): the index of an instance whose worker waits for work
+        while nothing is queued, now reserved until :meth:`unclaim`; None when there is none
+        or this scheduler must see every request (batching, sequences, queue policies)."""
+        return None
+
+    def unclaim(self, instance: int) -> None:
+        """Give back an instance taken by :meth:`claim_idle`."""
+        raise NotImplementedError
+
     def close(self) -> list[Pending]:
         """Stop accepting requests; return what was still queued."""
         raise NotImplementedError
@@ -117,6 +128,11 @@ class QueueScheduler(Scheduler):
         self._queues: dict[int, collections.deque[Pending]] = {
             level: collections.deque() for level in range(self._levels + 1)
         }
+        # Requests may skip the queue only where it does nothing for them: no batching, no
+        # priorities, no queue policy (its sizes and timeouts count queued requests).
+        self._direct = not config.HasField("dynamic_batching")
+        self._parked: set[int] = set()  # instances whose worker waits in next_batch
+        self._claimed: set[int] = set()  # instances taken by claim_idle
 
     # -- queueing -------------------------------------------------------------------------
     def _level_of(self, request: InferRequest) -> int:
@@ -142,12 +158,35 @@ class QueueScheduler(Scheduler):
             if policy is not None and policy.max_queue_size and len(queue) >= policy.max_queue_size:
                 raise ServerError.unavailable("Exceeds maximum queue size")
             queue.append(pending)
-            self._cond.notify()
+            self._wake()
+
+    def _wake(self) -> None:
+        # A claimed instance's worker ignores the queue: wake enough waiters that one of the
+        # others sees it.
+        self._cond.notify(len(self._claimed) + 1)
 
     def requeue(self, pending: Pending, instance: int) -> None:
         with self._cond:
             self._queues[pending.level].appendleft(pending)
-            self._cond.notify()
+            self._wake()
+
+    def claim_idle(self) -> int | None:
+        if not self._direct:
+            return None
+        with self._cond:
+            if self._closed or any(self._queues.values()):
+                return None
+            for instance in self._parked:
+                if instance not in self._claimed:
+                    self._claimed.add(instance)
+                    return instance
+        return None
+
+    def unclaim(self, instance: int) -> None:
+        with self._cond:
+            self._claimed.discard(instance)
+            if any(self._queues.values()):
+                self._cond.notify_all()
 
     def queued(self) -> int:
         with self._cond:
@@ -234,21 +273,31 @@ class QueueScheduler(Scheduler):
         rejected: list[tuple[Pending, ServerError]] = []
         batch: list[Pending] = []
         with self._cond:
-            while not self._closed:
-                now = time.monotonic_ns()
-                rejected.extend(self._expire(now))
-                if self._ready_to_dispatch(now):
-                    batch = self._take()
-                    break
-                remaining = end - time.monotonic()
-                if remaining <= 0:
-                    break
-                wait = remaining
-                if self.queued():
-                    # Something is queued but not dispatchable yet: wake up when the batching
-                    # delay or the earliest queue deadline runs out.
-                    wait = min(wait, self._next_wakeup(now))
-                self._cond.wait(max(wait, 0.0005))
+            self._parked.add(instance)
+            try:
+                while not self._closed:
+                    if instance in self._claimed:  # running a request that skipped the queue
+                        remaining = end - time.monotonic()
+                        if remaining <= 0:
+                            break
+                        self._cond.wait(remaining)
+                        continue
+                    now = time.monotonic_ns()
+                    rejected.extend(self._expire(now))
+                    if self._ready_to_dispatch(now):
+                        batch = self._take()
+                        break
+                    remaining = end - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    wait = remaining
+                    if self.queued():
+                        # Something is queued but not dispatchable yet: wake up when the
+                        # batching delay or the earliest queue deadline runs out.
+                        wait = min(wait, self._next_wakeup(now))
+                    self._cond.wait(max(wait, 0.0005))
+            finally:
+                self._parked.discard(instance)
         for pending, error in rejected:
             self._reject(pending, error)
         return batch

@@ -241,6 +241,34 @@ class Pump:
                 if not self._interest:
                     self._watch(True)
 
+    def hold(self) -> None:
+        """Keep the background thread off the channel until :meth:`unhold`: another poller
+        (an asyncio loop's reader, see :meth:`read_ready`) reads it meanwhile."""
+        with self._lock:
+            self._interest += 1
+            self._watch(False)
+
+    def unhold(self) -> None:
+        """End a :meth:`hold`."""
+        with self._lock:
+            self._interest -= 1
+            if not self._interest:
+                self._watch(True)
+
+    def read_ready(self) -> None:
+        """Read and dispatch the messages that have arrived, without waiting for more: for a
+        poller that saw the channel readable.  Does nothing while another thread reads."""
+        while True:
+            with self._lock:
+                if self.dead or self._reading:
+                    return
+                self._reading = True
+            if not self._readable(0):
+                with self._lock:
+                    self._release()
+                return
+            self._read_one()
+
     def pump_until(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
         """Read and dispatch messages on this thread until ``done()`` is true.
 

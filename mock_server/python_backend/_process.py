@@ -17,6 +17,7 @@ shared-memory object it or the server made for it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import logging
@@ -71,9 +72,19 @@ class StubSpec:
 
 @dataclass
 class _Batch:
-    done: threading.Event = field(default_factory=threading.Event)
+    #: Set when the batch ends, for the thread that waits for it (``execute``).
+    done: threading.Event | None = None
     again: list[int] = field(default_factory=list)
     window: tuple[int, int] | None = None
+    #: execute_async's callback, called once when the batch ends.
+    on_done: Callable[[], None] | None = None
+
+    def end(self) -> None:
+        """Mark the batch ended: wake the thread waiting for it, or call its callback."""
+        if self.done is not None:
+            self.done.set()
+        if self.on_done is not None:
+            self.on_done()
 
 
 class _StubConnection:
@@ -99,6 +110,8 @@ class _StubConnection:
         self.handlers: dict[str, Callable[[tuple[Any, ...]], None]] = {}
         self.replies: dict[str, tuple[Any, ...]] = {}
         self.on_death: Callable[[], None] | None = None
+        #: The asyncio loop reading the channel now, if any (see _LoopReading).
+        self.loop_reading: _LoopReading | None = None
         self.pump = _ipc.Pump(self.channel, self._dispatch, self._on_eof, f"stub:{label}")
         start = dict(start, prefix=self.prefix + "s")
         self.channel.send(("start", start))
@@ -383,12 +396,59 @@ class ProcessModelInstance:
             The requests the model asked to reschedule.
         """
         stub = self._stub
+        ended = threading.Event()
+        batch = _Batch(done=ended)
+        # This thread reads the stub's messages until its batch is done: no wake-up of another
+        # thread on the way (see _ipc.Pump); a dead stub ends the wait.
+        with contextlib.ExitStack() as reading:
+            if stub is not None:
+                reading.enter_context(stub.pump.expecting())
+            if not self._send_batch(requests, batch):
+                return []
+            assert stub is not None
+            stub.pump.pump_until(ended.is_set)
+        ended.wait()
+        return self._ended(batch)
+
+    def execute_async(
+        self, requests: list[InferRequest], done: Callable[[list[InferRequest]], None]
+    ) -> None:
+        """Send one batch to the stub and return; ``done(rescheduled)`` is called once the
+        model's ``execute`` has returned (or the stub died), on the thread that reads the
+        stub's reply (the channel's background reader), or on this thread when the batch
+        could not be sent."""
+        stub = self._stub
+        loop = _running_loop()
+        if stub is None or loop is None:
+            batch = _Batch(on_done=lambda: done(self._ended(batch)))
+            if not self._send_batch(requests, batch):
+                done([])
+            return
+        # Called on an asyncio loop (a frontend's): the loop reads the stub's reply itself
+        # instead of the channel's background thread, so the reply reaches the loop without
+        # a hand-over between threads (each costs a wake-up and the GIL).
+        reading = _LoopReading(loop, stub)
+
+        def ended() -> None:
+            reading.stop()
+            done(self._ended(batch))
+
+        batch = _Batch(on_done=ended)
+        if not reading.start():  # closed under us: the background thread reads
+            batch.on_done = lambda: done(self._ended(batch))
+        if not self._send_batch(requests, batch):
+            reading.stop()
+            done([])
+
+    def _send_batch(self, requests: list[InferRequest], batch: _Batch) -> bool:
+        """Register ``batch`` and send it to the stub; False (the requests failed) when the
+        instance is gone or the stub cannot take it."""
+        stub = self._stub
         if stub is None or self._finalized:
             error = ServerError.unavailable(f"model '{self._model_name}' is not loaded")
             for request in requests:
                 _fail(request, self._model_name, self._version, error)
-            return []
-        batch = _Batch()
+            return False
         with self._lock:
             batch_id = next(self._handles)
             packed = []
@@ -397,30 +457,24 @@ class ProcessModelInstance:
                 self._requests[handle] = request
                 packed.append((handle, request))
             self._batches[batch_id] = batch
-        # This thread reads the stub's messages until its batch is done: no wake-up of another
-        # thread on the way (see _ipc.Pump); a dead stub ends the wait.
-        with stub.pump.expecting():
-            try:
-                if stub.dead.is_set():
-                    raise BrokenPipeError
-                stub.send(
-                    (
-                        "execute",
-                        batch_id,
-                        [(h, _ipc.pack_request(r, stub.namer)) for h, r in packed],
-                    )
-                )
-            except OSError:  # SharedMemoryError is an OSError too
-                with self._lock:
-                    self._batches.pop(batch_id, None)
-                self._fail_all([h for h, _ in packed], self._unhealthy())
-                return []
-            stub.pump.pump_until(batch.done.is_set)
-        batch.done.wait()
+        try:
+            if stub.dead.is_set():
+                raise BrokenPipeError
+            stub.send(
+                ("execute", batch_id, [(h, _ipc.pack_request(r, stub.namer)) for h, r in packed])
+            )
+        except OSError:  # SharedMemoryError is an OSError too
+            with self._lock:
+                self._batches.pop(batch_id, None)
+            self._fail_all([h for h, _ in packed], self._unhealthy())
+            return False
+        return True
+
+    def _ended(self, batch: _Batch) -> list[InferRequest]:
+        """The requests an ended batch asked to reschedule; notes its compute window."""
         self._compute = batch.window
         with self._lock:
-            again = [self._requests.pop(h) for h in batch.again if h in self._requests]
-        return again
+            return [self._requests.pop(h) for h in batch.again if h in self._requests]
 
     def finalize(self) -> None:
         """Run the model's ``finalize`` in the stub, then end the stub and clean up after it."""
@@ -479,7 +533,7 @@ class ProcessModelInstance:
             log.error("model instance '%s': %s", self.instance_name, error[1])
         batch.again = list(again)
         batch.window = (window[0], window[1]) if window is not None else None
-        batch.done.set()
+        batch.end()
 
     def _on_death(self) -> None:
         stub = self._stub
@@ -492,7 +546,7 @@ class ProcessModelInstance:
             self._batches.clear()
         self._fail_all(handles, error)
         for batch in batches:
-            batch.done.set()
+            batch.end()
         for request in list(self._bls.values()):
             request.cancel()
 
@@ -602,6 +656,60 @@ class ProcessModelInstance:
         request = self._bls.get(message[1])
         if request is not None:
             request.cancel()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The asyncio loop running on this thread, if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class _LoopReading:
+    """An asyncio loop reading a stub's channel for one batch (see
+    ProcessModelInstance.execute_async): the channel's background thread is held off while
+    the loop's reader is registered.  :meth:`stop` may run on any thread (whichever read the
+    batch's end), once; a later batch's reading of the same channel is left alone."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, stub: _StubConnection) -> None:
+        self._loop = loop
+        self._stub = stub
+        self._fd = stub.channel.fileno()
+        self._thread = threading.get_ident()
+        self._started = False
+
+    def start(self) -> bool:
+        stub = self._stub
+        stub.pump.hold()
+        try:
+            self._loop.add_reader(self._fd, stub.pump.read_ready)
+        except (OSError, ValueError, RuntimeError):
+            stub.pump.unhold()
+            return False
+        # uvloop makes a polled descriptor non-blocking; the channel reads whole messages.
+        os.set_blocking(self._fd, True)
+        stub.loop_reading = self
+        self._started = True
+        return True
+
+    def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        if threading.get_ident() == self._thread:
+            self._stop()
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to remove
+                self._loop.call_soon_threadsafe(self._stop)
+
+    def _stop(self) -> None:
+        stub = self._stub
+        if stub.loop_reading is self:  # not yet replaced by a later batch's reading
+            stub.loop_reading = None
+            with contextlib.suppress(OSError, ValueError, RuntimeError):
+                self._loop.remove_reader(self._fd)
+        stub.pump.unhold()
 
 
 def _fail(request: InferRequest, model: str, version: int, error: ServerError) -> None:

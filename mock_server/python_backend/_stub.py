@@ -24,6 +24,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import gc
 import io
 import itertools
 import logging
@@ -510,6 +511,7 @@ def main(fd: int) -> int:
         channel.send(("init_failed", _error(exc)))
         return _finish(stub)
     stub.instance = instance
+    gc.freeze()  # the interpreter, its libraries and the model: never garbage (see __main__)
     has_ready_hook = getattr(instance._model, "is_model_ready", None) is not None
     channel.send(("initialized", has_ready_hook))
     reply: tuple[Any, ...] | None = None
