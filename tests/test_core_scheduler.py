@@ -630,12 +630,14 @@ def test_while_the_instance_is_busy_requests_queue_and_run_in_order() -> None:
         responses = rec.wait(6)
     finally:
         version.stop(5)
-    assert len(inst.async_threads) >= 1 and inst.sync_calls >= 1
+    # The first skips the queue; the others wait for the instance to be given back to its
+    # worker, which runs them.
+    assert inst.async_threads == [threading.get_ident()] and inst.sync_calls == 5
     assert [r.id for r in responses] == [str(i) for i in range(6)]
     assert inst.max_active == 1  # one execution at a time on the one instance
 
 
-def test_a_rescheduled_direct_request_goes_through_the_queue() -> None:
+def test_a_rescheduled_direct_request_is_requeued_for_the_worker() -> None:
     inst = AsyncEcho(again=1)
     version = make_version(config('name: "m"'), [inst])
     rec = Recorder()
@@ -646,7 +648,7 @@ def test_a_rescheduled_direct_request_goes_through_the_queue() -> None:
     finally:
         version.stop(5)
     assert response.error is None and response.outputs[0].data.tolist() == [[5]]
-    assert len(inst.async_threads) == 1 and inst.sync_calls == 1
+    assert len(inst.async_threads) == 1 and inst.sync_calls == 1  # requeued, run by the worker
 
 
 @pytest.mark.parametrize(
@@ -670,20 +672,27 @@ def test_batching_and_queue_policies_keep_every_request_in_the_queue(cfg: str) -
     assert inst.async_threads == [] and inst.sync_calls == 1
 
 
-def test_large_inputs_go_through_the_queue() -> None:
-    inst = AsyncEcho()
+def test_large_inputs_go_through_the_queue_and_the_worker() -> None:
+    inst = AsyncEcho(delay=0.2)
     version = make_version(config('name: "m"'), [inst])
     rec = Recorder()
     big = np.zeros((DIRECT_MAX_BYTES // 4 + 1, 1), np.int32)
     try:
         wait_parked(version)
-        r = InferRequest(model_name="m", id="big", inputs=[Tensor("IN", "INT32", big.shape, big)])
-        r.response_callback = rec
-        version.enqueue(r, 1)
-        rec.wait(1)
+        version.enqueue(request(rec, 1), 1)  # small: skips the queue
+        for rid in ("big", "small"):
+            data = big if rid == "big" else np.ones((1, 1), np.int32)
+            r = InferRequest(
+                model_name="m", id=rid, inputs=[Tensor("IN", "INT32", data.shape, data)]
+            )
+            r.response_callback = rec
+            version.enqueue(r, 1)
+        responses = rec.wait(3)
     finally:
         version.stop(5)
-    assert inst.async_threads == [] and inst.sync_calls == 1
+    assert [r.id for r in responses] == ["1", "big", "small"]
+    # The big one never skips the queue; the worker runs it and the rest.
+    assert len(inst.async_threads) == 1 and inst.sync_calls == 2
 
 
 def test_a_claimed_instance_takes_no_queued_work_until_given_back() -> None:
