@@ -598,3 +598,39 @@ def test_a_request_sent_from_an_event_loop_is_answered_on_that_loop(loop_kind: s
         assert response.error is None and response.outputs[0].data.tolist() == (a + 7).tolist()
     finally:
         core.stop()
+
+
+def test_a_loop_reading_ended_after_its_loop_closed_lets_go_of_the_channel() -> None:
+    """The end of a batch read by another thread after the loop closed: the hold on the
+    channel's background reader is released there (nobody else would)."""
+    import asyncio
+    import socket
+    import threading
+    from types import SimpleNamespace
+
+    from mock_server.python_backend._process import _LoopReading
+
+    holds: list[int] = []
+    mine, other = socket.socketpair()
+    pump = SimpleNamespace(
+        hold=lambda: holds.append(1), unhold=lambda: holds.append(-1), read_ready=lambda: None
+    )
+    stub = SimpleNamespace(channel=mine, pump=pump, loop_reading=None)
+    loop = asyncio.new_event_loop()
+    try:
+        reading = _LoopReading(loop, stub)  # type: ignore[arg-type]
+        assert reading.start() and stub.loop_reading is reading
+        assert os.get_blocking(mine.fileno())
+        loop.remove_reader(mine.fileno())
+        loop.close()
+        thread = threading.Thread(target=reading.stop)
+        thread.start()
+        thread.join(TIMEOUT)
+        assert sum(holds) == 0 and stub.loop_reading is None
+        reading.stop()  # once only
+        assert sum(holds) == 0 and holds.count(-1) == 1
+    finally:
+        if not loop.is_closed():
+            loop.close()
+        mine.close()
+        other.close()

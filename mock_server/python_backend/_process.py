@@ -699,16 +699,22 @@ class _LoopReading:
         self._started = False
         if threading.get_ident() == self._thread:
             self._stop()
-        else:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to remove
-                self._loop.call_soon_threadsafe(self._stop)
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._stop)
+        except RuntimeError:  # the loop is closed, its reader gone with it: let go of the hold
+            self._abandon()
 
     def _stop(self) -> None:
-        stub = self._stub
-        if stub.loop_reading is self:  # not yet replaced by a later batch's reading
-            stub.loop_reading = None
+        if self._stub.loop_reading is self:  # not yet replaced by a later batch's reading
             with contextlib.suppress(OSError, ValueError, RuntimeError):
                 self._loop.remove_reader(self._fd)
+        self._abandon()
+
+    def _abandon(self) -> None:
+        stub = self._stub
+        if stub.loop_reading is self:
+            stub.loop_reading = None
         stub.pump.unhold()
 
 

@@ -101,9 +101,16 @@ class PairPool:
         """``work(pair)``; if Triton died while it ran, note it and run it once more on a
         fresh pair (a second death fails with Triton's log)."""
         pair = self[name]
-        result = work(pair)
-        if pair.triton_exit() is None or _may_crash(name):
-            return result
+        try:
+            result = work(pair)
+        except Exception:
+            # The work may fail with Triton (a client left waiting on connections a dying
+            # server still holds): that is the same abort, retried the same way.
+            if pair.triton_exit() is None or _may_crash(name):
+                raise
+        else:
+            if pair.triton_exit() is None or _may_crash(name):
+                return result
         TRITON_CRASHES.append((what, pair.triton_log()[-2000:]))
         pair = self[name]
         result = work(pair)
