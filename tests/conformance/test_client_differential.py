@@ -33,8 +33,8 @@ from tests.conformance.pair import Endpoint, Pair
 DRIVER = Path(client_driver.__file__).resolve()
 SEQUENCES = client_driver.sequence_ids()
 KINDS = ("triton", "mock")
-#: One driver run takes 30-90 s (idle to loaded machine); four (both packages, a retry after a Triton abort)
-#: must fit in the first test's time limit (below).
+#: One driver run takes 30-90 s (idle to loaded machine); four (both packages, and a retry
+#: after a Triton abort) must fit in the first test's time limit (below).
 DRIVER_TIMEOUT = 180.0
 PREFIX = "client/"
 
