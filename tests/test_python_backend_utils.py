@@ -586,3 +586,36 @@ def test_metric_argument_validation() -> None:
     metric.set(np.float32(1.5))  # type: ignore[arg-type]
     assert metric.value() == 1.5
     assert family.name() == "pbu_labels" and family.kind() == pb_utils.MetricFamily.GAUGE
+
+
+def test_a_family_freed_while_metrics_are_collected_does_not_break_the_collection() -> None:
+    """The garbage collector may free a family's last object while ``collect`` runs, on the
+    same thread (the lock is re-entrant): the collection goes on without it."""
+    from mock_server.python_backend import metrics as pb_metrics
+
+    doomed = pb_utils.MetricFamily(
+        name="pbu_doomed", description="d", kind=pb_utils.MetricFamily.COUNTER
+    )
+    doomed.Metric(labels={"k": "v"}).increment(1)
+    keeper = pb_utils.MetricFamily(
+        name="pbu_keeper", description="k", kind=pb_utils.MetricFamily.COUNTER
+    )
+    keeper.Metric(labels={"k": "v"}).increment(2)
+    state = pb_metrics._families["pbu_keeper"]
+
+    class Freeing(dict):  # type: ignore[type-arg]
+        """Metrics whose reading frees the other family, as a collection would."""
+
+        def values(self):  # type: ignore[no-untyped-def,override]
+            nonlocal doomed
+            doomed = None  # the last reference: its family is released here and now
+            return super().values()
+
+    state.metrics = Freeing(state.metrics)
+    try:
+        names = [family.name for family in collect_metrics()]
+    finally:
+        state.metrics = dict(state.metrics)
+    assert "pbu_keeper" in names and doomed is None
+    assert "pbu_doomed" not in [family.name for family in collect_metrics()]
+    del keeper

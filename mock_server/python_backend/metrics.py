@@ -192,9 +192,13 @@ def collect() -> list[MetricFamilySnapshot]:
     """
     out: list[MetricFamilySnapshot] = []
     with _lock:
-        for family in _families.values():
+        # Copies: the lock is re-entrant, and a family object the garbage collector frees
+        # while this runs releases its family on this very thread (_release_family).
+        for family in list(_families.values()):
+            if not family.alive:
+                continue
             samples: list[MetricSample] = []
-            for metric in family.metrics.values():
+            for metric in list(family.metrics.values()):
                 labels = dict(metric.labels)
                 if family.kind is MetricKind.HISTOGRAM:
                     running = 0
