@@ -230,20 +230,16 @@ class Pump:
         """Keep the background thread off the channel for the block: enter it *before*
         sending a message whose answer this thread will pump for, so that an answer quicker
         than this thread cannot wake the background thread instead."""
-        with self._lock:
-            self._interest += 1
-            self._watch(False)
+        self.hold()
         try:
             yield
         finally:
-            with self._lock:
-                self._interest -= 1
-                if not self._interest:
-                    self._watch(True)
+            self.unhold()
 
     def hold(self) -> None:
-        """Keep the background thread off the channel until :meth:`unhold`: another poller
-        (an asyncio loop's reader, see :meth:`read_ready`) reads it meanwhile."""
+        """Keep the background thread off the channel until :meth:`unhold` (holds nest):
+        a thread pumping for an answer, or another poller (an asyncio loop's reader, see
+        :meth:`read_ready`), reads it meanwhile."""
         with self._lock:
             self._interest += 1
             self._watch(False)
@@ -278,9 +274,7 @@ class Pump:
             ``done()``: False when the channel died or ``timeout`` seconds passed first.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
-            self._interest += 1
-            self._watch(False)
+        self.hold()
         try:
             while True:
                 with self._lock:
@@ -302,10 +296,7 @@ class Pump:
                     continue
                 self._read_one()
         finally:
-            with self._lock:
-                self._interest -= 1
-                if not self._interest:
-                    self._watch(True)
+            self.unhold()
 
     def _run(self) -> None:
         try:

@@ -417,27 +417,26 @@ class ProcessModelInstance:
         model's ``execute`` has returned (or the stub died), on the thread that reads the
         stub's reply (the channel's background reader), or on this thread when the batch
         could not be sent."""
-        stub = self._stub
-        loop = _running_loop()
-        if stub is None or loop is None:
-            batch = _Batch(on_done=lambda: done(self._ended(batch)))
-            if not self._send_batch(requests, batch):
-                done([])
-            return
-        # Called on an asyncio loop (a frontend's): the loop reads the stub's reply itself
+        # Called on an asyncio loop (a frontend's), the loop reads the stub's reply itself
         # instead of the channel's background thread, so the reply reaches the loop without
         # a hand-over between threads (each costs a wake-up and the GIL).
-        reading = _LoopReading(loop, stub)
+        stub = self._stub
+        loop = _running_loop()
+        reading = None
+        if stub is not None and loop is not None:
+            reading = _LoopReading(loop, stub)
+            if not reading.start():  # closed under us: the background thread reads
+                reading = None
 
         def ended() -> None:
-            reading.stop()
+            if reading is not None:
+                reading.stop()
             done(self._ended(batch))
 
         batch = _Batch(on_done=ended)
-        if not reading.start():  # closed under us: the background thread reads
-            batch.on_done = lambda: done(self._ended(batch))
         if not self._send_batch(requests, batch):
-            reading.stop()
+            if reading is not None:
+                reading.stop()
             done([])
 
     def _send_batch(self, requests: list[InferRequest], batch: _Batch) -> bool:
