@@ -29,8 +29,6 @@ from tritonclient._transport.grpc import (
     KeepAliveOptions,
     compression_type,
     error_from_rpc,
-    open_channel,
-    pinned_args,
 )
 from tritonclient.utils import (
     InferenceServerException,
@@ -298,26 +296,10 @@ class InferenceServerClient(common.ClientBase):
         super().__init__(verbose)
         self._retry_policy = check_retry_policy(retry_policy)
         self._stream: _InferStream | None = None
-        self._before_channel(url)
-
-        def transport(address: str | Sequence[str], args: Any) -> GrpcTransport:
-            return GrpcTransport(
-                open_channel(
-                    grpc,
-                    address,
-                    ssl,
-                    root_certificates,
-                    private_key,
-                    certificate_chain,
-                    creds,
-                    keepalive_options,
-                    args,
-                )
-            )
-
-        self._transport = transport(url, channel_args)
-        # The unary calls of a sequence on a balanced client go to one replica's address.
-        self._after_channel(lambda address: transport(address, pinned_args(url, channel_args)))
+        tls = (ssl, root_certificates, private_key, certificate_chain, creds)
+        self._transport: GrpcTransport = self._open_transport(
+            grpc, GrpcTransport, url, tls, keepalive_options, channel_args
+        )
         self._channel = self._transport.channel
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._closed = False

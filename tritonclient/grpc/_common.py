@@ -136,22 +136,41 @@ class ClientBase:
 
     # -- several replicas (gRPC balances; see tritonclient._transport.grpc_replicas) ----------
 
-    def _before_channel(self, url: str | Sequence[str]) -> None:
-        """Note whether ``url`` names several replicas (call just before opening the channel)."""
-        from tritonclient._transport.grpc import channel_target
+    def _open_transport(
+        self,
+        grpc_module: Any,
+        transport_class: Callable[[Any], Any],
+        url: str | Sequence[str],
+        tls: tuple[bool, str | None, str | None, str | None, Any],
+        keepalive_options: Any,
+        channel_args: Sequence[tuple[str, Any]] | None,
+    ) -> Any:
+        """The client's transport to ``url``: ``transport_class(channel)`` over a channel
+        made by ``grpc_module`` (``grpc`` or ``grpc.aio``) from the constructor's TLS
+        arguments ``tls`` (ssl, root_certificates, private_key, certificate_chain, creds),
+        ``keepalive_options`` and ``channel_args``.  When ``url`` names several replicas, the
+        channel's counters are attached and the unary calls of a sequence get channels of
+        their own to one replica's address, with the same settings."""
+        from tritonclient._transport.grpc import channel_target, open_channel, pinned_args
+
+        def transport(address: str | Sequence[str], args: Any) -> Any:
+            return transport_class(
+                open_channel(grpc_module, address, *tls, keepalive_options, args)
+            )
 
         target, balancing = channel_target(url)
         if balancing:
             self._balanced_target = target
             self._counters = ChannelCounters(target)
-
-    def _after_channel(self, open_transport: Callable[[str], Any]) -> None:
-        """Just after the channel is open; ``open_transport(address)`` makes a transport to
-        one replica with the client's settings (for the unary calls of a sequence)."""
+        opened = transport(url, channel_args)
         if self._counters is not None:
             self._counters.attach()
         if self._balanced_target is not None:
-            self._pins = SequencePins(self._balanced_target, open_transport)
+            pinned = pinned_args(url, channel_args)
+            self._pins = SequencePins(
+                self._balanced_target, lambda address: transport(address, pinned)
+            )
+        return opened
 
     def _route(self, options: InferOptions, transport: Any) -> tuple[Any, str | None]:
         """The transport of an inference and the replica it is pinned to: ``transport``
