@@ -7,6 +7,7 @@ registry.  Keys are POSIX shm names such as ``"/my_region"``.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -71,6 +72,27 @@ class MappedRegion:
         if self._map is None:
             raise SharedMemoryError(f"shared memory region '{self.key}' is closed")
         return memoryview(self._map)[self.offset : self.offset + self.byte_size]
+
+    def address(self) -> int:
+        """The address of the region's first byte in this process (where its mapping put it).
+
+        Another mapping of the same object, in this process or another, has another address:
+        this one tells whether an array in this process lies in the region.
+        """
+        if self._map is None:
+            raise SharedMemoryError(f"shared memory region '{self.key}' is closed")
+        # A one-byte ctypes view of the mapping, dropped at once: its address is the map's.
+        return ctypes.addressof(ctypes.c_char.from_buffer(self._map)) + self.offset
+
+    def identity(self) -> tuple[int, int]:
+        """The object's ``(st_dev, st_ino)``: the same object, whatever name it has now.
+
+        Needs a region opened with ``keep_fd=True``.
+        """
+        if self._fd is None:
+            raise SharedMemoryError(f"shared memory region '{self.key}' keeps no descriptor")
+        info = os.fstat(self._fd)
+        return (info.st_dev, info.st_ino)
 
     def view(self, offset: int, byte_size: int) -> memoryview:
         """A bounds-checked view of ``byte_size`` bytes at ``offset`` within the region."""

@@ -1191,6 +1191,10 @@ class _Runtime:
     def __init__(self, server: CoreServer) -> None:
         self._server = server
 
+    @property
+    def shared_regions(self) -> SharedMemoryRegistry:
+        return self._server.shm
+
     def infer(self, request: InferRequest) -> Iterator[InferResponse]:
         # The request's timeout_us is the schedulers' (a queued request expires); a running
         # one is answered however long it takes, as Triton 2.51 answers BLS requests.

@@ -26,13 +26,22 @@ system regions.  A copy and the closing of its region are serialized, so unregis
 region while a request uses it gives that request an error, never a copy into a closed mapping.
 
 Region names share one namespace across system and CUDA regions, as in Triton.
+
+A model instance in a stub process maps a system region itself instead of receiving a copy of
+its bytes: :meth:`SharedMemoryRegistry.share` tells whether an array lies in a registered
+region and where (a :class:`RegionShare`: the object's key and identity, so that the stub
+maps the very object the server registered), :meth:`SharedMemoryRegistry.share_output` where
+an output placed in a region goes, :meth:`SharedMemoryRegistry.shared_view` the server's view
+of what a stub wrote there, and :meth:`SharedMemoryRegistry.watch` tells the stubs when a
+region is unregistered, so that they let go of their mappings.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +58,7 @@ __all__ = [
     "COPY_BELOW",
     "CUDA_IPC_HANDLE_SIZE",
     "CudaRegionStatus",
+    "RegionShare",
     "SharedMemoryRegistry",
     "SystemRegionStatus",
 ]
@@ -80,6 +90,47 @@ class CudaRegionStatus:
     name: str
     device_id: int
     byte_size: int
+
+
+@dataclass(frozen=True)
+class RegionShare:
+    """Where bytes lie in a registered system region, for another process to map them.
+
+    Attributes
+    ----------
+    token : int
+        The registration (a region registered again under the same name gets a new one).
+    key : str
+        The POSIX shm name of the object.
+    identity : tuple of int
+        The object's ``(st_dev, st_ino)`` when it was registered: a process that opens
+        ``key`` checks it has the same object (the name may have been reused since).
+    span : int
+        How many bytes of the object the server mapped (from its start).
+    offset : int
+        Where the bytes start in the object.
+    nbytes : int
+        How many bytes.
+    """
+
+    token: int
+    key: str
+    identity: tuple[int, int]
+    span: int
+    offset: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class _Sharing:
+    """What a registered system region needs for :meth:`SharedMemoryRegistry.share`."""
+
+    token: int
+    address: int
+    identity: tuple[int, int]
+
+
+_tokens = itertools.count(1)
 
 
 @dataclass
@@ -117,6 +168,8 @@ class SharedMemoryRegistry:
         self._lock = threading.Lock()
         self._system: dict[str, MappedRegion] = {}
         self._cuda: dict[str, _CudaRegion] = {}
+        self._sharing: dict[str, _Sharing] = {}
+        self._watchers: list[Callable[[int], None]] = []
 
     # -- system --------------------------------------------------------------------------
     def _check_allowed(self) -> None:
@@ -165,16 +218,20 @@ class SharedMemoryRegistry:
                     ) from exc
                 raise ServerError.internal(f"Unable to open shared memory region: '{key}'") from exc
             self._system[name] = region
+            self._sharing[name] = _Sharing(next(_tokens), region.address(), region.identity())
 
     def unregister_system(self, name: str | None = None) -> None:
         """Unregister one system region, or all of them (unknown names are not an error)."""
         self._check_allowed()
+        gone: list[int] = []
         with self._lock:
             names = [name] if name else list(self._system)
             for each in names:
                 region = self._system.pop(each, None)
                 if region is not None:
                     region.close()
+                    gone.append(self._sharing.pop(each).token)
+        self._tell_watchers(gone)
 
     def system_status(self, name: str | None = None) -> list[SystemRegionStatus]:
         """One system region, or every one in name order (each frontend renders its form)."""
@@ -409,6 +466,8 @@ class SharedMemoryRegistry:
                 raise self._cuda_failure(region, exc) from exc
             return
         target = np.frombuffer(region.view(offset, source.nbytes), dtype=np.uint8)
+        if source.nbytes and source.ctypes.data == target.ctypes.data:
+            return  # already there: a model in a stub process wrote it in place
         target[:] = source
 
     # -- a request's tensors (both frontends) ---------------------------------------------
@@ -472,6 +531,86 @@ class SharedMemoryRegistry:
             written[tensor.name] = SharedMemoryRef(ref.region, size, ref.offset)
         return written
 
+    # -- regions mapped by other processes (model instances in stub processes) ------------
+    def share(self, address: int, nbytes: int) -> RegionShare | None:
+        """Where the ``nbytes`` bytes at ``address`` of this process lie, when they lie in one
+        registered system region (a tensor decoded as a view of it); else None."""
+        with self._lock:
+            for name, sharing in self._sharing.items():
+                region = self._system[name]
+                start = address - sharing.address
+                if start >= 0 and start + nbytes <= region.byte_size:
+                    return RegionShare(
+                        sharing.token,
+                        region.key,
+                        sharing.identity,
+                        region.offset + region.byte_size,
+                        region.offset + start,
+                        nbytes,
+                    )
+        return None
+
+    def share_output(self, ref: SharedMemoryRef) -> RegionShare | None:
+        """Where an output placed at ``ref`` goes, when ``ref`` names a system region (None
+        for a CUDA region); the placement was checked (:meth:`check_output`) already."""
+        with self._lock:
+            region = self._system.get(ref.region)
+            if region is None:
+                return None
+            sharing = self._sharing[ref.region]
+            return RegionShare(
+                sharing.token,
+                region.key,
+                sharing.identity,
+                region.offset + region.byte_size,
+                region.offset + ref.offset,
+                ref.byte_size,
+            )
+
+    def shared_view(self, token: int, offset: int, nbytes: int) -> memoryview:
+        """This process's view of ``nbytes`` bytes at ``offset`` (in the object) of the
+        region registered as ``token``, after the checks of :meth:`read`: what a model in a
+        stub process wrote there, or an input it hands back.
+
+        Raises
+        ------
+        ServerError
+            NOT_FOUND when the region was unregistered since; the errors of :meth:`check`.
+        """
+        with self._lock:
+            name = next((n for n, s in self._sharing.items() if s.token == token), None)
+            if name is None:
+                raise ServerError.not_found(
+                    "Unable to find shared memory region: the region the model wrote to was "
+                    "unregistered while the request ran"
+                )
+            start = offset - self._system[name].offset
+        region = self._checked(name, start, nbytes)
+        assert isinstance(region, MappedRegion)
+        return region.view(start, nbytes)
+
+    def watch(self, callback: Callable[[int], None]) -> Callable[[], None]:
+        """Call ``callback(token)`` for every system region unregistered from now on (after
+        the registry let go of it, on the unregistering thread); return the function that
+        stops it."""
+        with self._lock:
+            self._watchers.append(callback)
+
+        def unwatch() -> None:
+            with self._lock, contextlib.suppress(ValueError):
+                self._watchers.remove(callback)
+
+        return unwatch
+
+    def _tell_watchers(self, tokens: list[int]) -> None:
+        if not tokens:
+            return
+        with self._lock:
+            watchers = list(self._watchers)
+        for token in tokens:
+            for callback in watchers:
+                callback(token)
+
     def close(self) -> None:
         """Unmap every system region and close every CUDA IPC handle (server shutdown; a
         handle that fails to close is not an error here)."""
@@ -479,7 +618,10 @@ class SharedMemoryRegistry:
             for region in self._system.values():
                 region.close()
             self._system.clear()
+            gone = [sharing.token for sharing in self._sharing.values()]
+            self._sharing.clear()
             cuda, self._cuda = list(self._cuda.values()), {}
         for each in cuda:
             with contextlib.suppress(shm_cuda.CudaError):
                 each.buffer.close()
+        self._tell_watchers(gone)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tritonclient._codec.types import DecodedInferRequest, ParamValue
+from tritonclient._codec.types import DecodedInferRequest, ParamValue, SharedMemoryRef
 
 from .errors import ServerError
 
@@ -87,10 +87,16 @@ class Tensor:
 
 @dataclass
 class RequestedOutput:
-    """An output the client asked for, with its parameters (``classification``, ...)."""
+    """An output the client asked for, with its parameters (``classification``, ...).
+
+    ``shared_memory`` is where the client placed it, when it did: the frontend writes it there
+    (:meth:`~mock_server.core.shm.SharedMemoryRegistry.write_outputs`), unless a backend wrote
+    it in place already (a model in a stub process maps the region itself).
+    """
 
     name: str
     parameters: dict[str, ParamValue] = field(default_factory=dict)
+    shared_memory: SharedMemoryRef | None = None
 
 
 @dataclass
@@ -210,7 +216,9 @@ class InferRequest:
             inputs=[
                 Tensor(t.name, t.datatype, t.shape, t.data, t.parameters) for t in decoded.inputs
             ],
-            outputs=[RequestedOutput(o.name, o.parameters) for o in decoded.outputs],
+            outputs=[
+                RequestedOutput(o.name, o.parameters, o.shared_memory) for o in decoded.outputs
+            ],
             parameters=parameters,
             correlation_id=decoded.correlation_id,
             sequence_start=decoded.sequence_start,

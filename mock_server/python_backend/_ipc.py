@@ -5,18 +5,16 @@ connected Unix stream socket.  Every message is a pickled tuple whose first item
 framed by :class:`multiprocessing.connection.Connection` (a length, then the bytes).  Both
 sides may send from several threads; :meth:`Channel.send` serialises whole messages.
 
-Tensor data travels in the message itself while it is small; arrays of
-:data:`SHM_THRESHOLD` bytes or more are copied once into a POSIX shared-memory object
-(:mod:`shm.posix`) that the receiver maps and unlinks at once, so that the data is never
-pickled, and nothing is left in ``/dev/shm`` once the receiver has the mapping.  Each object's
-name starts with the stub's prefix, so whatever a dead process left behind is found and
-removed by :func:`sweep`.
+Tensor data travels in the message itself while it is small; larger arrays travel as
+references to shared memory both sides have mapped: a client's region, or a block of one
+side's pool (:mod:`mock_server.python_backend._transfer`, each side's :class:`~._transfer.Link`).
+Every pool object's name starts with the stub's prefix, so whatever a dead process left behind
+is found and removed by :func:`sweep`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import pickle
 import select
@@ -24,42 +22,28 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
-
-from shm import posix
 
 from ..core.errors import ErrorKind, ServerError
 from ..core.types import InferRequest, InferResponse, RequestedOutput, Tensor
+from ._transfer import Link, RegionRef
 
 __all__ = [
-    "SHM_THRESHOLD",
     "Channel",
     "Pump",
-    "ShmArray",
-    "ShmNamer",
-    "discard_packed",
     "discard_response",
-    "pack_array",
     "pack_request",
     "pack_response",
     "pack_tensor",
     "sweep",
-    "unpack_array",
     "unpack_request",
     "unpack_response",
     "unpack_tensor",
 ]
-
-#: Arrays of at least this many bytes go through shared memory instead of the message.
-SHM_THRESHOLD = 64 * 1024
-#: dtype kinds whose ``dtype.str`` names them fully (bool, integers, floats).
-_PLAIN_KINDS = frozenset("biuf")
 
 _DEV_SHM = Path("/dev/shm")
 
@@ -77,9 +61,11 @@ class Channel:
         self._conn = Connection(fd)
         self._send_lock = threading.Lock()
         self._closed = False
+        #: The tensor traffic's link, whose news (:meth:`Link.pending`) goes first.
+        self.link: Link | None = None
 
     def send(self, message: tuple[Any, ...]) -> None:
-        """Send one message.
+        """Send one message (after the link's news, if any).
 
         Raises
         ------
@@ -91,6 +77,9 @@ class Channel:
         with self._send_lock:
             if self._closed:
                 raise BrokenPipeError("the channel is closed")
+            news = None if self.link is None else self.link.pending()
+            if news is not None:
+                self._conn.send_bytes(pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL))
             self._conn.send_bytes(data)
 
     def recv(self) -> tuple[Any, ...]:
@@ -322,82 +311,6 @@ class Pump:
             self._epoll.close()
 
 
-@dataclass(frozen=True)
-class ShmArray:
-    """A large array waiting in a shared-memory object (see :func:`pack_array`)."""
-
-    key: str
-    dtype: np.dtype[Any]
-    shape: tuple[int, ...]
-    nbytes: int
-
-
-class ShmNamer:
-    """Makes the names of one side's shared-memory objects: ``<prefix><n>``."""
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-        self._counter = itertools.count()
-
-    def next(self) -> str:
-        return f"/{self.prefix}{next(self._counter)}"
-
-
-def pack_array(array: npt.NDArray[Any], namer: ShmNamer) -> Any:
-    """What to put in a message for ``array``: its bytes when small (an object array as
-    itself, which only pickling can carry), else a :class:`ShmArray` holding a copy of its
-    data.  Bytes with the dtype's code and the shape pickle several times faster than the
-    array object."""
-    if array.dtype.hasobject:
-        return array
-    if array.nbytes < SHM_THRESHOLD:
-        dtype = array.dtype
-        code = dtype.str if dtype.kind in _PLAIN_KINDS else dtype
-        # A bytearray unpickles as one: the receiver's array is writable, as a model may want.
-        flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
-        return (code, array.shape, bytearray(flat.data))
-    key = namer.next()
-    region = posix.create(key, array.nbytes, create_only=True)
-    try:
-        target: npt.NDArray[Any] = np.frombuffer(region.buffer, dtype=array.dtype).reshape(
-            array.shape
-        )
-        np.copyto(target, array, casting="no")
-        del target
-    except BaseException:
-        region.close()
-        posix.unlink(key)
-        raise
-    region.close()
-    return ShmArray(key, array.dtype, tuple(array.shape), int(array.nbytes))
-
-
-def unpack_array(packed: Any) -> npt.NDArray[Any]:
-    """The array of :func:`pack_array`'s result; a shared-memory object is mapped (the array
-    is a view of the mapping, which lives as long as the array) and unlinked."""
-    if isinstance(packed, tuple):
-        code, shape, data = packed
-        small: npt.NDArray[Any] = np.frombuffer(data, dtype=code).reshape(shape)
-        return small
-    if not isinstance(packed, ShmArray):
-        objects: npt.NDArray[Any] = packed  # an object array, pickled as itself
-        return objects
-    try:
-        region = posix.open_region(packed.key, 0, packed.nbytes)
-    finally:
-        posix.unlink(packed.key)
-    array: npt.NDArray[Any] = np.frombuffer(region.buffer, dtype=packed.dtype).reshape(packed.shape)
-    # The view keeps the mapping alive; closing the region object only drops its own handle.
-    region.close()
-    return array
-
-
-def discard_packed(packed: Any) -> None:
-    """Remove the shared-memory object of a packed array that will never be unpacked."""
-    if isinstance(packed, ShmArray):
-        posix.unlink(packed.key)
-
-
 def sweep(prefix: str) -> int:
     """Remove every shared-memory object whose name starts with ``prefix``; return how many."""
     removed = 0
@@ -413,31 +326,58 @@ def sweep(prefix: str) -> int:
 
 
 # -- core types across the channel --------------------------------------------------------------
-def pack_tensor(tensor: Tensor, namer: ShmNamer) -> tuple[Any, ...]:
-    """A core tensor as message data (see :func:`pack_array`)."""
-    return (
-        tensor.name,
-        tensor.datatype,
-        tuple(tensor.shape),
-        pack_array(np.asarray(tensor.data), namer),
-        dict(tensor.parameters),
-    )
+def pack_tensor(tensor: Tensor, link: Link, placement: RegionRef | None = None) -> tuple[Any, ...]:
+    """A core tensor as message data (see :meth:`Link.pack`); an output the client placed in
+    a region (``placement``) is written there first when it can be."""
+    data = np.asarray(tensor.data)
+    packed: Any = None
+    if placement is not None:
+        packed = link.write_placed(data, placement)
+    if packed is None:
+        packed = link.pack(data)
+    return (tensor.name, tensor.datatype, tuple(tensor.shape), packed, dict(tensor.parameters))
 
 
-def unpack_tensor(packed: tuple[Any, ...]) -> Tensor:
-    """The core tensor of :func:`pack_tensor`'s result."""
+def unpack_tensor(packed: tuple[Any, ...], link: Link, writable: bool = True) -> Tensor:
+    """The core tensor of :func:`pack_tensor`'s result (see :meth:`Link.unpack`)."""
     name, datatype, shape, data, parameters = packed
-    return Tensor(name, datatype, tuple(shape), unpack_array(data), parameters)
+    return Tensor(name, datatype, tuple(shape), link.unpack(data, writable), parameters)
 
 
-def pack_request(request: InferRequest, namer: ShmNamer) -> tuple[Any, ...]:
-    """A core request (everything but its callback and cancellation flag) as message data."""
+def _unpack_tensors(packed: list[tuple[Any, ...]], link: Link, writable: bool) -> list[Tensor]:
+    """:func:`unpack_tensor` of each; when one fails, the references after it are given up
+    (those before it end with their arrays) and the error raised."""
+    tensors: list[Tensor] = []
+    try:
+        for tensor in packed:
+            tensors.append(unpack_tensor(tensor, link, writable))
+    except ServerError:
+        for tensor in packed[len(tensors) :]:  # (the failed one was not counted either)
+            link.discard(tensor[3])
+        raise
+    return tensors
+
+
+def pack_request(request: InferRequest, link: Link) -> tuple[Any, ...]:
+    """A core request (everything but its callback and cancellation flag) as message data;
+    outputs the client placed in a system region carry where (for the stub to write them)."""
+    regions = link.regions
+    placement = getattr(regions, "placement", None)
     return (
         request.model_name,
         request.model_version,
         request.id,
-        [pack_tensor(t, namer) for t in request.inputs],
-        [(o.name, dict(o.parameters)) for o in request.outputs],
+        [pack_tensor(t, link) for t in request.inputs],
+        [
+            (
+                o.name,
+                dict(o.parameters),
+                None
+                if placement is None or o.shared_memory is None
+                else placement(o.shared_memory),
+            )
+            for o in request.outputs
+        ],
         dict(request.parameters),
         request.correlation_id,
         request.sequence_start,
@@ -447,17 +387,26 @@ def pack_request(request: InferRequest, namer: ShmNamer) -> tuple[Any, ...]:
     )
 
 
-def unpack_request(packed: tuple[Any, ...]) -> InferRequest:
-    """The core request of :func:`pack_request`'s result (no callback yet)."""
+def unpack_request(
+    packed: tuple[Any, ...], link: Link
+) -> tuple[InferRequest, dict[str, RegionRef]]:
+    """The core request of :func:`pack_request`'s result (no callback yet; its inputs in
+    client regions are read-only views), and its outputs' placements by name.
+
+    Raises
+    ------
+    ServerError
+        When an input's region cannot be viewed (see :meth:`Link.unpack`).
+    """
     (model, version, rid, inputs, outputs, parameters, corrid, start, end, priority, timeout) = (
         packed
     )
-    return InferRequest(
+    request = InferRequest(
         model_name=model,
         model_version=version,
         id=rid,
-        inputs=[unpack_tensor(t) for t in inputs],
-        outputs=[RequestedOutput(name, params) for name, params in outputs],
+        inputs=_unpack_tensors(inputs, link, False),
+        outputs=[RequestedOutput(name, params) for name, params, _ in outputs],
         parameters=parameters,
         correlation_id=corrid,
         sequence_start=start,
@@ -465,16 +414,21 @@ def unpack_request(packed: tuple[Any, ...]) -> InferRequest:
         priority=priority,
         timeout_us=timeout,
     )
+    return request, {name: ref for name, _, ref in outputs if ref is not None}
 
 
-def pack_response(response: InferResponse, namer: ShmNamer) -> tuple[Any, ...]:
-    """A core response as message data."""
+def pack_response(
+    response: InferResponse, link: Link, placements: dict[str, RegionRef] | None = None
+) -> tuple[Any, ...]:
+    """A core response as message data; outputs with a placement are written there first
+    when they can be."""
     error = response.error
+    places = placements or {}
     return (
         response.model_name,
         response.model_version,
         response.id,
-        [pack_tensor(t, namer) for t in response.outputs],
+        [pack_tensor(t, link, places.get(t.name)) for t in response.outputs],
         dict(response.parameters),
         None if error is None else (error.kind.name, error.message),
         response.final,
@@ -482,14 +436,19 @@ def pack_response(response: InferResponse, namer: ShmNamer) -> tuple[Any, ...]:
     )
 
 
-def unpack_response(packed: tuple[Any, ...]) -> InferResponse:
-    """The core response of :func:`pack_response`'s result."""
+def unpack_response(packed: tuple[Any, ...], link: Link) -> InferResponse:
+    """The core response of :func:`pack_response`'s result; one whose outputs cannot be
+    viewed (a region unregistered meanwhile) is that error."""
     model, version, rid, outputs, parameters, error, final, model_error = packed
+    try:
+        tensors = _unpack_tensors(outputs, link, True)
+    except ServerError as exc:
+        return InferResponse(model, version, rid, error=exc, final=final)
     return InferResponse(
         model,
         version,
         rid,
-        outputs=[unpack_tensor(t) for t in outputs],
+        outputs=tensors,
         parameters=parameters,
         error=None if error is None else ServerError(ErrorKind[error[0]], error[1]),
         final=final,
@@ -497,7 +456,7 @@ def unpack_response(packed: tuple[Any, ...]) -> InferResponse:
     )
 
 
-def discard_response(packed: tuple[Any, ...]) -> None:
-    """Remove the shared-memory objects of a packed response nobody will unpack."""
+def discard_response(packed: tuple[Any, ...], link: Link) -> None:
+    """Give up the references of a packed response that arrived and nobody will unpack."""
     for tensor in packed[3]:
-        discard_packed(tensor[3])
+        link.discard(tensor[3])

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..core.errors import ErrorKind, ServerError
 from ..core.types import InferRequest
-from . import _context, _ipc, _launcher, metrics
+from . import _context, _ipc, _launcher, _transfer, metrics
 from .runtime import BackendRuntime
 
 __all__ = ["ProcessModelInstance", "StubSpec", "auto_complete_in_stub"]
@@ -90,10 +90,19 @@ class _Batch:
 class _StubConnection:
     """A started stub process and its channel; the reader thread dispatches its messages."""
 
-    def __init__(self, label: str, spec: StubSpec, start: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        label: str,
+        spec: StubSpec,
+        start: dict[str, Any],
+        regions: _transfer.RegistryRegions | None = None,
+    ) -> None:
         self.label = label
         self.prefix = _new_prefix()
-        self.namer = _ipc.ShmNamer(self.prefix + "p")
+        # Tensors cross as references to the client's regions or to blocks of the two pools
+        # (this side's names end "p", the stub's "s"; both start with the prefix, for sweep).
+        self.regions = regions
+        self.link = _transfer.Link("p", self.prefix + "p", "s", self.prefix + "s", regions)
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             if spec.python is None:
@@ -106,14 +115,17 @@ class _StubConnection:
         finally:
             child.close()
         self.channel = _ipc.Channel(parent.detach())
+        self.channel.link = self.link
         self.dead = threading.Event()
-        self.handlers: dict[str, Callable[[tuple[Any, ...]], None]] = {}
+        self.handlers: dict[str, Callable[[tuple[Any, ...]], None]] = {
+            "release": lambda message: self.link.on_release(message[1], message[2])
+        }
         self.replies: dict[str, tuple[Any, ...]] = {}
         self.on_death: Callable[[], None] | None = None
         #: The asyncio loop reading the channel now, if any (see _LoopReading).
         self.loop_reading: _LoopReading | None = None
         self.pump = _ipc.Pump(self.channel, self._dispatch, self._on_eof, f"stub:{label}")
-        start = dict(start, prefix=self.prefix + "s")
+        start = dict(start, prefix=self.prefix + "s", peer_prefix=self.prefix + "p")
         self.channel.send(("start", start))
         self.pump.start()
         self.wait_reply("started", STARTUP_TIMEOUT_S)
@@ -163,7 +175,17 @@ class _StubConnection:
         self.channel.close()
         self.pump.join(timeout)
         self.process.release()
+        self.link.close()
         _ipc.sweep(self.prefix)
+
+    def forget_region(self, token: int) -> None:
+        """Tell the stub that a client region it may have mapped was unregistered."""
+        regions = self.regions
+        if regions is None or token not in regions.seen or self.dead.is_set():
+            return
+        regions.seen.discard(token)
+        with contextlib.suppress(OSError):
+            self.send(("forget_region", token))
 
 
 def _start_payload(
@@ -282,6 +304,7 @@ class ProcessModelInstance:
         self._compute: tuple[int, int] | None = None
         self._finalized = False
         self._stub: _StubConnection | None = None
+        self._unwatch: Callable[[], None] | None = None
         self._ready_hook = False  # the model has its own is_model_ready()
 
     # -- start -----------------------------------------------------------------------------------
@@ -314,8 +337,12 @@ class ProcessModelInstance:
         instance = cls(model_name, version, instance_name, decoupled, runtime, context)
         payload = _start_payload("instance", model_name, model_dir, version, config_json, filename)
         payload.update(instance_name=instance_name, kind=kind, device_id=device_id)
-        stub = _StubConnection(instance_name, spec, payload)
+        registry = getattr(runtime, "shared_regions", None)
+        regions = None if registry is None else _transfer.RegistryRegions(registry)
+        stub = _StubConnection(instance_name, spec, payload, regions)
         instance._stub = stub
+        if registry is not None:
+            instance._unwatch = registry.watch(stub.forget_region)
         stub.handlers.update(
             {
                 "response": instance._on_response,
@@ -460,7 +487,7 @@ class ProcessModelInstance:
             if stub.dead.is_set():
                 raise BrokenPipeError
             stub.send(
-                ("execute", batch_id, [(h, _ipc.pack_request(r, stub.namer)) for h, r in packed])
+                ("execute", batch_id, [(h, _ipc.pack_request(r, stub.link)) for h, r in packed])
             )
         except OSError:  # SharedMemoryError is an OSError too
             with self._lock:
@@ -492,6 +519,9 @@ class ProcessModelInstance:
         self._release()
 
     def _release(self) -> None:
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
         stub = self._stub
         if stub is not None:
             stub.close()
@@ -504,7 +534,9 @@ class ProcessModelInstance:
 
     # -- messages from the stub (reader thread) --------------------------------------------------
     def _deliver(self, handle: int, packed: tuple[Any, ...]) -> None:
-        response = _ipc.unpack_response(packed)
+        stub = self._stub
+        assert stub is not None
+        response = _ipc.unpack_response(packed, stub.link)
         with self._lock:
             # A request is done with its final response (a rescheduled one gets none: it is
             # dropped when its batch ends, and comes back under a new handle).
@@ -623,7 +655,14 @@ class ProcessModelInstance:
 
     def _on_bls(self, message: tuple[Any, ...]) -> None:
         _, call_id, packed = message
-        request = _ipc.unpack_request(packed)
+        stub = self._stub
+        assert stub is not None
+        try:
+            request, _ = _ipc.unpack_request(packed, stub.link)
+        except ServerError as exc:
+            with contextlib.suppress(OSError):
+                stub.send(("bls_error", call_id, exc.kind.name, exc.message))
+            return
         self._bls[call_id] = request
         threading.Thread(
             target=self._run_bls,
@@ -638,7 +677,7 @@ class ProcessModelInstance:
         try:
             try:
                 for response in self._runtime.infer(request):
-                    stub.send(("bls_response", call_id, _ipc.pack_response(response, stub.namer)))
+                    stub.send(("bls_response", call_id, _ipc.pack_response(response, stub.link)))
                     if response.final:
                         return
                 stub.send(("bls_end", call_id))

@@ -40,9 +40,10 @@ from typing import Any, ClassVar, NoReturn
 
 from ..core.errors import ErrorKind, ServerError
 from ..core.types import CancelFlag, InferRequest, InferResponse
-from . import _context, _ipc, _loader
+from . import _context, _ipc, _loader, _transfer
 from . import metrics as _metrics
 from . import triton_python_backend_utils as pb_utils
+from .runtime import SharedRegions
 
 __all__ = ["Metric", "MetricFamily", "StubRuntime", "main"]
 
@@ -50,9 +51,11 @@ __all__ = ["Metric", "MetricFamily", "StubRuntime", "main"]
 class _Stub:
     """The stub's end of the channel: a reader thread and the RPCs made over it."""
 
-    def __init__(self, channel: _ipc.Channel, prefix: str) -> None:
+    def __init__(self, channel: _ipc.Channel, prefix: str, peer_prefix: str) -> None:
         self.channel = channel
-        self.namer = _ipc.ShmNamer(prefix)
+        self.regions = _transfer.MappedRegions()
+        self.link = _transfer.Link("s", prefix, "p", peer_prefix, self.regions)
+        channel.link = self.link
         self.work: collections.deque[tuple[Any, ...]] = collections.deque()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -69,7 +72,11 @@ class _Stub:
 
     def _dispatch(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
-        if kind == "reply":
+        if kind == "release":
+            self.link.on_release(message[1], message[2])
+        elif kind == "forget_region":
+            self.regions.forget(message[1])
+        elif kind == "reply":
             with self._lock:
                 future = self._replies.pop(message[1], None)
             if future is not None:
@@ -83,7 +90,7 @@ class _Stub:
             if sink is not None:
                 sink.put(message)
             elif kind == "bls_response":
-                _ipc.discard_response(message[2])
+                _ipc.discard_response(message[2], self.link)
         elif kind == "is_ready":
             # Answered beside whatever the main thread runs, as a readiness probe must be.
             threading.Thread(target=self._answer_ready, args=(message[1],), daemon=True).start()
@@ -141,8 +148,10 @@ class _Stub:
             self._bls.pop(call_id, None)
 
     # -- responses -------------------------------------------------------------------------------
-    def send_response(self, handle: int, response: InferResponse) -> None:
-        packed = _ipc.pack_response(response, self.namer)
+    def send_response(
+        self, handle: int, response: InferResponse, placements: dict[str, _transfer.RegionRef]
+    ) -> None:
+        packed = _ipc.pack_response(response, self.link, placements)
         batch = self.batch_responses
         if batch is not None and threading.get_ident() == self.executing_thread:
             batch.append((handle, packed))  # sent with the end of the execution, in one message
@@ -190,6 +199,9 @@ class StubRuntime:
     """:class:`~mock_server.python_backend.runtime.BackendRuntime` for model code in a stub:
     every call goes to the server."""
 
+    #: The stub maps client regions itself (see _transfer): models never see the registry.
+    shared_regions: SharedRegions | None = None
+
     def infer(self, request: InferRequest) -> Iterator[InferResponse]:
         stub = _the_stub()
         call_id, sink = stub.open_bls()
@@ -201,7 +213,7 @@ class StubRuntime:
         stub: _Stub, call_id: int, sink: queue.Queue[tuple[Any, ...]], request: InferRequest
     ) -> Iterator[InferResponse]:
         try:
-            stub.channel.send(("bls", call_id, _ipc.pack_request(request, stub.namer)))
+            stub.channel.send(("bls", call_id, _ipc.pack_request(request, stub.link)))
             while True:
                 stub.pump.pump_until(lambda: not sink.empty())
                 message = sink.get_nowait()
@@ -209,7 +221,7 @@ class StubRuntime:
                     return
                 if message[0] == "bls_error":
                     raise ServerError(ErrorKind[message[2]], message[3])
-                response = _ipc.unpack_response(message[2])
+                response = _ipc.unpack_response(message[2], stub.link)
                 yield response
                 if response.final:
                     return
@@ -218,7 +230,7 @@ class StubRuntime:
             while not sink.empty():  # responses nobody will read: their shared memory goes
                 message = sink.get_nowait()
                 if message[0] == "bls_response":
-                    _ipc.discard_response(message[2])
+                    _ipc.discard_response(message[2], stub.link)
 
     def is_model_ready(self, model_name: str, model_version: str = "") -> bool:
         return bool(_the_stub().call("is_model_ready", model_name, model_version))
@@ -429,12 +441,21 @@ def _execute(stub: _Stub, instance: Any, batch_id: int, packed: list[Any]) -> tu
     """Run one batch; return the message that ends it (sent by the caller)."""
     requests: list[InferRequest] = []
     handles: dict[int, int] = {}
+    refused: list[tuple[Any, ...]] = []
     for handle, request_data in packed:
-        request = _ipc.unpack_request(request_data)
+        try:
+            request, placements = _ipc.unpack_request(request_data, stub.link)
+        except ServerError as exc:  # an input's region cannot be viewed: that request fails
+            model, version, request_id = request_data[:3]
+            failed = InferResponse(model, str(version), request_id, error=exc)
+            refused.append((handle, _ipc.pack_response(failed, stub.link)))
+            continue
         request.cancelled = _RemoteCancel(handle)
-        request.response_callback = _responder(stub, handle)
+        request.response_callback = _responder(stub, handle, placements)
         handles[id(request)] = handle
         requests.append(request)
+    if not requests:
+        return ("executed", batch_id, refused, [], None, None)
     stub.batch_responses = [] if not instance._owner.decoupled else None
     stub.executing_thread = threading.get_ident()
     error: tuple[str, str] | None = None
@@ -447,11 +468,12 @@ def _execute(stub: _Stub, instance: Any, batch_id: int, packed: list[Any]) -> tu
         responses, stub.batch_responses = stub.batch_responses, None
         stub.executing_thread = None
     window = instance.compute_window()
-    return ("executed", batch_id, responses or [], [handles[id(r)] for r in again], window, error)
+    answered = refused + (responses or [])
+    return ("executed", batch_id, answered, [handles[id(r)] for r in again], window, error)
 
 
-def _responder(stub: _Stub, handle: int) -> Any:
-    return lambda response: stub.send_response(handle, response)
+def _responder(stub: _Stub, handle: int, placements: dict[str, _transfer.RegionRef]) -> Any:
+    return lambda response: stub.send_response(handle, response, placements)
 
 
 def main(fd: int) -> int:
@@ -473,7 +495,7 @@ def main(fd: int) -> int:
     hello = channel.recv()
     assert hello[0] == "start", hello
     spec: dict[str, Any] = hello[1]
-    stub = _Stub(channel, spec["prefix"])
+    stub = _Stub(channel, spec["prefix"], spec.get("peer_prefix", spec["prefix"]))
     _stub = stub
     root = logging.getLogger()
     for handler in list(root.handlers):

@@ -12,16 +12,44 @@ behaviour (an error response for ``exec()``, :class:`TritonModelException` for m
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
+from tritonclient._codec.types import SharedMemoryRef
+
+from ..core.shm import RegionShare
 from ..core.types import InferRequest, InferResponse
 
-__all__ = ["BackendRuntime"]
+__all__ = ["BackendRuntime", "SharedRegions"]
+
+
+class SharedRegions(Protocol):
+    """The server's registered system shared-memory regions, as model instances in stub
+    processes use them: a stub maps a region itself, so that a tensor in it never crosses the
+    channel (implemented by :class:`~mock_server.core.shm.SharedMemoryRegistry`)."""
+
+    def share(self, address: int, nbytes: int) -> RegionShare | None:
+        """Where the ``nbytes`` bytes at ``address`` lie, when in one registered region."""
+        ...
+
+    def share_output(self, ref: SharedMemoryRef) -> RegionShare | None:
+        """Where an output placed at ``ref`` goes (None when not in a system region)."""
+        ...
+
+    def shared_view(self, token: int, offset: int, nbytes: int) -> memoryview:
+        """The server's view of bytes a stub wrote in (or handed back from) a region."""
+        ...
+
+    def watch(self, callback: Callable[[int], None]) -> Callable[[], None]:
+        """Call ``callback(token)`` whenever a region is unregistered; return the stopper."""
+        ...
 
 
 class BackendRuntime(Protocol):
     """What the server core provides to models running in the Python backend."""
+
+    #: The client regions, for stub processes to map (None: every tensor crosses as bytes).
+    shared_regions: SharedRegions | None
 
     def infer(self, request: InferRequest) -> Iterator[InferResponse]:
         """Run ``request`` on another loaded model.
