@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from shm import cuda as shm_cuda
+from shm.copy import copy_into
 from shm.posix import MappedRegion, SharedMemoryError, open_region
 from tritonclient._codec.raw import tensor_to_buffer
 from tritonclient._codec.types import SharedMemoryRef
@@ -450,7 +451,7 @@ class SharedMemoryRegistry:
         if byte_size >= COPY_BELOW and not self._copy_inputs:
             return view.toreadonly()
         out = np.empty(byte_size, dtype=np.uint8)
-        out[:] = np.frombuffer(view, dtype=np.uint8)
+        copy_into(out, np.frombuffer(view, dtype=np.uint8))
         return out.data.toreadonly()
 
     def write(self, name: str, offset: int, data: Any) -> None:
@@ -468,7 +469,7 @@ class SharedMemoryRegistry:
         target = np.frombuffer(region.view(offset, source.nbytes), dtype=np.uint8)
         if source.nbytes and source.ctypes.data == target.ctypes.data:
             return  # already there: a model in a stub process wrote it in place
-        target[:] = source
+        copy_into(target, source)
 
     # -- a request's tensors (both frontends) ---------------------------------------------
     def read_input(self, region: str, offset: int, byte_size: int) -> memoryview:

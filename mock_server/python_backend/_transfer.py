@@ -44,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shm import posix
+from shm.copy import copy_into
 from tritonclient._codec.types import SharedMemoryRef
 
 from ..core.errors import ServerError
@@ -330,7 +331,7 @@ class Link:
             target: npt.NDArray[Any] = np.frombuffer(
                 block.region.buffer, dtype=dtype, count=array.size
             ).reshape(array.shape)
-            np.copyto(target, array, casting="no")
+            copy_into(target, array)
             del target
         except BaseException:
             self._settle([block.id])
@@ -390,7 +391,7 @@ class Link:
             return None
         target = np.frombuffer(view, dtype=array.dtype).reshape(array.shape)
         if _address(target) != _address(array) or not array.flags.c_contiguous:
-            np.copyto(target, array, casting="no")
+            copy_into(target, array)
         del target
         written = RegionShare(
             share.token, share.key, share.identity, share.span, share.offset, array.nbytes

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shm import posix
+from shm.copy import copy_into
 
 from .._dtypes import triton_to_np_dtype
 from .._errors import with_note
@@ -223,7 +224,7 @@ def set_shared_memory_region(
             size = payload.nbytes
             if size:
                 target = np.ndarray(payload.shape, payload.dtype, buffer=buffer, offset=position)
-                target[...] = payload
+                copy_into(target, payload)  # on several cores when large
         position += size
 
 

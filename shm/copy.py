@@ -1,0 +1,100 @@
+"""Copying large tensors into (or out of) shared memory on several cores at once.
+
+One thread's ``memcpy`` does not saturate memory bandwidth on most machines: measured on a
+2-core VM, a 64 MiB copy took 6.5-8.9 ms on one thread and 2.8-3.1 ms split over two (numpy
+releases the GIL while it copies).  :func:`copy_into` splits a copy of at least
+:data:`PARALLEL_MIN_BYTES` into one slice per core (at most :data:`MAX_THREADS`), runs one on
+the calling thread and the others on a small shared pool, and waits for all of them; smaller
+copies, and copies between arrays that are not both C-contiguous, are one ``np.copyto``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["MAX_THREADS", "PARALLEL_MIN_BYTES", "copy_into"]
+
+#: Copies smaller than this run on the calling thread alone.
+PARALLEL_MIN_BYTES = 8 << 20
+#: At most this many threads share one copy.
+MAX_THREADS = 4
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _forget_pool() -> None:
+    # A forked child (a stub) inherits the pool object but none of its threads.
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _threads() -> int:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_THREADS))
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(workers, thread_name_prefix="shm-copy")
+        return _pool
+
+
+def copy_into(target: npt.NDArray[Any], source: npt.NDArray[Any]) -> None:
+    """``np.copyto(target, source, casting="no")``, split over the machine's cores when large.
+
+    Parameters
+    ----------
+    target : numpy.ndarray
+        Where to copy; writable, of ``source``'s dtype and shape.
+    source : numpy.ndarray
+        What to copy.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As ``np.copyto`` for arrays that do not match.
+    """
+    nbytes = source.nbytes
+    threads = _threads()
+    if (
+        threads < 2
+        or nbytes < PARALLEL_MIN_BYTES
+        or target.shape != source.shape
+        or target.dtype != source.dtype
+        or not target.flags.c_contiguous
+        or not source.flags.c_contiguous
+        or source.dtype.hasobject
+    ):
+        np.copyto(target, source, casting="no")
+        return
+    flat_target = target.reshape(-1).view(np.uint8)
+    flat_source = source.reshape(-1).view(np.uint8)
+    # Slices aligned to 4 KiB pages, so that no two threads write into one page.
+    step = -(-nbytes // threads)
+    step = -(-step // 4096) * 4096
+    pool = _executor(threads - 1)
+    futures: list[Future[None]] = []
+    for start in range(step, nbytes, step):
+        end = min(start + step, nbytes)
+        futures.append(pool.submit(np.copyto, flat_target[start:end], flat_source[start:end]))
+    try:
+        np.copyto(flat_target[:step], flat_source[:step])
+    finally:
+        for future in futures:
+            future.result()

@@ -1,0 +1,59 @@
+"""shm.copy.copy_into: large copies split over the cores, small or strided ones in one go."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from shm import copy as shm_copy
+
+
+@pytest.mark.parametrize(
+    "nbytes", [shm_copy.PARALLEL_MIN_BYTES - 1, shm_copy.PARALLEL_MIN_BYTES, (24 << 20) + 4099]
+)
+def test_every_byte_is_copied_once_in_place(nbytes: int) -> None:
+    source = np.random.default_rng(nbytes).integers(0, 256, nbytes, dtype=np.uint8)
+    target = np.zeros(nbytes + 2, dtype=np.uint8)
+    shm_copy.copy_into(target[1:-1], source)
+    assert np.array_equal(target[1:-1], source)
+    assert target[0] == 0 and target[-1] == 0  # nothing written outside the target
+
+
+def test_typed_and_strided_arrays() -> None:
+    source = np.arange(3 << 20, dtype=np.float32).reshape(1024, -1)
+    target = np.empty_like(source)
+    shm_copy.copy_into(target, source)
+    assert np.array_equal(target, source)
+    strided = source[:, ::2]
+    narrow = np.empty(strided.shape, np.float32)
+    shm_copy.copy_into(narrow, strided)
+    assert np.array_equal(narrow, strided)
+    with pytest.raises(TypeError):
+        shm_copy.copy_into(np.empty(source.shape, np.int32), source)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_copies_with_a_pool_of_its_own() -> None:
+    source = np.ones(16 << 20, dtype=np.uint8)
+    target: Any = np.zeros_like(source)
+    shm_copy.copy_into(target, source)  # the parent's pool exists now
+    pid = os.fork()
+    if pid == 0:  # the child: the inherited pool has no threads; a hang would time out
+        child_target = np.zeros_like(source)
+        shm_copy.copy_into(child_target, source)
+        os._exit(0 if np.array_equal(child_target, source) else 1)
+    deadline = time.monotonic() + 30
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    if not done:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert done and os.waitstatus_to_exitcode(status) == 0
