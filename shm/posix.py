@@ -17,7 +17,7 @@ try:  # CPython's own binding of shm_open/shm_unlink (what multiprocessing uses)
 except ImportError:  # pragma: no cover - non-POSIX platforms
     _posixshmem = None
 
-__all__ = ["MappedRegion", "create", "open_region", "unlink"]
+__all__ = ["MappedRegion", "create", "named_identity", "open_region", "unlink"]
 
 
 class SharedMemoryError(OSError):
@@ -176,6 +176,20 @@ def open_existing(key: str) -> MappedRegion:
         os.close(fd)
         raise SharedMemoryError(f"unable to size shared memory object '{key}': {exc}") from exc
     return _map(fd, key, 0, size)
+
+
+def named_identity(key: str) -> tuple[int, int] | None:
+    """The ``(st_dev, st_ino)`` of the object the name ``key`` stands for now, or None when
+    no object has that name (compare with :meth:`MappedRegion.identity`)."""
+    try:
+        fd = _shm_open(key, os.O_RDONLY)
+    except (OSError, SharedMemoryError):
+        return None
+    try:
+        info = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return (info.st_dev, info.st_ino)
 
 
 def unlink(key: str) -> None:

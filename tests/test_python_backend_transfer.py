@@ -377,3 +377,37 @@ def test_the_server_finds_an_output_in_place(tmp_path: Path) -> None:
         region_out.close()
         posix.unlink(key_in)
         posix.unlink(key_out)
+
+
+def test_a_region_whose_name_the_client_removed_still_serves(where_repo: Path) -> None:
+    """A client may unlink its object's name once the server has registered it (only the
+    server's mapping reaches it then): its tensors cross as copies, and outputs placed there
+    are written by the server."""
+    nbytes = MiB
+    keys = [f"/tcng_unnamed_{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    options = ServerOptions(model_repository=[where_repo])
+    frontends = FrontendOptions(http_port=0, grpc_port=0, metrics_port=0)
+    with MockServer(options, frontends) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        regions = [posix.create(key, nbytes, create_only=True) for key in keys]
+        try:
+            data = np.random.default_rng(9).integers(0, 256, nbytes, dtype=np.uint8)
+            np.frombuffer(regions[0].buffer, np.uint8)[:] = data
+            client.register_system_shared_memory("in", keys[0], nbytes)
+            client.register_system_shared_memory("out", keys[1], nbytes)
+            for key in keys:
+                posix.unlink(key)
+            given = httpclient.InferInput("IN", [nbytes], "UINT8")
+            given.set_shared_memory("in", nbytes)
+            out = httpclient.InferRequestedOutput("OUT", binary_data=True)
+            out.set_shared_memory("out", nbytes)
+            result = client.infer(
+                "where", [given], outputs=[out, httpclient.InferRequestedOutput("WHERE")]
+            )
+            assert result.as_numpy("WHERE")[0].decode().startswith("/dev/shm/mockpb_")
+            assert np.array_equal(np.frombuffer(regions[1].buffer, np.uint8), data)
+            client.unregister_system_shared_memory()
+        finally:
+            client.close()
+            for region in regions:
+                region.close()

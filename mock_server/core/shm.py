@@ -49,7 +49,7 @@ import numpy as np
 
 from shm import cuda as shm_cuda
 from shm.copy import copy_into
-from shm.posix import MappedRegion, SharedMemoryError, open_region
+from shm.posix import MappedRegion, SharedMemoryError, named_identity, open_region
 from tritonclient._codec.raw import tensor_to_buffer
 from tritonclient._codec.types import SharedMemoryRef
 
@@ -143,6 +143,12 @@ class _CudaRegion:
     byte_size: int
     raw_handle: bytes
     buffer: shm_cuda.ImportedBuffer
+
+
+def _still_named(share: RegionShare) -> bool:
+    """Whether the region's key still names the object the server mapped: a client may unlink
+    the name (or reuse it) after registering, and then only the server's mapping reaches it."""
+    return named_identity(share.key) == share.identity
 
 
 class SharedMemoryRegistry:
@@ -535,13 +541,14 @@ class SharedMemoryRegistry:
     # -- regions mapped by other processes (model instances in stub processes) ------------
     def share(self, address: int, nbytes: int) -> RegionShare | None:
         """Where the ``nbytes`` bytes at ``address`` of this process lie, when they lie in one
-        registered system region (a tensor decoded as a view of it); else None."""
+        registered system region (a tensor decoded as a view of it) whose key still names the
+        object that was registered (another process can map it); else None."""
         with self._lock:
             for name, sharing in self._sharing.items():
                 region = self._system[name]
                 start = address - sharing.address
                 if start >= 0 and start + nbytes <= region.byte_size:
-                    return RegionShare(
+                    found = RegionShare(
                         sharing.token,
                         region.key,
                         sharing.identity,
@@ -549,7 +556,10 @@ class SharedMemoryRegistry:
                         region.offset + start,
                         nbytes,
                     )
-        return None
+                    break
+            else:
+                return None
+        return found if _still_named(found) else None
 
     def share_output(self, ref: SharedMemoryRef) -> RegionShare | None:
         """Where an output placed at ``ref`` goes, when ``ref`` names a system region (None
@@ -559,7 +569,7 @@ class SharedMemoryRegistry:
             if region is None:
                 return None
             sharing = self._sharing[ref.region]
-            return RegionShare(
+            found = RegionShare(
                 sharing.token,
                 region.key,
                 sharing.identity,
@@ -567,6 +577,7 @@ class SharedMemoryRegistry:
                 region.offset + ref.offset,
                 ref.byte_size,
             )
+        return found if _still_named(found) else None
 
     def shared_view(self, token: int, offset: int, nbytes: int) -> memoryview:
         """This process's view of ``nbytes`` bytes at ``offset`` (in the object) of the
