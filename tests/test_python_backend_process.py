@@ -98,6 +98,12 @@ class TritonPythonModel:
                     STATE["calls"],
                 ]
                 data = np.array(facts, dtype=data.dtype)
+            if code == -6:  # a message the server cannot read on the stub's channel
+                from mock_server.python_backend import _stub
+
+                os.write(_stub._stub.channel.fileno(), b"\\x00\\x00\\x00\\x04junk")
+            if code == -7:  # an exception that escapes the stub's own code
+                raise KeyboardInterrupt("stop here")
             if code == -5:  # run the model file's own unittest, as Triton's QA models do
                 result = unittest.main("model", argv=["model"], exit=False).result
                 data = np.array([result.testsRun, len(result.failures) + len(result.errors)],
@@ -230,6 +236,38 @@ def test_a_dead_stub_fails_its_model_only(server: Endpoint, code: int) -> None:
     assert request(server, "POST", "/v2/repository/models/crash/unload")[0] == 200
     assert request(server, "POST", "/v2/repository/models/crash/load")[0] == 200
     assert facts(server, "crash")[0] not in (pid, 0)
+
+
+@pytest.mark.parametrize(
+    ("code", "why"),
+    [
+        (-1, "exited with status 3"),
+        (-3, "was killed by signal 9 (SIGKILL)"),
+        (-6, "was killed by signal 9 (SIGKILL): the server could not read its message"),
+        (-7, "exited with status 1: Traceback (most recent call last):"),
+    ],
+    ids=["os._exit", "SIGKILL", "unreadable message", "exception"],
+)
+def test_every_stub_exit_is_explained_in_the_log(tmp_path: Path, code: int, why: str) -> None:
+    repo = tmp_path / "repo"
+    write_model(repo, "crash", PROBE)
+    with run_mock_server(repo, ["--model-control-mode=explicit", "--load-model=*"]) as server:
+        pid = facts(server, "crash")[0]
+        status, body = infer(server, "crash", np.array([code], dtype=np.int64))
+        assert (status, body) == (500, {"error": "Stub process 'crash_0' is not healthy."})
+        assert wait_gone([pid]) == []
+        log_path = Path(f"/proc/{server.pid}/fd/1")
+        deadline = time.monotonic() + TIMEOUT
+        while "its requests fail from now on" not in log_path.read_text(errors="replace"):
+            assert time.monotonic() < deadline, "no log line for the stub's exit"
+            time.sleep(0.05)
+        log = log_path.read_text(errors="replace")
+    line = f"the stub process of 'crash_0' (pid {pid}) "
+    assert line + why in log, log[-3000:]
+    if code == -6:
+        assert "the server could not read its message: UnpicklingError" in log
+    if code == -7:
+        assert "KeyboardInterrupt: stop here" in log and "in execute" in log
 
 
 def test_system_exit_is_an_error_of_that_request(server: Endpoint, repo: Path) -> None:

@@ -158,6 +158,8 @@ class Pump:
         self._reading = False
         self._interest = 0
         self.dead = False
+        #: Why the channel ended, when not by the other side closing it (see _read_one).
+        self.failure: Exception | None = None
         self._epoll = select.epoll()
         self._watched = False
         self._watch(True)
@@ -199,20 +201,29 @@ class Pump:
         self._waiters.notify_all()
 
     def _read_one(self) -> None:
-        """Read and dispatch one message; call holding the read role, which it gives back."""
+        """Read and dispatch one message; call holding the read role, which it gives back.
+
+        A message that cannot be read (a broken stream, an unpicklable payload) or dispatched
+        ends the channel as its end does: the rest of the stream cannot be trusted.
+        :attr:`failure` says why, for the ``on_eof`` callback to report."""
         try:
             try:
                 message = self._channel.recv()
+                self._dispatch(message)
             except EOFError:
-                with self._lock:
-                    self.dead = True
-                    self._watch(True)  # at EOF it is readable: the background thread ends
-                self._on_eof()
-                return
-            self._dispatch(message)
+                self._end()
+            except Exception as exc:
+                self.failure = exc
+                self._end()
         finally:
             with self._lock:
                 self._release()
+
+    def _end(self) -> None:
+        with self._lock:
+            self.dead = True
+            self._watch(True)  # at EOF it is readable: the background thread ends
+        self._on_eof()
 
     @contextlib.contextmanager
     def expecting(self) -> Iterator[None]:

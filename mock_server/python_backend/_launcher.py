@@ -49,7 +49,7 @@ _ZYGOTE_BOOT = (
 )
 _STUB_BOOT = (
     "import sys; sys.path.append({root!r}); "
-    "from mock_server.python_backend._stub import main; sys.exit(main({fd}))"
+    "from mock_server.python_backend._stub import run; sys.exit(run({fd}))"
 )
 
 _HEADER = struct.Struct("!I")
@@ -112,7 +112,7 @@ def _zygote_main(fd: int) -> None:
             control.close()
             code = 1
             try:
-                code = _stub.main(fds[0])
+                code = _stub.run(fds[0])
             finally:
                 os._exit(code)
         os.close(fds[0])

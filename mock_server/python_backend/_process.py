@@ -23,6 +23,7 @@ import itertools
 import logging
 import os
 import pickle
+import signal
 import socket
 import sys
 import threading
@@ -118,8 +119,11 @@ class _StubConnection:
         self.channel.link = self.link
         self.dead = threading.Event()
         self.handlers: dict[str, Callable[[tuple[Any, ...]], None]] = {
-            "release": lambda message: self.link.on_release(message[1], message[2])
+            "release": lambda message: self.link.on_release(message[1], message[2]),
+            "fatal": self._on_fatal,
         }
+        #: Why the stub ended, when it said so (its traceback) or the channel broke.
+        self.fatal: str | None = None
         self.replies: dict[str, tuple[Any, ...]] = {}
         self.on_death: Callable[[], None] | None = None
         #: The asyncio loop reading the channel now, if any (see _LoopReading).
@@ -141,9 +145,20 @@ class _StubConnection:
             log.exception("handling %r from the stub of '%s' failed", message[0], self.label)
 
     def _on_eof(self) -> None:
+        failure = self.pump.failure
+        if failure is not None:
+            # The stream is out of step: the stub cannot be talked to any more.
+            self.fatal = self.fatal or (
+                f"the server could not read its message: {type(failure).__name__}: {failure}"
+            )
+            self.process.kill()
         self.dead.set()
         if self.on_death is not None:
             self.on_death()
+
+    def _on_fatal(self, message: tuple[Any, ...]) -> None:
+        """The stub's last words: the traceback of the exception that ends it."""
+        self.fatal = str(message[1]).rstrip()
 
     def wait_reply(self, kind: str, timeout: float | None) -> tuple[Any, ...]:
         """The stub's next ``kind`` message; ServerError when it dies or ``timeout`` passes."""
@@ -157,11 +172,16 @@ class _StubConnection:
         return replies.pop(kind)
 
     def death_text(self) -> str:
+        """How the stub ended, with why when known: its exception and traceback, the signal
+        that killed it, or the message the server could not read."""
         code = self.process.exit_code(1.0)
         how = "ended" if code is None else f"exited with status {code}"
         if code is not None and code < 0:
-            how = f"was killed by signal {-code}"
-        return f"the stub process of '{self.label}' (pid {self.process.pid}) {how}"
+            how = f"was killed by signal {-code} ({_signal_name(-code)})"
+        text = f"the stub process of '{self.label}' (pid {self.process.pid}) {how}"
+        if self.fatal:
+            text += f": {self.fatal}"
+        return text
 
     def send(self, message: tuple[Any, ...]) -> None:
         self.channel.send(message)
@@ -186,6 +206,13 @@ class _StubConnection:
         regions.seen.discard(token)
         with contextlib.suppress(OSError):
             self.send(("forget_region", token))
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown signal"
 
 
 def _start_payload(

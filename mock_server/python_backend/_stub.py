@@ -34,6 +34,7 @@ import queue
 import signal
 import sys
 import threading
+import traceback
 import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, NoReturn
@@ -45,7 +46,7 @@ from . import metrics as _metrics
 from . import triton_python_backend_utils as pb_utils
 from .runtime import SharedRegions
 
-__all__ = ["Metric", "MetricFamily", "StubRuntime", "main"]
+__all__ = ["Metric", "MetricFamily", "StubRuntime", "main", "report_fatal", "run"]
 
 
 class _Stub:
@@ -98,6 +99,11 @@ class _Stub:
             self.work.append(message)
 
     def _on_eof(self) -> None:
+        failure = self.pump.failure
+        if failure is not None and not self.finishing:
+            # A message this side could not read or handle: the stream is out of step.
+            report_fatal(failure)
+            os._exit(1)
         # The server closed the channel or died: nothing is left to do for whoever runs here.
         if not self.finishing:
             os._exit(0)
@@ -556,6 +562,32 @@ def main(fd: int) -> int:
             channel.send(("finalized",))
             _finish(stub)
             del model
+
+
+def run(fd: int) -> int:
+    """:func:`main`, and the exit status; an exception that ends it is reported to the server
+    first (:func:`report_fatal`), so that no stub ends without saying why."""
+    try:
+        return main(fd)
+    except BaseException as exc:
+        report_fatal(exc)
+        return 1
+
+
+def report_fatal(exc: BaseException) -> None:
+    """Tell the server why this stub ends: ``exc`` and its traceback, in a ``("fatal", text)``
+    message it logs with the stub's exit; on the process's own stderr when the channel is gone.
+    Called around :func:`main` (:func:`run`), and when the channel breaks."""
+    text = "".join(traceback.format_exception(exc)).rstrip()
+    stub = _stub
+    if stub is not None:
+        try:
+            stub.channel.send(("fatal", text))
+            return
+        except Exception:  # the channel is gone: the process's own stderr is what is left
+            pass
+    with contextlib.suppress(OSError):
+        os.write(2, f"stub process {os.getpid()} ends: {text}\n".encode(errors="replace"))
 
 
 def _finish(stub: _Stub) -> NoReturn:
