@@ -2,8 +2,8 @@
 
 A stub process (see :mod:`mock_server.python_backend._stub`) talks to the server over one
 connected Unix stream socket.  Every message is a pickled tuple whose first item names it,
-framed by :class:`multiprocessing.connection.Connection` (a length, then the bytes).  Both
-sides may send from several threads; :meth:`Channel.send` serialises whole messages.
+after its length.  Both sides may send from several threads; :meth:`Channel.send` serialises
+whole messages.
 
 Tensor data travels in the message itself while it is small; larger arrays travel as
 references to shared memory both sides have mapped: a client's region, or a block of one
@@ -19,10 +19,10 @@ import os
 import pickle
 import select
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +48,22 @@ __all__ = [
 _DEV_SHM = Path("/dev/shm")
 
 
+#: A message's length, before its bytes.
+_HEADER = struct.Struct("!Q")
+#: Messages up to this size are written with their header in one piece.
+_JOIN_BELOW = 64 * 1024
+
+
 class Channel:
-    """A message channel over a connected socket (either end).
+    """A message channel over a connected socket (either end): each message is a pickled tuple
+    after its length (8 bytes, network order).
+
+    It reads and writes whole messages whether the socket is blocking or not.  Another poller
+    of the same socket may make it non-blocking (uvloop's ``add_reader`` does, for every
+    descriptor it watches, and the flag belongs to the socket, not to a descriptor), so a read
+    or write that would block waits in ``poll`` and goes on where it stopped: taking a
+    would-block for the end of the stream, or a half-written message for a whole one, once
+    killed stubs under load (a partial frame puts the stream out of step for good).
 
     Parameters
     ----------
@@ -58,7 +72,7 @@ class Channel:
     """
 
     def __init__(self, fd: int) -> None:
-        self._conn = Connection(fd)
+        self._fd = fd
         self._send_lock = threading.Lock()
         self._closed = False
         #: The tensor traffic's link, whose news (:meth:`Link.pending`) goes first.
@@ -79,8 +93,16 @@ class Channel:
                 raise BrokenPipeError("the channel is closed")
             news = None if self.link is None else self.link.pending()
             if news is not None:
-                self._conn.send_bytes(pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL))
-            self._conn.send_bytes(data)
+                self._write(pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL))
+            self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        """Write one frame whole (call with the send lock)."""
+        header = _HEADER.pack(len(data))
+        if len(data) < _JOIN_BELOW:
+            _write_all(self._fd, [header + data])
+        else:
+            _write_all(self._fd, [header, data])
 
     def recv(self) -> tuple[Any, ...]:
         """Receive one message (blocking).
@@ -88,10 +110,11 @@ class Channel:
         Raises
         ------
         EOFError
-            When the other end closed the channel or died.
+            When the other end closed the channel or died (or it ended within a message).
         """
         try:
-            data = self._conn.recv_bytes()
+            (size,) = _HEADER.unpack(_read_exactly(self._fd, _HEADER.size, at_start=True))
+            data = _read_exactly(self._fd, size, at_start=False)
         except OSError as exc:  # reset by a dying peer, or closed under us
             raise EOFError(str(exc)) from exc
         message = pickle.loads(data)
@@ -99,22 +122,73 @@ class Channel:
         return message
 
     def fileno(self) -> int:
-        """The socket's file descriptor (for ``select``)."""
-        return self._conn.fileno()
+        """The socket's file descriptor (for ``poll``)."""
+        return self._fd
 
     def close(self) -> None:
         """Close the socket; a blocked :meth:`recv` on another thread ends with EOFError."""
         with self._send_lock:
+            if self._closed:
+                return
             self._closed = True
         # shutdown() wakes a reader blocked in recv() on another thread, close() alone does not.
         with contextlib.suppress(OSError):
-            sock = socket.socket(fileno=os.dup(self._conn.fileno()))
+            sock = socket.socket(fileno=os.dup(self._fd))
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             finally:
                 sock.close()
         with contextlib.suppress(OSError):
-            self._conn.close()
+            os.close(self._fd)
+
+
+def _wait(fd: int, event: int) -> None:
+    """Wait until ``fd`` is ready for ``event`` (or has an error or hang-up to report)."""
+    poller = select.poll()
+    poller.register(fd, event)
+    poller.poll()
+
+
+def _write_all(fd: int, buffers: list[bytes]) -> None:
+    """Write ``buffers`` in order, whole, whatever the socket's blocking mode."""
+    views = [memoryview(b) for b in buffers if b]
+    while views:
+        try:
+            written = os.writev(fd, views)
+        except BlockingIOError:
+            _wait(fd, select.POLLOUT)
+            continue
+        while views and written >= views[0].nbytes:
+            written -= views[0].nbytes
+            views.pop(0)
+        if written:
+            views[0] = views[0][written:]
+
+
+def _read_exactly(fd: int, size: int, at_start: bool) -> bytearray:
+    """Read ``size`` bytes, whatever the socket's blocking mode.
+
+    Raises
+    ------
+    EOFError
+        At the end of the stream: before the first byte of a message (``at_start``: the other
+        end closed the channel), or within a message (it died while sending).
+    """
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        try:
+            count = os.readv(fd, [view[got:]])
+        except BlockingIOError:
+            _wait(fd, select.POLLIN)
+            continue
+        if not count:
+            if at_start and not got:
+                raise EOFError("the channel was closed")
+            raise EOFError(f"the channel ended within a message ({got} of {size} bytes)")
+        got += count
+    return buffer
 
 
 class Pump:
@@ -189,11 +263,13 @@ class Pump:
             self._background.join(timeout)
 
     def _readable(self, timeout: float | None) -> bool:
+        # poll, not select: a server with many connections has descriptors past select's 1024.
         try:
-            ready, _, _ = select.select([self._fd], [], [], timeout)
+            poller = select.poll()
+            poller.register(self._fd, select.POLLIN)
+            return bool(poller.poll(None if timeout is None else max(0, int(timeout * 1000))))
         except (OSError, ValueError):  # closed under us: recv() reports it
             return True
-        return bool(ready)
 
     def _release(self) -> None:
         """Give the read role back; call with the lock."""

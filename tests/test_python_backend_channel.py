@@ -1,0 +1,114 @@
+"""The server<->stub channel (``python_backend._ipc.Channel``) keeps whole messages whatever
+the socket's blocking mode.
+
+uvloop's ``add_reader`` makes a watched socket non-blocking (the flag belongs to the socket, so
+every descriptor of it is affected), and the server's event loop watches a stub's channel
+while other threads read and write it.  A would-block taken for the end of the stream killed
+the channel; a message half-written when the flag came on put the stream out of step, and the
+stub died reading the rest (``exited with status 1``).  These tests flip the flag in the
+middle of a large message, in both directions.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from mock_server.python_backend._ipc import Channel
+
+TIMEOUT = 30.0
+BIG = 8 << 20  # far more than a socket buffer: the message crosses in many pieces
+
+
+@pytest.fixture
+def ends() -> Iterator[tuple[Channel, Channel]]:
+    left, right = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    a, b = Channel(left.detach()), Channel(right.detach())
+    yield a, b
+    a.close()
+    b.close()
+
+
+def _flip_while(active: threading.Event, fd: int, stop: threading.Event) -> None:
+    """Toggle ``fd``'s non-blocking flag (as a poller would) until ``stop``."""
+    while not stop.is_set():
+        if active.is_set():
+            os.set_blocking(fd, False)
+            time.sleep(0.0005)
+            os.set_blocking(fd, True)
+        time.sleep(0.0005)
+
+
+def test_a_message_read_while_the_socket_turns_non_blocking_arrives_whole(
+    ends: tuple[Channel, Channel],
+) -> None:
+    reader, writer = ends
+    payload = os.urandom(BIG)
+    received: list[object] = []
+    failures: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            for _ in range(3):
+                received.append(reader.recv())
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    active, stop = threading.Event(), threading.Event()
+    flipper = threading.Thread(target=_flip_while, args=(active, reader.fileno(), stop))
+    flipper.start()
+    sender = threading.Thread(
+        target=lambda: [writer.send(("big", n, payload)) for n in range(3)], daemon=True
+    )
+    try:
+        active.set()
+        sender.start()
+        thread.join(TIMEOUT)  # (a writer left blocked by a dead reader is woken by the close)
+    finally:
+        stop.set()
+        flipper.join(TIMEOUT)
+    assert not thread.is_alive()
+    assert failures == []
+    assert [m[1] for m in received] == [0, 1, 2]  # type: ignore[index]
+    assert all(m[2] == payload for m in received)  # type: ignore[index]
+
+
+def test_a_message_written_to_a_non_blocking_socket_is_written_whole(
+    ends: tuple[Channel, Channel],
+) -> None:
+    writer, reader = ends
+    payload = os.urandom(BIG)
+    os.set_blocking(writer.fileno(), False)  # as uvloop leaves it
+    received: list[object] = []
+    failures: list[BaseException] = []
+
+    def read() -> None:
+        time.sleep(0.05)  # late: the socket buffer fills and the writer must wait
+        try:
+            received.extend([reader.recv(), reader.recv()])
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    writer.send(("big", payload))
+    writer.send(("after",))
+    thread.join(TIMEOUT)  # (a reader left waiting for the rest is woken by the close)
+    assert not thread.is_alive() and failures == []
+    assert received == [("big", payload), ("after",)]  # whole, and the stream still in step
+
+
+def test_the_end_of_the_stream_is_eof(ends: tuple[Channel, Channel]) -> None:
+    reader, writer = ends
+    writer.send(("last",))
+    writer.close()
+    assert reader.recv() == ("last",)
+    with pytest.raises(EOFError):
+        reader.recv()
