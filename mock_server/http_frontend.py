@@ -121,6 +121,9 @@ FRONTEND_EXTENSIONS = (
 
 #: Bodies (or outputs) larger than this are decoded (encoded) off the event loop.
 _OFFLOAD_BYTES = 1 << 20
+#: The most a deflate stream inflates by (zlib's technical note): what a compressed body's size
+#: may stand for.
+_MAX_INFLATION = 1032
 #: Responses smaller than this are sent as one joined buffer.
 _JOIN_BYTES = 1 << 16
 #: Large response chunks are written in slices of this size, each awaited: the transport then
@@ -278,7 +281,8 @@ class HttpFrontend:
         if self._runner is not None:
             raise RuntimeError("the HTTP frontend is already started")
         self._executor = ThreadPoolExecutor(
-            max_workers=self._worker_threads, thread_name_prefix="http-frontend"
+            max_workers=self._worker_threads,
+            thread_name_prefix="http-frontend",
         )
         server_kwargs = filter_kwargs(web.Server.__init__, handler_cancellation=True)
         # Compressed bodies are inflated here (with Triton's errors), not by aiohttp.
@@ -526,9 +530,11 @@ class HttpFrontend:
             raw_body = await self._read_body(request)
             # A compressed body may inflate to at most the input-size limit (decompression
             # bombs stop as soon as they pass it); an uncompressed one is limited by its JSON.
-            body = await self._maybe_blocking(
-                len(raw_body), self._decompressed, request, raw_body, True
-            )
+            # What decides is what it may inflate to (deflate reaches ~1032:1): a small
+            # compressed body can keep the loop, every client's, busy for a long time.
+            compressed = request.headers.get(http_body.HEADER_CONTENT_ENCODING, "identity")
+            size = len(raw_body) * (1 if compressed in ("", "identity") else _MAX_INFLATION)
+            body = await self._maybe_blocking(size, self._decompressed, request, raw_body, True)
             header_length = http_body.parse_header_length(
                 request.headers.get(_HEADER_LENGTH), len(body)
             )

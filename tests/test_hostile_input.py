@@ -7,6 +7,7 @@ a clear error and keep serving.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import http.client
 import json
@@ -243,6 +244,7 @@ def test_deeply_nested_json_closed(server: MockServer) -> None:
 # -- 3. decompression bombs --------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4)  # (compressing 300 MiB takes the attacker seconds each time)
 def _bomb(encoding: str, size: int = 300 << 20) -> bytes:
     compressor = (
         zlib.compressobj(9, zlib.DEFLATED, 31) if encoding == "gzip" else zlib.compressobj(9)

@@ -291,7 +291,13 @@ def tensor_from_json(
     if count == 0:
         # Triton reads no data at all for an empty tensor (whatever 'data' holds); an unknown
         # datatype is the server's datatype check's to report then.
-        return np.empty(tuple(shape), dtype=np.dtype(info.numpy_type if info else np.uint8))
+        try:
+            return np.empty(tuple(shape), dtype=np.dtype(info.numpy_type if info else np.uint8))
+        except ValueError:  # e.g. [0, 2**63-1, 2**63-1]: numpy refuses the other dims' product
+            raise http_bad(
+                f"input '{name}' has shape {list(shape)}: no tensor of that shape can be held "
+                "(its non-zero dimensions overflow)"
+            ) from None
     if info is None:
         raise http_bad(f"invalid datatype for input {name}")
     if datatype in _NO_JSON_TYPES:
