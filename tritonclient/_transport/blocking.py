@@ -22,6 +22,8 @@ from __future__ import annotations
 import _socket
 import contextlib
 import select
+import struct
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -56,57 +58,87 @@ class ClosedBeforeAnswer(EOFError):
     connection it had closed meanwhile, or a server that went away)."""
 
 
-class _Answer(HTTPResponseParser):
-    """One response as llhttp parses it: status, lower-case headers, body pieces."""
+_NO_HEADERS: dict[str, str] = {}
 
-    def __init__(self) -> None:
+
+class _Answer(HTTPResponseParser):
+    """One response as llhttp parses it: status, lower-case headers, body pieces.
+
+    llhttp calls a method per piece it finds.  When the whole head of the answer comes in one
+    read (``fast``, nearly always), every header name and value arrives whole and in order, so
+    they go straight into two lists (bound ``list.append``: no Python frame per header) and
+    are paired once the head is complete; otherwise (a head split over reads, or a header
+    llhttp reports without a value) the answer is parsed again with the careful callbacks,
+    which join the pieces of a name or value split between reads.
+    """
+
+    #: The reason phrase is not kept: discarding it from an empty set is a C call that
+    #: returns None (what llhttp's binding wants) and keeps nothing.
+    _on_status = staticmethod(set().discard)
+
+    def __init__(self, fast: bool) -> None:
         super().__init__()
-        self.headers: dict[str, str] = {}
-        self.field = ""
-        self.value: str | None = None
+        self.fast = fast
+        self.headers: dict[str, str] = _NO_HEADERS
         self.pieces: list[Any] = []
-        self.headers_done = False
-        self.complete = False
-        #: Bytes came after the complete answer: the connection is out of step, not reused.
-        self.extra = False
+        self._on_body = self.pieces.append
+        self.fields: list[str] = []
+        self.values: list[str] = []
+        if fast:
+            self._on_header_field = self.fields.append
+            self._on_header_value = self.values.append
+        else:
+            self._on_header_field = self._field_piece
+            self._on_header_value = self._value_piece
+
+    # Flags, set on the instance when they change.
+    headers_done = False
+    #: The head must be parsed again with the careful callbacks (see the class docstring).
+    misread = False
+    complete = False
+    #: Bytes came after the complete answer: the connection is out of step, not reused.
+    extra = False
 
     def _on_message_begin(self) -> None:
         if self.complete:
             self.extra = True
 
-    def _on_status(self, message: str) -> None:
-        pass
+    def _field_piece(self, text: str) -> None:
+        if len(self.values) == len(self.fields):
+            self.fields.append(text)
+        else:  # the rest of a name split between two reads
+            self.fields[-1] += text
 
-    def _on_header_field(self, text: str) -> None:
-        if self.value is not None:
-            self._flush()
-        self.field += text
-
-    def _on_header_value(self, text: str) -> None:
-        self.value = text if self.value is None else self.value + text
-
-    def _flush(self) -> None:
-        name = self.field.lower()
-        value = self.value or ""
-        known = self.headers.get(name)
-        # A repeated header reads as one, its values joined (RFC 9110 section 5.3).
-        self.headers[name] = value if known is None else f"{known}, {value}"
-        self.field = ""
-        self.value = None
+    def _value_piece(self, text: str) -> None:
+        if len(self.values) < len(self.fields):
+            self.values.append(text)
+        else:
+            self.values[-1] += text
 
     def _on_headers_complete(self) -> bool:
-        if self.field:
-            self._flush()
+        fields, values = self.fields, self.values
+        if len(fields) != len(values):
+            if self.fast:
+                self.misread = True
+                return False
+            values += [""] * (len(fields) - len(values))  # names without a value
+        headers = dict(zip(map(str.lower, fields), values, strict=True))
+        if len(headers) != len(fields):
+            # A repeated header reads as one, its values joined (RFC 9110 section 5.3).
+            headers = {}
+            for field, value in zip(fields, values, strict=True):
+                name = field.lower()
+                known = headers.get(name)
+                headers[name] = value if known is None else f"{known}, {value}"
+        self.headers = headers
         self.headers_done = True
         return False
 
-    def _on_body(self, piece: bytearray) -> None:
-        self.pieces.append(piece)
-
     def _on_message_complete(self) -> None:
         if self.get_code() < 200:  # an interim answer (100 Continue): the real one follows
-            self.headers = {}
-            self.pieces = []
+            self.fields.clear()
+            self.values.clear()
+            self.pieces.clear()
             self.headers_done = False
             return
         self.complete = True
@@ -122,6 +154,28 @@ def _feed(answer: _Answer, data: bytes) -> None:
         if not answer.complete:
             raise
         answer.extra = True
+
+
+#: Whether reads and writes wait in the kernel with SO_RCVTIMEO/SO_SNDTIMEO on a blocking
+#: socket (Linux, 64-bit ``struct timeval``): one system call per ``recv`` or ``send``.  A
+#: socket with a Python timeout polls before each of them, which costs about 1 us per call.
+_KERNEL_TIMEOUTS = sys.platform.startswith("linux") and struct.calcsize("@ll") == 16
+
+
+def _set_timeout(sock: Any, timeout: float | None) -> None:
+    """Bound each later read and write of ``sock`` by ``timeout`` seconds (None: no bound);
+    an expired wait raises ``TimeoutError`` (Python's timeout) or ``BlockingIOError`` (the
+    kernel's)."""
+    if not _KERNEL_TIMEOUTS:
+        sock.settimeout(timeout)
+        return
+    if timeout is None:
+        value = struct.pack("@ll", 0, 0)  # 0: no bound
+    else:
+        micros = max(1, int(timeout * 1_000_000))  # a bound that rounds to 0 would be none
+        value = struct.pack("@ll", micros // 1_000_000, micros % 1_000_000)
+    sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_RCVTIMEO, value)
+    sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_SNDTIMEO, value)
 
 
 def _connect(host: str, port: int, timeout: float | None) -> Any:
@@ -157,7 +211,16 @@ class Connection:
         Bounds each read (``network_timeout``).
     """
 
-    __slots__ = ("_host_header", "_idle_since", "_sock", "host", "port", "read_timeout")
+    __slots__ = (
+        "_head",
+        "_host_header",
+        "_idle_since",
+        "_sock",
+        "_timeout",
+        "host",
+        "port",
+        "read_timeout",
+    )
 
     def __init__(
         self, host: str, port: int, connect_timeout: float | None, read_timeout: float | None
@@ -170,7 +233,14 @@ class Connection:
             host_header += f":{port}"
         self._host_header = host_header
         self._sock: Any = _connect(host, port, connect_timeout)
+        #: The timeout the socket has now (the connect's until the first read or write).
+        self._timeout: float | None = -1.0
+        if _KERNEL_TIMEOUTS:
+            self._sock.settimeout(None)  # blocking: the kernel's timeouts, see _set_timeout
         self._idle_since = time.monotonic()
+        #: The last request's method, path, headers, and its head but for Content-Length
+        #: (a loop sends the same head again and again).
+        self._head: tuple[str, str, dict[str, str], bytes, bool] = ("", "", {}, b"", False)
 
     def close(self) -> None:
         """Close the socket (any number of times)."""
@@ -200,21 +270,24 @@ class Connection:
         ValueError
             For a header name or value holding CR, LF or NUL (which would split the request).
         """
-        fields = "".join(headers) + "".join(headers.values())
-        if not _FORBIDDEN.isdisjoint(fields) or not _FORBIDDEN_IN_PATH.isdisjoint(path):
-            raise ValueError(f"invalid request {method} {path!r} with headers {headers!r}")
-        lines = [f"{method} {path} HTTP/1.1\r\nUser-Agent: {USER_AGENT}\r\n"]
-        has_host = False
-        for name, value in headers.items():
-            lines.append(f"{name}: {value}\r\n")
-            if not has_host and name.lower() == "host":
-                has_host = True
-        if not has_host:
-            lines.append(f"Host: {self._host_header}\r\n")
-        if length or method == "POST" or method == "PUT":
-            lines.append(f"Content-Length: {length}\r\n")
-        lines.append("\r\n")
-        return "".join(lines).encode("latin-1")
+        last_method, last_path, last_headers, prefix, with_length = self._head
+        if method != last_method or path != last_path or headers != last_headers:
+            fields = "".join(headers) + "".join(headers.values())
+            if not _FORBIDDEN.isdisjoint(fields) or not _FORBIDDEN_IN_PATH.isdisjoint(path):
+                raise ValueError(f"invalid request {method} {path!r} with headers {headers!r}")
+            given = {name.lower() for name in headers}
+            lines = [f"{method} {path} HTTP/1.1\r\n"]
+            if "user-agent" not in given:  # a header of the caller's replaces the default
+                lines.append(f"User-Agent: {USER_AGENT}\r\n")
+            lines += [f"{name}: {value}\r\n" for name, value in headers.items()]
+            if "host" not in given:
+                lines.append(f"Host: {self._host_header}\r\n")
+            prefix = "".join(lines).encode("latin-1")
+            with_length = "content-length" not in given
+            self._head = (method, path, dict(headers), prefix, with_length)
+        if with_length and (length or method == "POST" or method == "PUT"):
+            return prefix + b"Content-Length: %d\r\n\r\n" % length
+        return prefix + b"\r\n"
 
     def exchange(
         self,
@@ -248,8 +321,8 @@ class Connection:
 
         Raises
         ------
-        TimeoutError
-            When a read waits longer than ``read_timeout`` or past ``deadline``.
+        TimeoutError, BlockingIOError
+            When a read or write waits longer than ``read_timeout`` or past ``deadline``.
         EOFError
             When the server closes the connection before the end of the answer.
         OSError, HTTPParseError, ValueError
@@ -275,6 +348,8 @@ class Connection:
             raise
 
     def _wait(self, deadline: float | None) -> None:
+        """Set the socket's timeout for the next read or write: ``read_timeout``, or less when
+        the call's deadline is closer (set only when it changes)."""
         timeout = self.read_timeout
         if deadline is not None:
             remaining = deadline - time.monotonic()
@@ -282,23 +357,30 @@ class Connection:
                 raise TimeoutError("the call's time limit passed")
             if timeout is None or remaining < timeout:
                 timeout = remaining
-        self._sock.settimeout(timeout)
+        if timeout != self._timeout:
+            _set_timeout(self._sock, timeout)
+            self._timeout = timeout
 
     def _read_answer(
         self, deadline: float | None
     ) -> tuple[int, dict[str, str], bytes | memoryview, bool]:
         sock = self._sock
-        answer = _Answer()
-        received = 0
-        while not answer.headers_done:
-            self._wait(deadline)
-            data = sock.recv(_READ_BLOCK)
-            if not data:
-                if received:
-                    raise EOFError("the connection closed before the end of the response headers")
-                raise ClosedBeforeAnswer("the connection closed before any response")
-            received += len(data)
+        self._wait(deadline)
+        data = sock.recv(_READ_BLOCK)
+        if not data:
+            raise ClosedBeforeAnswer("the connection closed before any response")
+        answer = _Answer(fast=True)
+        _feed(answer, data)
+        if not answer.headers_done or answer.misread:
+            # The head came in pieces: parse it again as they come (see _Answer).
+            answer = _Answer(fast=False)
             _feed(answer, data)
+            while not answer.headers_done:
+                self._wait(deadline)
+                data = sock.recv(_READ_BLOCK)
+                if not data:
+                    raise EOFError("the connection closed before the end of the response headers")
+                _feed(answer, data)
         status = answer.get_code()
         result: bytes | memoryview
         if not answer.complete:

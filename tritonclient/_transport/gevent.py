@@ -174,14 +174,12 @@ def _in_hub() -> bool:
     return isinstance(_getcurrent(), Hub)
 
 
-def _may_block() -> bool:
-    """Whether a call may block the calling thread in the OS: the thread has no gevent hub, or
-    one that nothing else could run on meanwhile (see :func:`_thread_is_idle`)."""
-    hub = _get_hub_if_exists()
+def _may_block(hub: Any) -> bool:
+    """Whether a call may block the calling thread in the OS: the thread has no gevent hub
+    (``hub`` None), or one that nothing else could run on meanwhile (see
+    :func:`_thread_is_idle`)."""
     if hub is None:
         return True
-    if _getcurrent() is hub:
-        return False
     loop = hub.loop
     return bool(loop.activecnt == 0 and loop.pendingcnt == 0 and len(loop._callbacks) == 0)
 
@@ -219,12 +217,16 @@ def _perform_blocking(entry: _ThreadStub, call: HttpCall[Any], limit: float | No
             status, headers, body, reusable = conn.exchange(
                 call.method, call.path, call.headers, call.body, call.chunks, deadline
             )
-    except TimeoutError:
+    except (TimeoutError, BlockingIOError):  # BlockingIOError: the kernel's timeout expired
         what, server = _what(call, entry)
         if deadline is not None and time.monotonic() >= deadline:
             detail = f"no complete answer within {limit:g} s"
+        elif conn is None:
+            detail = "could not connect in time"
+        elif conn.read_timeout is not None:
+            detail = f"no data for {conn.read_timeout:g} s"
         else:
-            detail = f"no data for {conn.read_timeout if conn else None:g} s"
+            detail = "timed out"
         raise transport_error(TimeoutError(detail), what, server) from None
     except EOFError as error:
         what, server = _what(call, entry)
@@ -748,7 +750,8 @@ class GeventTransport:
     def send(self, call: HttpCall[Any], timeout: float | None = None) -> HttpReply:
         """One attempt of ``call``, waiting at most ``timeout`` seconds (and the transport's
         own limit): in the calling thread, or on the hub thread when called from a hub."""
-        if _in_hub():
+        hub = _get_hub_if_exists()
+        if hub is not None and _getcurrent() is hub:
             job = self.submit(call, lambda reply: reply)
             if not job.wait(timeout):
                 raise transport_error(
@@ -756,7 +759,7 @@ class GeventTransport:
                     f"{call.method} {call.path}",
                 )
             return job.result()
-        return self._direct(call, timeout)
+        return self._direct(call, timeout, hub)
 
     def open_stream(self, call: HttpCall[Any]) -> GeventStream:
         """Send ``call`` and return once the answer's headers have arrived, with its body to
@@ -816,8 +819,9 @@ class GeventTransport:
                 with contextlib.suppress(Exception):  # closing must not fail
                     stub.close()
 
-    def _direct(self, call: HttpCall[Any], timeout: float | None) -> HttpReply:
-        """One attempt in the calling thread, with that thread's ``HTTPClient``."""
+    def _direct(self, call: HttpCall[Any], timeout: float | None, hub: Any) -> HttpReply:
+        """One attempt in the calling thread (whose gevent hub is ``hub``, or None), on the
+        thread's lean connection or with its ``HTTPClient``."""
         shared = self._shared
         if shared is None or shared.closed:
             raise_error("the client is closed")
@@ -839,7 +843,7 @@ class GeventTransport:
                 if shared.inflight == 1:
                     shared.idle.acquire()
             try:
-                if shared.make_conn is not None and _may_block():
+                if shared.make_conn is not None and _may_block(hub):
                     return _perform_blocking(entry, call, limit)
                 return _perform(entry.stub, call, limit)
             finally:
