@@ -4,7 +4,8 @@
  * Wire form of a BYTES tensor: for each element in row-major order, a uint32
  * little-endian byte count followed by that many bytes.  No padding, no terminator.
  *
- * pack_bytes(items)            list of bytes/str -> bytes in wire form
+ * pack_bytes(items, coerce)    list of bytes/str -> bytes in wire form (coerce: other
+ *                              objects as str(object), NVIDIA's rule for object arrays)
  * unpack_bytes(buffer)        wire form -> list of bytes
  *
  * Both are thin loops around memcpy; all policy (which numpy dtypes are accepted,
@@ -64,20 +65,61 @@ static int element_view(PyObject *item, Py_ssize_t index, const char **data, Py_
     return -1;
 }
 
-static PyObject *pack_bytes(PyObject *self, PyObject *arg)
+/* The bytes of one element for pack_bytes: element_view, and with coerce, any other object
+ * as str(object) (NVIDIA's rule for object arrays), kept alive in *held. */
+static int coerced_view(PyObject *item, Py_ssize_t index, int coerce, PyObject **held,
+                        const char **data, Py_ssize_t *size)
 {
-    PyObject *seq = PySequence_Fast(arg, "pack_bytes expects a sequence");
-    if (seq == NULL) {
-        return NULL;
+    *held = NULL;
+    if (coerce && !PyBytes_Check(item) && !PyUnicode_Check(item)) {
+        *held = PyObject_Str(item);
+        if (*held == NULL) {
+            return -1;
+        }
+        item = *held;
     }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    Py_ssize_t total = 0;
+    if (element_view(item, index, data, size) < 0) {
+        Py_CLEAR(*held);
+        return -1;
+    }
+    return 0;
+}
+
+/* Pack n elements: one pass over them (each is touched once, which matters for a million of
+ * them), into a bytes object that grows as needed and is cut to size at the end.  The first
+ * capacity is guessed from the first elements. */
+static PyObject *pack_items(PyObject **items, Py_ssize_t n, int coerce)
+{
     const char *data;
     Py_ssize_t size;
+    PyObject *held;
 
+    /* Guess: the mean size of the first (up to) 64 elements, plus a quarter. */
+    Py_ssize_t sample = n < 64 ? n : 64;
+    Py_ssize_t sampled = 0;
+    for (Py_ssize_t i = 0; i < sample; i++) {
+        if (PyBytes_Check(items[i])) {
+            sampled += PyBytes_GET_SIZE(items[i]);
+        }
+        else if (PyUnicode_Check(items[i])) {
+            sampled += PyUnicode_GET_LENGTH(items[i]);
+        }
+    }
+    Py_ssize_t mean = sample ? sampled / sample : 0;
+    /* At most 1 GiB at first: a guess from large first elements must not ask for memory
+     * that the whole tensor does not need; past it the buffer grows by halves. */
+    Py_ssize_t per_element = 4 + mean + mean / 4 + 1;
+    Py_ssize_t capacity = (Py_ssize_t)1 << 30;
+    if (n < (capacity - 64) / per_element) {
+        capacity = n * per_element + 64;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, capacity);
+    if (out == NULL) {
+        return NULL;
+    }
+    Py_ssize_t used = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (element_view(items[i], i, &data, &size) < 0) {
+        if (coerced_view(items[i], i, coerce, &held, &data, &size) < 0) {
             goto fail;
         }
         if ((uint64_t)size > UINT32_MAX) {
@@ -85,33 +127,89 @@ static PyObject *pack_bytes(PyObject *self, PyObject *arg)
                          "element %zd of the BYTES tensor is %zd bytes; the wire format "
                          "limits an element to 4294967295 bytes",
                          i, size);
+            Py_XDECREF(held);
             goto fail;
         }
-        if (total > PY_SSIZE_T_MAX - 4 - size) {
-            PyErr_SetString(PyExc_OverflowError, "serialized BYTES tensor is too large");
-            goto fail;
+        if (capacity - used < 4 + size) {
+            if (used > PY_SSIZE_T_MAX / 2 - 4 - size) {
+                PyErr_SetString(PyExc_OverflowError, "serialized BYTES tensor is too large");
+                Py_XDECREF(held);
+                goto fail;
+            }
+            Py_ssize_t grown = capacity + capacity / 2;
+            if (grown < used + 4 + size) {
+                grown = used + 4 + size;
+            }
+            if (_PyBytes_Resize(&out, grown) < 0) { /* frees out on failure */
+                Py_XDECREF(held);
+                return NULL;
+            }
+            capacity = grown;
         }
-        total += 4 + size;
-    }
-
-    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
-    if (out == NULL) {
-        goto fail;
-    }
-    char *dst = PyBytes_AS_STRING(out);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        /* Cannot fail: every element was checked above and str keeps its UTF-8 cache. */
-        element_view(items[i], i, &data, &size);
+        char *dst = PyBytes_AS_STRING(out) + used;
         put_u32le(dst, (uint32_t)size);
         memcpy(dst + 4, data, (size_t)size);
-        dst += 4 + size;
+        used += 4 + size;
+        Py_XDECREF(held);
     }
-    Py_DECREF(seq);
+    if (used != capacity && _PyBytes_Resize(&out, used) < 0) {
+        return NULL;
+    }
     return out;
 
 fail:
-    Py_DECREF(seq);
+    Py_DECREF(out);
     return NULL;
+}
+
+/* pack_bytes(items, coerce=False): the elements of a sequence. */
+static PyObject *pack_bytes(PyObject *self, PyObject *args)
+{
+    PyObject *arg;
+    int coerce = 0;
+    if (!PyArg_ParseTuple(args, "O|p:pack_bytes", &arg, &coerce)) {
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(arg, "pack_bytes expects a sequence");
+    if (seq == NULL) {
+        return NULL;
+    }
+    PyObject *out = pack_items(PySequence_Fast_ITEMS(seq), PySequence_Fast_GET_SIZE(seq), coerce);
+    Py_DECREF(seq);
+    return out;
+}
+
+/* The element pointers of a C-contiguous numpy object array: its data is an array of
+ * PyObject * (numpy's documented layout for dtype object).  The caller passes the array
+ * (kept alive for the call), the address of its data and its size, and checks the layout. */
+static PyObject **object_slots(PyObject *address, Py_ssize_t count)
+{
+    void *pointer = PyLong_AsVoidPtr(address);
+    if (pointer == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (pointer == NULL && count > 0) {
+        PyErr_SetString(PyExc_ValueError, "null data address for a non-empty array");
+        return NULL;
+    }
+    return (PyObject **)pointer;
+}
+
+/* pack_object_array(array, address, count, coerce): the elements of a C-contiguous object
+ * array read in place (no list of a million references made first). */
+static PyObject *pack_object_array(PyObject *self, PyObject *args)
+{
+    PyObject *array, *address;
+    Py_ssize_t count;
+    int coerce = 0;
+    if (!PyArg_ParseTuple(args, "OOn|p:pack_object_array", &array, &address, &count, &coerce)) {
+        return NULL;
+    }
+    PyObject **items = object_slots(address, count);
+    if (items == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    return pack_items(items, count, coerce);
 }
 
 /* Walk the length prefixes once: count the elements and validate every boundary. */
@@ -141,6 +239,65 @@ static Py_ssize_t count_elements(const unsigned char *buf, Py_ssize_t len)
     return index;
 }
 
+/* count_bytes(buffer) -> int: the number of elements, every boundary checked. */
+static PyObject *count_bytes(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*:count_bytes", &view)) {
+        return NULL;
+    }
+    Py_ssize_t count = count_elements((const unsigned char *)view.buf, view.len);
+    PyBuffer_Release(&view);
+    return count < 0 ? NULL : PyLong_FromSsize_t(count);
+}
+
+/* Each of the count (checked) elements of buf as a new bytes object into slots[i], releasing
+ * what the slot held (None in a new object array, NULL in a new list). */
+static int fill_slots(const unsigned char *buf, Py_ssize_t count, PyObject **slots)
+{
+    Py_ssize_t offset = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        uint32_t size = get_u32le(buf + offset);
+        PyObject *item = PyBytes_FromStringAndSize((const char *)buf + offset + 4, size);
+        if (item == NULL) {
+            return -1;
+        }
+        PyObject *old = slots[i];
+        slots[i] = item;
+        Py_XDECREF(old);
+        offset += 4 + (Py_ssize_t)size;
+    }
+    return 0;
+}
+
+/* unpack_bytes_into(buffer, array, address, count): the elements (count_bytes of them) as
+ * bytes objects straight into the slots of a new C-contiguous object array (each holding
+ * None, released here), with no list in between. */
+static PyObject *unpack_bytes_into(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    PyObject *array, *address;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "y*OOn:unpack_bytes_into", &view, &array, &address, &count)) {
+        return NULL;
+    }
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    PyObject **slots = object_slots(address, count);
+    if ((slots == NULL && PyErr_Occurred()) || count_elements(buf, view.len) != count) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "the array does not have one slot per element");
+        }
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    int failed = fill_slots(buf, count, slots);
+    PyBuffer_Release(&view);
+    if (failed) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *unpack_bytes(PyObject *self, PyObject *args)
 {
     Py_buffer view;
@@ -154,19 +311,13 @@ static PyObject *unpack_bytes(PyObject *self, PyObject *args)
         PyBuffer_Release(&view);
         return NULL;
     }
-    Py_ssize_t offset = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        uint32_t size = get_u32le(buf + offset);
-        PyObject *item = PyBytes_FromStringAndSize((const char *)buf + offset + 4, size);
-        if (item == NULL) {
-            Py_DECREF(result);
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-        PyList_SET_ITEM(result, i, item);
-        offset += 4 + (Py_ssize_t)size;
-    }
+    /* A new list's items are NULL; one left so after a failure is fine to release. */
+    int failed = fill_slots(buf, count, PySequence_Fast_ITEMS(result));
     PyBuffer_Release(&view);
+    if (failed) {
+        Py_DECREF(result);
+        return NULL;
+    }
     return result;
 }
 
@@ -542,8 +693,17 @@ static PyObject *format_json_numbers(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef speedups_methods[] = {
-    {"pack_bytes", pack_bytes, METH_O,
-     "pack_bytes(items) -> bytes: length-prefix and concatenate bytes/str items."},
+    {"pack_bytes", pack_bytes, METH_VARARGS,
+     "pack_bytes(items, coerce=False) -> bytes: length-prefix and concatenate bytes/str "
+     "items (with coerce, any other item as str(item))."},
+    {"pack_object_array", pack_object_array, METH_VARARGS,
+     "pack_object_array(array, address, count, coerce=False) -> bytes: pack_bytes of the "
+     "elements of a C-contiguous object array, read in place."},
+    {"count_bytes", count_bytes, METH_VARARGS,
+     "count_bytes(buffer) -> int: the number of length-prefixed elements (checked)."},
+    {"unpack_bytes_into", unpack_bytes_into, METH_VARARGS,
+     "unpack_bytes_into(buffer, array, address, count): split the elements into the slots "
+     "of a new C-contiguous object array."},
     {"unpack_bytes", unpack_bytes, METH_VARARGS,
      "unpack_bytes(buffer) -> list[bytes]: split length-prefixed elements."},
     {"format_json_numbers", format_json_numbers, METH_VARARGS,
