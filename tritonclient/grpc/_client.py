@@ -94,7 +94,9 @@ class _InferStream:
     def __init__(self, callback: Callback, verbose: bool) -> None:
         self._callback = callback
         self._verbose = verbose
-        self._queue: queue.Queue[bytes | None] = queue.Queue()
+        # SimpleQueue: C locking, no Python Condition per put and get (a stream of small
+        # requests is mostly that).
+        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._call: Any = None
         self._thread: threading.Thread | None = None
         self._ledger = grpc_client.StreamLedger()
