@@ -20,7 +20,6 @@ closed, never reused.
 from __future__ import annotations
 
 import _socket
-import contextlib
 import select
 import struct
 import sys
@@ -30,9 +29,20 @@ from typing import Any
 
 import geventhttpclient
 import numpy as np
-from geventhttpclient._parser import HTTPParseError, HTTPResponseParser
 
-__all__ = ["USER_AGENT", "ClosedBeforeAnswer", "Connection", "HTTPParseError"]
+from .http11 import (
+    Answer,
+    ClosedBeforeAnswer,
+    HTTPParseError,
+    RequestHead,
+    body,
+    end_of_connection,
+    feed,
+    large_body_length,
+    start_answer,
+)
+
+__all__ = ["USER_AGENT", "ClosedBeforeAnswer", "Connection", "HTTPParseError", "idempotent"]
 
 #: The User-Agent geventhttpclient sends (and so NVIDIA's client): the same requests either way.
 USER_AGENT = "python/gevent-http-client-" + geventhttpclient.__version__
@@ -40,120 +50,16 @@ USER_AGENT = "python/gevent-http-client-" + geventhttpclient.__version__
 #: Bytes asked of the socket per read.
 _READ_BLOCK = 64 * 1024
 
-#: Bodies from this size on, with a Content-Length, are read straight into one buffer.
-_LARGE_BODY = 1 << 20
-
 #: A connection idle this long (seconds) is checked for a close by the server before reuse.
 _STALE_AFTER = 1.0
 
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 
-#: Characters that would split a request (header injection): refused, as geventhttpclient does.
-_FORBIDDEN = frozenset("\r\n\0")
-_FORBIDDEN_IN_PATH = frozenset("\r\n\0 ")
 
-
-class ClosedBeforeAnswer(EOFError):
-    """The server closed the connection before any byte of the answer (a kept-alive
-    connection it had closed meanwhile, or a server that went away)."""
-
-
-_NO_HEADERS: dict[str, str] = {}
-
-
-class _Answer(HTTPResponseParser):
-    """One response as llhttp parses it: status, lower-case headers, body pieces.
-
-    llhttp calls a method per piece it finds.  When the whole head of the answer comes in one
-    read (``fast``, nearly always), every header name and value arrives whole and in order, so
-    they go straight into two lists (bound ``list.append``: no Python frame per header) and
-    are paired once the head is complete; otherwise (a head split over reads, or a header
-    llhttp reports without a value) the answer is parsed again with the careful callbacks,
-    which join the pieces of a name or value split between reads.
-    """
-
-    #: The reason phrase is not kept: discarding it from an empty set is a C call that
-    #: returns None (what llhttp's binding wants) and keeps nothing.
-    _on_status = staticmethod(set().discard)
-
-    def __init__(self, fast: bool) -> None:
-        super().__init__()
-        self.fast = fast
-        self.headers: dict[str, str] = _NO_HEADERS
-        self.pieces: list[Any] = []
-        self._on_body = self.pieces.append
-        self.fields: list[str] = []
-        self.values: list[str] = []
-        if fast:
-            self._on_header_field = self.fields.append
-            self._on_header_value = self.values.append
-        else:
-            self._on_header_field = self._field_piece
-            self._on_header_value = self._value_piece
-
-    # Flags, set on the instance when they change.
-    headers_done = False
-    #: The head must be parsed again with the careful callbacks (see the class docstring).
-    misread = False
-    complete = False
-    #: Bytes came after the complete answer: the connection is out of step, not reused.
-    extra = False
-
-    def _on_message_begin(self) -> None:
-        if self.complete:
-            self.extra = True
-
-    def _field_piece(self, text: str) -> None:
-        if len(self.values) == len(self.fields):
-            self.fields.append(text)
-        else:  # the rest of a name split between two reads
-            self.fields[-1] += text
-
-    def _value_piece(self, text: str) -> None:
-        if len(self.values) < len(self.fields):
-            self.values.append(text)
-        else:
-            self.values[-1] += text
-
-    def _on_headers_complete(self) -> bool:
-        fields, values = self.fields, self.values
-        if len(fields) != len(values):
-            if self.fast:
-                self.misread = True
-                return False
-            values += [""] * (len(fields) - len(values))  # names without a value
-        headers = dict(zip(map(str.lower, fields), values, strict=True))
-        if len(headers) != len(fields):
-            # A repeated header reads as one, its values joined (RFC 9110 section 5.3).
-            headers = {}
-            for field, value in zip(fields, values, strict=True):
-                name = field.lower()
-                known = headers.get(name)
-                headers[name] = value if known is None else f"{known}, {value}"
-        self.headers = headers
-        self.headers_done = True
-        return False
-
-    def _on_message_complete(self) -> None:
-        if self.get_code() < 200:  # an interim answer (100 Continue): the real one follows
-            self.fields.clear()
-            self.values.clear()
-            self.pieces.clear()
-            self.headers_done = False
-            return
-        self.complete = True
-
-
-def _feed(answer: _Answer, data: bytes) -> None:
-    """Parse ``data``; bytes that do not parse after a complete answer only mean that the
-    connection is out of step (a server that sent more than its Content-Length), so the
-    answer stands and the connection is not reused."""
-    try:
-        answer.feed(data)
-    except HTTPParseError:
-        if not answer.complete:
-            raise
-        answer.extra = True
+def idempotent(method: str) -> bool:
+    """Whether a request of ``method`` may be sent again after the connection broke before
+    any answer (RFC 9110 section 9.2.2, as geventhttpclient)."""
+    return method in _IDEMPOTENT
 
 
 #: Whether reads and writes wait in the kernel with SO_RCVTIMEO/SO_SNDTIMEO on a blocking
@@ -211,16 +117,7 @@ class Connection:
         Bounds each read (``network_timeout``).
     """
 
-    __slots__ = (
-        "_head",
-        "_host_header",
-        "_idle_since",
-        "_sock",
-        "_timeout",
-        "host",
-        "port",
-        "read_timeout",
-    )
+    __slots__ = ("_idle_since", "_sock", "_timeout", "head", "host", "port", "read_timeout")
 
     def __init__(
         self, host: str, port: int, connect_timeout: float | None, read_timeout: float | None
@@ -228,19 +125,14 @@ class Connection:
         self.host = host
         self.port = port
         self.read_timeout = read_timeout
-        host_header = f"[{host}]" if ":" in host and not host.startswith("[") else host
-        if port not in (80, 443):
-            host_header += f":{port}"
-        self._host_header = host_header
+        #: Writes the request heads (as geventhttpclient does).
+        self.head = RequestHead(host, port, {"User-Agent": USER_AGENT})
         self._sock: Any = _connect(host, port, connect_timeout)
         #: The timeout the socket has now (the connect's until the first read or write).
         self._timeout: float | None = -1.0
         if _KERNEL_TIMEOUTS:
             self._sock.settimeout(None)  # blocking: the kernel's timeouts, see _set_timeout
         self._idle_since = time.monotonic()
-        #: The last request's method, path, headers, and its head but for Content-Length
-        #: (a loop sends the same head again and again).
-        self._head: tuple[str, str, dict[str, str], bytes, bool] = ("", "", {}, b"", False)
 
     def close(self) -> None:
         """Close the socket (any number of times)."""
@@ -261,33 +153,6 @@ class Connection:
             return False
         readable, _, _ = select.select([self._sock], [], [], 0)
         return bool(readable)
-
-    def head(self, method: str, path: str, headers: dict[str, str], length: int) -> bytes:
-        """The request line and headers, as geventhttpclient writes them.
-
-        Raises
-        ------
-        ValueError
-            For a header name or value holding CR, LF or NUL (which would split the request).
-        """
-        last_method, last_path, last_headers, prefix, with_length = self._head
-        if method != last_method or path != last_path or headers != last_headers:
-            fields = "".join(headers) + "".join(headers.values())
-            if not _FORBIDDEN.isdisjoint(fields) or not _FORBIDDEN_IN_PATH.isdisjoint(path):
-                raise ValueError(f"invalid request {method} {path!r} with headers {headers!r}")
-            given = {name.lower() for name in headers}
-            lines = [f"{method} {path} HTTP/1.1\r\n"]
-            if "user-agent" not in given:  # a header of the caller's replaces the default
-                lines.append(f"User-Agent: {USER_AGENT}\r\n")
-            lines += [f"{name}: {value}\r\n" for name, value in headers.items()]
-            if "host" not in given:
-                lines.append(f"Host: {self._host_header}\r\n")
-            prefix = "".join(lines).encode("latin-1")
-            with_length = "content-length" not in given
-            self._head = (method, path, dict(headers), prefix, with_length)
-        if with_length and (length or method == "POST" or method == "PUT"):
-            return prefix + b"Content-Length: %d\r\n\r\n" % length
-        return prefix + b"\r\n"
 
     def exchange(
         self,
@@ -369,24 +234,19 @@ class Connection:
         data = sock.recv(_READ_BLOCK)
         if not data:
             raise ClosedBeforeAnswer("the connection closed before any response")
-        answer = _Answer(fast=True)
-        _feed(answer, data)
-        if not answer.headers_done or answer.misread:
-            # The head came in pieces: parse it again as they come (see _Answer).
-            answer = _Answer(fast=False)
-            _feed(answer, data)
-            while not answer.headers_done:
-                self._wait(deadline)
-                data = sock.recv(_READ_BLOCK)
-                if not data:
-                    raise EOFError("the connection closed before the end of the response headers")
-                _feed(answer, data)
+        answer = start_answer(data)
+        while not answer.headers_done:
+            self._wait(deadline)
+            data = sock.recv(_READ_BLOCK)
+            if not data:
+                raise EOFError("the connection closed before the end of the response headers")
+            feed(answer, data)
         status = answer.get_code()
         result: bytes | memoryview
         if not answer.complete:
-            announced = answer.headers.get("content-length", "")
-            if announced.isdigit() and int(announced) >= _LARGE_BODY:
-                result = self._read_into_buffer(answer, int(announced), deadline)
+            length = large_body_length(answer)
+            if length is not None:
+                result = self._read_into_buffer(answer, length, deadline)
                 reusable = answer.should_keep_alive()
                 self._idle_since = time.monotonic()
                 return status, answer.headers, result, reusable
@@ -394,20 +254,18 @@ class Connection:
                 self._wait(deadline)
                 data = sock.recv(_READ_BLOCK)
                 if data:
-                    _feed(answer, data)
+                    feed(answer, data)
                     continue
                 # The end of the connection: the end of a body read until then, or a truncation.
-                with contextlib.suppress(HTTPParseError):
-                    answer.feed(b"")
+                end_of_connection(answer)
                 if not answer.complete:
                     raise EOFError("the connection closed before the end of the response")
-        pieces = answer.pieces
-        result = bytes(pieces[0]) if len(pieces) == 1 else b"".join(pieces)
+        result = body(answer)
         reusable = answer.should_keep_alive() and not answer.extra
         self._idle_since = time.monotonic()
         return status, answer.headers, result, reusable
 
-    def _read_into_buffer(self, answer: _Answer, length: int, deadline: float | None) -> memoryview:
+    def _read_into_buffer(self, answer: Answer, length: int, deadline: float | None) -> memoryview:
         """The rest of a large body read straight into one new buffer (numpy allocates it
         without zero-filling, with huge pages): one copy, and the body once in memory."""
         out = np.empty(length, dtype=np.uint8)
@@ -429,8 +287,3 @@ class Connection:
                 )
             got += count
         return view.toreadonly()
-
-    def idempotent(self, method: str) -> bool:
-        """Whether a request of ``method`` may be sent again after the connection broke before
-        any answer (RFC 9110 section 9.2.2, as geventhttpclient)."""
-        return method in _IDEMPOTENT

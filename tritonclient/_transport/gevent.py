@@ -48,7 +48,7 @@ from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from tritonclient.utils import InferenceServerException, raise_error
 
-from .blocking import ClosedBeforeAnswer, Connection
+from .blocking import ClosedBeforeAnswer, Connection, idempotent
 from .gevent_loop import GeventLoop, Job
 from .http import HttpCall, HttpReply, transport_error
 
@@ -211,7 +211,7 @@ def _perform_blocking(entry: _ThreadStub, call: HttpCall[Any], limit: float | No
             # for the methods that may be repeated (as geventhttpclient).
             broke = isinstance(error, ClosedBeforeAnswer)
             broke = broke or getattr(error, "errno", None) in _STALE_ERRNOS
-            if fresh or not broke or not conn.idempotent(call.method):
+            if fresh or not broke or not idempotent(call.method):
                 raise
             conn = make_conn()
             status, headers, body, reusable = conn.exchange(
