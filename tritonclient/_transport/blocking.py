@@ -38,6 +38,7 @@ from .http11 import (
     body,
     end_of_connection,
     feed,
+    idempotent,
     large_body_length,
     start_answer,
 )
@@ -52,15 +53,6 @@ _READ_BLOCK = 64 * 1024
 
 #: A connection idle this long (seconds) is checked for a close by the server before reuse.
 _STALE_AFTER = 1.0
-
-_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
-
-
-def idempotent(method: str) -> bool:
-    """Whether a request of ``method`` may be sent again after the connection broke before
-    any answer (RFC 9110 section 9.2.2, as geventhttpclient)."""
-    return method in _IDEMPOTENT
-
 
 #: Whether reads and writes wait in the kernel with SO_RCVTIMEO/SO_SNDTIMEO on a blocking
 #: socket (Linux, 64-bit ``struct timeval``): one system call per ``recv`` or ``send``.  A

@@ -24,12 +24,22 @@ __all__ = [
     "body",
     "end_of_connection",
     "feed",
+    "idempotent",
     "large_body_length",
     "start_answer",
 ]
 
 #: Bodies from this size on, with a Content-Length, are read straight into one buffer.
 LARGE_BODY = 1 << 20
+
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
+
+
+def idempotent(method: str) -> bool:
+    """Whether a request of ``method`` may be sent again after the connection broke before
+    any answer (RFC 9110 section 9.2.2, as geventhttpclient)."""
+    return method in _IDEMPOTENT
+
 
 #: Characters that would split a request (header injection): refused, as geventhttpclient does.
 _FORBIDDEN = frozenset("\r\n\0")
