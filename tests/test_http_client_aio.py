@@ -445,3 +445,38 @@ def test_lean_path_cancelled_request_leaves_the_client_usable() -> None:
 
     _with_counting_server(counting, 1, work)
     assert counting.connections == 2
+
+
+def test_lean_path_reads_a_large_answer_into_one_buffer() -> None:
+    """A small request whose answer is large (more than 1 MiB, in many reads): the body is
+    read into one buffer, byte for byte; a body cut short is an error, not a result."""
+    payload = bytes(range(256)) * (3 << 12)  # 3 MiB
+    cut = [False]
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError):
+                break
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(payload))
+            for start in range(0, len(payload), 100_000):
+                if cut[0] and start > len(payload) // 2:
+                    writer.close()
+                    return
+                writer.write(payload[start : start + 100_000])
+                await writer.drain()
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server, aioclient.InferenceServerClient(f"127.0.0.1:{port}") as client:
+            call = client._c_get("/v2", None, None, lambda reply: reply)
+            reply = await client._transport.send(call)
+            assert reply.status == 200 and bytes(reply.body) == payload
+            cut[0] = True
+            with pytest.raises(InferenceServerException, match="connection"):
+                await client._transport.send(client._c_get("/v2", None, None, lambda r: r))
+
+    run(main())

@@ -20,8 +20,6 @@ import asyncio
 import collections
 from typing import Any
 
-import numpy as np
-
 from . import http11
 from .http11 import Answer, ClosedBeforeAnswer, RequestHead
 
@@ -115,19 +113,10 @@ class _Connection(asyncio.Protocol):
         return waiter
 
     def _start_large(self, answer: Answer, length: int) -> None:
-        """Read the rest of a large body straight into one buffer (numpy allocates it
-        without zero-filling): the body once in memory, not pieces joined at the end."""
-        out = np.empty(length, dtype=np.uint8)
-        view = memoryview(out.data).cast("B")
-        got = 0
-        for piece in answer.pieces:
-            if got + len(piece) > length:
-                raise EOFError(f"the response body is longer than its {length} byte Content-Length")
-            view[got : got + len(piece)] = piece
-            got += len(piece)
-        answer.pieces.clear()
-        self.large, self.got = view, got
-        if got == length:
+        """Read the rest of a large body straight into one buffer (``body_buffer``): the body
+        once in memory, not pieces joined at the end."""
+        self.large, self.got = http11.body_buffer(answer, length)
+        if self.got == length:
             self._large_piece(b"")
 
     def _large_piece(self, data: bytes) -> None:

@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import geventhttpclient
-import numpy as np
 
 from .http11 import (
     Answer,
@@ -36,6 +35,7 @@ from .http11 import (
     HTTPParseError,
     RequestHead,
     body,
+    body_buffer,
     end_of_connection,
     feed,
     idempotent,
@@ -258,17 +258,8 @@ class Connection:
         return status, answer.headers, result, reusable
 
     def _read_into_buffer(self, answer: Answer, length: int, deadline: float | None) -> memoryview:
-        """The rest of a large body read straight into one new buffer (numpy allocates it
-        without zero-filling, with huge pages): one copy, and the body once in memory."""
-        out = np.empty(length, dtype=np.uint8)
-        view = memoryview(out.data).cast("B")
-        got = 0
-        for piece in answer.pieces:
-            if got + len(piece) > length:
-                raise EOFError(f"the response body is longer than its {length} byte Content-Length")
-            view[got : got + len(piece)] = piece
-            got += len(piece)
-        answer.pieces = []
+        """The rest of a large body read straight into one new buffer (``body_buffer``)."""
+        view, got = body_buffer(answer, length)
         sock = self._sock
         while got < length:
             self._wait(deadline)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import numpy as np
 from geventhttpclient._parser import HTTPParseError, HTTPResponseParser
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "HTTPParseError",
     "RequestHead",
     "body",
+    "body_buffer",
     "end_of_connection",
     "feed",
     "idempotent",
@@ -229,6 +231,27 @@ def large_body_length(answer: Answer) -> int | None:
     if announced.isdigit() and int(announced) >= LARGE_BODY:
         return int(announced)
     return None
+
+
+def body_buffer(answer: Answer, length: int) -> tuple[memoryview, int]:
+    """A new buffer for a large body of ``length`` bytes (numpy allocates it without
+    zero-filling, with huge pages), holding the pieces parsed so far, and how many bytes
+    those were: the rest is read straight into it (one copy, the body once in memory).
+
+    Raises
+    ------
+    EOFError
+        If the pieces already hold more than ``length`` bytes.
+    """
+    view = memoryview(np.empty(length, dtype=np.uint8).data).cast("B")
+    got = 0
+    for piece in answer.pieces:
+        if got + len(piece) > length:
+            raise EOFError(f"the response body is longer than its {length} byte Content-Length")
+        view[got : got + len(piece)] = piece
+        got += len(piece)
+    answer.pieces.clear()
+    return view, got
 
 
 def body(answer: Answer) -> bytes:
