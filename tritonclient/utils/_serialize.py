@@ -244,14 +244,21 @@ else:
     else:
         HAVE_SPEEDUPS = True
 
+#: The C accelerator's in-place object-array packer and unpacker (None without it).
+_pack_object_array: Callable[[Any, int, int, bool], bytes] | None
+_unpack_bytes_array: Callable[[Any, Callable[[int], tuple[Any, int]]], Any] | None
+
 if HAVE_SPEEDUPS:
     _pack_bytes = _speedups.pack_bytes
     _unpack_bytes = _speedups.unpack_bytes
     _format_json_numbers = _speedups.format_json_numbers
+    _pack_object_array = _speedups.pack_object_array
+    _unpack_bytes_array = _speedups.unpack_bytes_array
 else:
     _pack_bytes = _py_pack_bytes
     _unpack_bytes = _py_unpack_bytes
     _format_json_numbers = _py_format_json_numbers
+    _pack_object_array = _unpack_bytes_array = None
 
 
 def json_number_text(array: npt.NDArray[Any], *, float32_as_double: bool = False) -> bytes:
@@ -342,14 +349,17 @@ def serialize_byte_tensor(input_tensor: npt.NDArray[Any]) -> npt.NDArray[np.obje
     """
     if isinstance(input_tensor, np.ndarray) and input_tensor.size == 0:
         return np.empty([0], dtype=np.object_)
-    if HAVE_SPEEDUPS and isinstance(input_tensor, np.ndarray) and input_tensor.dtype == np.object_:
+    pack_in_place = _pack_object_array
+    if (
+        pack_in_place is not None
+        and isinstance(input_tensor, np.ndarray)
+        and input_tensor.dtype == np.object_
+    ):
         # The C packer reads the elements where they are (no list of them made first) and
         # checks each one's type as it packs it.
         flat = _object_slots(input_tensor.ravel(order="C"))
         try:
-            packed = _speedups.pack_object_array(
-                flat, flat.__array_interface__["data"][0], flat.size, True
-            )
+            packed = pack_in_place(flat, flat.__array_interface__["data"][0], flat.size, True)
         except (TypeError, ValueError, OverflowError) as exc:
             raise_error(f"cannot serialize bytes tensor: {exc}")
         return np.asarray(packed, dtype=np.object_)
@@ -381,6 +391,13 @@ def _object_slots(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
 _POINTER_SIZE = struct.calcsize("P")
 
 
+def _new_object_array(count: int) -> tuple[npt.NDArray[Any], int]:
+    """A new 1-D object array of ``count`` elements and the address of its data (for the C
+    accelerator to fill)."""
+    out = _object_slots(np.empty(count, dtype=np.object_))
+    return out, out.__array_interface__["data"][0]
+
+
 def deserialize_bytes_tensor(encoded_tensor: Any) -> npt.NDArray[np.object_]:
     """Deserialize a length-prefixed BYTES buffer into a 1-D array of ``bytes``.
 
@@ -408,13 +425,10 @@ def deserialize_bytes_tensor(encoded_tensor: Any) -> npt.NDArray[np.object_]:
             return np.empty([0], dtype=np.object_)
         encoded_tensor = encoded_tensor.item()
     try:
-        if HAVE_SPEEDUPS:
+        if _unpack_bytes_array is not None:
             # The elements go straight into the array's slots (no list of them first).
-            count = _speedups.count_bytes(encoded_tensor)
-            out = _object_slots(np.empty(count, dtype=np.object_))
-            address = out.__array_interface__["data"][0]
-            _speedups.unpack_bytes_into(encoded_tensor, out, address, count)
-            return out
+            made: npt.NDArray[np.object_] = _unpack_bytes_array(encoded_tensor, _new_object_array)
+            return made
         items = _unpack_bytes(encoded_tensor)
     except ValueError as exc:
         raise_error(str(exc))

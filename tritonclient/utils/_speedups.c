@@ -6,6 +6,8 @@
  *
  * pack_bytes(items, coerce)    list of bytes/str -> bytes in wire form (coerce: other
  *                              objects as str(object), NVIDIA's rule for object arrays)
+ * pack_object_array(...)       the same, reading an object array's elements in place
+ * unpack_bytes_array(...)      wire form -> a new object array of bytes, in one pass
  * unpack_bytes(buffer)        wire form -> list of bytes
  *
  * Both are thin loops around memcpy; all policy (which numpy dtypes are accepted,
@@ -212,47 +214,120 @@ static PyObject *pack_object_array(PyObject *self, PyObject *args)
     return pack_items(items, count, coerce);
 }
 
+/* The size of element index at offset, its boundaries checked; -1 with ValueError set. */
+static Py_ssize_t element_size(const unsigned char *buf, Py_ssize_t len, Py_ssize_t offset,
+                               Py_ssize_t index)
+{
+    if (len - offset < 4) {
+        PyErr_Format(PyExc_ValueError,
+                     "truncated BYTES tensor: element %zd at byte offset %zd needs a 4-byte "
+                     "length prefix but only %zd byte(s) remain",
+                     index, offset, len - offset);
+        return -1;
+    }
+    uint32_t size = get_u32le(buf + offset);
+    if ((uint64_t)size > (uint64_t)(len - offset - 4)) {
+        PyErr_Format(PyExc_ValueError,
+                     "truncated BYTES tensor: element %zd at byte offset %zd declares %lu "
+                     "byte(s) but only %zd remain",
+                     index, offset, (unsigned long)size, len - offset - 4);
+        return -1;
+    }
+    return (Py_ssize_t)size;
+}
+
 /* Walk the length prefixes once: count the elements and validate every boundary. */
 static Py_ssize_t count_elements(const unsigned char *buf, Py_ssize_t len)
 {
     Py_ssize_t offset = 0;
     Py_ssize_t index = 0;
     while (offset < len) {
-        if (len - offset < 4) {
-            PyErr_Format(PyExc_ValueError,
-                         "truncated BYTES tensor: element %zd at byte offset %zd needs a 4-byte "
-                         "length prefix but only %zd byte(s) remain",
-                         index, offset, len - offset);
+        Py_ssize_t size = element_size(buf, len, offset, index);
+        if (size < 0) {
             return -1;
         }
-        uint32_t size = get_u32le(buf + offset);
-        if ((uint64_t)size > (uint64_t)(len - offset - 4)) {
-            PyErr_Format(PyExc_ValueError,
-                         "truncated BYTES tensor: element %zd at byte offset %zd declares %lu "
-                         "byte(s) but only %zd remain",
-                         index, offset, (unsigned long)size, len - offset - 4);
-            return -1;
-        }
-        offset += 4 + (Py_ssize_t)size;
+        offset += 4 + size;
         index++;
     }
     return index;
 }
 
-/* count_bytes(buffer) -> int: the number of elements, every boundary checked. */
-static PyObject *count_bytes(PyObject *self, PyObject *args)
+/* unpack_bytes_array(buffer, make_array) -> array: one pass over the buffer (a million
+ * elements' prefixes are read once, not counted first and read again), the new bytes objects
+ * gathered in a C array, then moved into the slots of make_array(count), which returns a new
+ * C-contiguous object array of count elements (each holding None, released here) and the
+ * address of its data. */
+static PyObject *unpack_bytes_array(PyObject *self, PyObject *args)
 {
     Py_buffer view;
-    if (!PyArg_ParseTuple(args, "y*:count_bytes", &view)) {
+    PyObject *make_array;
+    if (!PyArg_ParseTuple(args, "y*O:unpack_bytes_array", &view, &make_array)) {
         return NULL;
     }
-    Py_ssize_t count = count_elements((const unsigned char *)view.buf, view.len);
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    Py_ssize_t len = view.len;
+    Py_ssize_t capacity = len / 16 + 16, count = 0, offset = 0;
+    PyObject **items = PyMem_Malloc((size_t)capacity * sizeof(PyObject *));
+    PyObject *made = NULL, *result = NULL;
+    if (items == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    while (offset < len) {
+        Py_ssize_t size = element_size(buf, len, offset, count);
+        if (size < 0) {
+            goto done;
+        }
+        if (count == capacity) {
+            Py_ssize_t grown = capacity + capacity / 2 + 16;
+            PyObject **more = PyMem_Realloc(items, (size_t)grown * sizeof(PyObject *));
+            if (more == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            items = more;
+            capacity = grown;
+        }
+        PyObject *item = PyBytes_FromStringAndSize((const char *)buf + offset + 4, size);
+        if (item == NULL) {
+            goto done;
+        }
+        items[count++] = item;
+        offset += 4 + size;
+    }
+    made = PyObject_CallFunction(make_array, "n", count);
+    if (made == NULL) {
+        goto done;
+    }
+    PyObject *array, *address;
+    if (!PyArg_ParseTuple(made, "OO:make_array result", &array, &address)) {
+        goto done;
+    }
+    PyObject **slots = object_slots(address, count);
+    if (slots == NULL && PyErr_Occurred()) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *old = slots[i];
+        slots[i] = items[i]; /* the reference moves to the array */
+        Py_XDECREF(old);
+    }
+    count = 0;
+    Py_INCREF(array);
+    result = array;
+
+done:
+    for (Py_ssize_t i = 0; i < count; i++) { /* not moved: released */
+        Py_DECREF(items[i]);
+    }
+    PyMem_Free(items);
+    Py_XDECREF(made);
     PyBuffer_Release(&view);
-    return count < 0 ? NULL : PyLong_FromSsize_t(count);
+    return result;
 }
 
-/* Each of the count (checked) elements of buf as a new bytes object into slots[i], releasing
- * what the slot held (None in a new object array, NULL in a new list). */
+/* Each of the count (checked) elements of buf as a new bytes object into slots[i] (the items
+ * of a new list, NULL until then). */
 static int fill_slots(const unsigned char *buf, Py_ssize_t count, PyObject **slots)
 {
     Py_ssize_t offset = 0;
@@ -268,34 +343,6 @@ static int fill_slots(const unsigned char *buf, Py_ssize_t count, PyObject **slo
         offset += 4 + (Py_ssize_t)size;
     }
     return 0;
-}
-
-/* unpack_bytes_into(buffer, array, address, count): the elements (count_bytes of them) as
- * bytes objects straight into the slots of a new C-contiguous object array (each holding
- * None, released here), with no list in between. */
-static PyObject *unpack_bytes_into(PyObject *self, PyObject *args)
-{
-    Py_buffer view;
-    PyObject *array, *address;
-    Py_ssize_t count;
-    if (!PyArg_ParseTuple(args, "y*OOn:unpack_bytes_into", &view, &array, &address, &count)) {
-        return NULL;
-    }
-    const unsigned char *buf = (const unsigned char *)view.buf;
-    PyObject **slots = object_slots(address, count);
-    if ((slots == NULL && PyErr_Occurred()) || count_elements(buf, view.len) != count) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "the array does not have one slot per element");
-        }
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    int failed = fill_slots(buf, count, slots);
-    PyBuffer_Release(&view);
-    if (failed) {
-        return NULL;
-    }
-    Py_RETURN_NONE;
 }
 
 static PyObject *unpack_bytes(PyObject *self, PyObject *args)
@@ -699,11 +746,9 @@ static PyMethodDef speedups_methods[] = {
     {"pack_object_array", pack_object_array, METH_VARARGS,
      "pack_object_array(array, address, count, coerce=False) -> bytes: pack_bytes of the "
      "elements of a C-contiguous object array, read in place."},
-    {"count_bytes", count_bytes, METH_VARARGS,
-     "count_bytes(buffer) -> int: the number of length-prefixed elements (checked)."},
-    {"unpack_bytes_into", unpack_bytes_into, METH_VARARGS,
-     "unpack_bytes_into(buffer, array, address, count): split the elements into the slots "
-     "of a new C-contiguous object array."},
+    {"unpack_bytes_array", unpack_bytes_array, METH_VARARGS,
+     "unpack_bytes_array(buffer, make_array) -> array: split the elements into a new object "
+     "array made by make_array(count) -> (array, data address)."},
     {"unpack_bytes", unpack_bytes, METH_VARARGS,
      "unpack_bytes(buffer) -> list[bytes]: split length-prefixed elements."},
     {"format_json_numbers", format_json_numbers, METH_VARARGS,
