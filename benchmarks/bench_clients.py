@@ -472,30 +472,34 @@ class MockServer:
         self.models = tuple(models)
         self.args = tuple(args)
 
+    def command(self, port_file: Path) -> list[str]:
+        """The server's command line; it writes its ports to ``port_file`` (JSON)."""
+        return [
+            sys.executable,
+            "-m",
+            "mock_server",
+            "--model-repository",
+            "mock_server/models",
+            *(a for m in self.models for a in ("--load-model", m)),
+            "--model-control-mode",
+            "explicit",
+            "--http-port",
+            "0",
+            "--grpc-port",
+            "0",
+            "--metrics-port",
+            "0",
+            "--port-file",
+            str(port_file),
+            *self.args,
+        ]
+
     def __enter__(self) -> MockServer:
         self.tmp = tempfile.TemporaryDirectory(prefix="bench-clients-")
         port_file = Path(self.tmp.name) / "ports.json"
         self.log = open(Path(self.tmp.name) / "server.log", "w+b")
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mock_server",
-                "--model-repository",
-                "mock_server/models",
-                *(a for m in self.models for a in ("--load-model", m)),
-                "--model-control-mode",
-                "explicit",
-                "--http-port",
-                "0",
-                "--grpc-port",
-                "0",
-                "--metrics-port",
-                "0",
-                "--port-file",
-                str(port_file),
-                *self.args,
-            ],
+            self.command(port_file),
             cwd=REPO,
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -505,7 +509,8 @@ class MockServer:
         while not (port_file.exists() and port_file.stat().st_size):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.log.seek(0)
-                raise RuntimeError(f"mock_server did not start:\n{self.log.read().decode()}")
+                name = type(self).__name__
+                raise RuntimeError(f"{name} did not start:\n{self.log.read().decode()}")
             time.sleep(0.05)
         time.sleep(0.05)
         ports = json.loads(port_file.read_text())

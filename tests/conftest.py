@@ -25,9 +25,13 @@ def codec_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 
         monkeypatch.setattr(_codec, "_pack_bytes", _speedups.pack_bytes)
         monkeypatch.setattr(_codec, "_unpack_bytes", _speedups.unpack_bytes)
+        monkeypatch.setattr(_codec, "_pack_object_array", _speedups.pack_object_array)
+        monkeypatch.setattr(_codec, "_unpack_bytes_array", _speedups.unpack_bytes_array)
     else:
         monkeypatch.setattr(_codec, "_pack_bytes", _codec._py_pack_bytes)
         monkeypatch.setattr(_codec, "_unpack_bytes", _codec._py_unpack_bytes)
+        monkeypatch.setattr(_codec, "_pack_object_array", None)
+        monkeypatch.setattr(_codec, "_unpack_bytes_array", None)
     yield request.param
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import shutil
+import socket
 import ssl
 import threading
 import time
@@ -821,10 +822,46 @@ def test_direct_path_does_not_hand_off(url: str, monkeypatch: pytest.MonkeyPatch
         assert np.array_equal(client.infer("simple", inputs).as_numpy("OUTPUT0"), a + 1)
         assert client.is_server_live() and client.get_server_metadata()["name"]
         entry = _thread_entry(client)
-        assert entry is not None and entry.stub is not None and entry.active == 0
+        assert entry is not None and entry.conn is not None and entry.active == 0
+        assert not entry.has_stub  # a plain thread takes the lean path: no HTTPClient made
         monkeypatch.undo()
         assert client.async_infer("simple", inputs).get_result(timeout=30) is not None
     assert _thread_entry(client) is None  # close() closed this thread's HTTPClient
+
+
+def test_lean_path_replaces_connections_the_server_closed() -> None:
+    """A kept-alive connection the server closed is not taken for a broken call: noticed
+    before sending after an idle pause (a POST), or retried once on a new connection when it
+    fails before any answer (a GET, which may be repeated)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(10)
+    accepted: list[bytes] = []
+
+    def serve() -> None:  # one answer per connection, then the server closes it
+        with listener:
+            for _ in range(3):
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.settimeout(10)
+                    data = b""
+                    while b"\r\n\r\n" not in data:
+                        data += conn.recv(65536)
+                    accepted.append(data.split(b" ", 1)[0])
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    port = listener.getsockname()[1]
+    with httpclient.InferenceServerClient(f"127.0.0.1:{port}", network_timeout=10) as client:
+        client.unload_model("m")  # POST, on a new connection
+        time.sleep(1.2)
+        client.unload_model("m")  # POST: the idle connection is seen closed before sending
+        assert client.is_server_live()  # GET: fails before any answer, sent again once
+    server.join(10)
+    assert accepted == [b"POST", b"POST", b"GET"]
 
 
 def test_threads_use_their_own_http_clients(url: str) -> None:
@@ -841,7 +878,7 @@ def test_threads_use_their_own_http_clients(url: str) -> None:
                     inputs[1].set_data_from_numpy(np.full((1, 16), seed * 100 + i, np.int32))
                     got = client.infer("simple", inputs).as_numpy("OUTPUT0")
                     assert np.array_equal(got, a + seed * 100 + i), (seed, i)
-                stubs[seed] = _thread_entry(client).stub
+                stubs[seed] = _thread_entry(client).conn
             except BaseException as exc:
                 errors.append(exc)
 
@@ -863,12 +900,13 @@ def test_close_elsewhere_then_owner_call_raises_and_sweeps(url: str) -> None:
     closer.start()
     closer.join(30)
     assert not closer.is_alive()
-    assert entry.stub is not None  # another thread's HTTPClient is left to its own thread
+    # another thread's connection is left to its own thread
+    assert not entry.closed and entry.conn is not None
     with pytest.raises(InferenceServerException, match="closed"):
         client.infer("simple", simple_inputs()[0])
     with httpclient.InferenceServerClient(url) as other:
         assert other.is_server_live()  # any call of this thread closes the closed one's
-    assert _thread_entry(client) is None and entry.stub is None
+    assert _thread_entry(client) is None and entry.closed and entry.conn is None
 
 
 def _drop_client_made_elsewhere(url: str, creator_exits_first: bool) -> None:
@@ -889,7 +927,7 @@ def _drop_client_made_elsewhere(url: str, creator_exits_first: bool) -> None:
         # a later call of this thread (through another client) closes the dead one's
         with httpclient.InferenceServerClient(url) as other:
             assert other.is_server_live()
-        swept.append(entries[0].stub is None)
+        swept.append(entries[0].closed)
 
     t = threading.Thread(target=make)
     t.start()
@@ -925,16 +963,16 @@ def test_gc_from_other_thread_creator_alive_and_exited(url: str) -> None:
             client = httpclient.InferenceServerClient(url)
             assert client.is_server_live()
             entry = _thread_entry(client)
-            kept.append((client, entry.stub, weakref.ref(entry)))
+            kept.append((client, entry.conn, weakref.ref(entry)))
 
         t = threading.Thread(target=use_and_exit)
         t.start()
         t.join(30)
         gc.collect()
-        client, stub, entry_ref = kept.pop()
-        assert entry_ref() is None and stub._connection_pool._closed
+        client, conn, entry_ref = kept.pop()
+        assert entry_ref() is None and conn.closed
         client.close()
-        del client, stub
+        del client, conn
         gc.collect()
     finally:
         __import__("sys").unraisablehook = old_hook

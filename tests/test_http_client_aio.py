@@ -345,3 +345,138 @@ def test_a_large_body_is_sent_from_its_buffers_with_its_length() -> None:
     (head,) = heads
     assert b"transfer-encoding" not in head.lower()
     assert sizes[0] > _common._CHUNKS_FROM
+
+
+# -- the lean path: plain-HTTP requests with a body of one piece, on asyncio protocols ---------
+
+
+class _CountingServer:
+    """Answers ``POST``/``GET`` with an empty 200 after ``delay`` seconds; counts connections,
+    the most open at once, and (with ``close_after``) closes each connection after that many
+    answers."""
+
+    def __init__(self, delay: float = 0.0, close_after: int | None = None) -> None:
+        self.delay = delay
+        self.close_after = close_after
+        self.connections = 0
+        self.open = 0
+        self.most_open = 0
+        self.requests: list[bytes] = []
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self.open += 1
+        self.most_open = max(self.most_open, self.open)
+        answered = 0
+        try:
+            while self.close_after is None or answered < self.close_after:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                self.requests.append(head.split(b" ", 1)[0])
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        await reader.readexactly(int(line.split(b":", 1)[1]))
+                await asyncio.sleep(self.delay)
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                await writer.drain()
+                answered += 1
+        finally:
+            self.open -= 1
+            writer.close()
+
+
+def _with_counting_server(counting: _CountingServer, conn_limit: int, work: Any) -> None:
+    """Run ``await work(client)`` with a client of a counting server on a free port."""
+
+    async def main() -> None:
+        server = await asyncio.start_server(counting.handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with (
+            server,
+            aioclient.InferenceServerClient(f"127.0.0.1:{port}", conn_limit=conn_limit) as client,
+        ):
+            await work(client)
+
+    run(main())
+
+
+def test_lean_path_keeps_connections_and_their_limit() -> None:
+    counting = _CountingServer(delay=0.05)
+
+    async def work(client: aioclient.InferenceServerClient) -> None:
+        await asyncio.gather(*[client.unload_model("m") for _ in range(8)])
+        for _ in range(4):  # one after another: the kept-alive connections again
+            await client.unload_model("m")
+
+    _with_counting_server(counting, 2, work)
+    assert counting.most_open == 2  # never more than conn_limit at once
+    assert counting.connections == 2  # and kept alive between requests
+    assert len(counting.requests) == 12
+
+
+def test_lean_path_replaces_connections_the_server_closed() -> None:
+    counting = _CountingServer(close_after=1)
+
+    async def work(client: aioclient.InferenceServerClient) -> None:
+        for _ in range(3):
+            await client.unload_model("m")  # POST: the closed connection is not used
+            await asyncio.sleep(0.05)
+        assert await client.is_server_live()  # GET
+
+    _with_counting_server(counting, 100, work)
+    assert counting.requests == [b"POST", b"POST", b"POST", b"GET"]
+    assert counting.connections == 4
+
+
+def test_lean_path_cancelled_request_leaves_the_client_usable() -> None:
+    counting = _CountingServer(delay=0.5)
+
+    async def work(client: aioclient.InferenceServerClient) -> None:
+        task = asyncio.ensure_future(client.unload_model("m"))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # the cancelled request's connection is closed, its slot free again
+        counting.delay = 0.0
+        await asyncio.wait_for(client.unload_model("m"), 5)
+
+    _with_counting_server(counting, 1, work)
+    assert counting.connections == 2
+
+
+def test_lean_path_reads_a_large_answer_into_one_buffer() -> None:
+    """A small request whose answer is large (more than 1 MiB, in many reads): the body is
+    read into one buffer, byte for byte; a body cut short is an error, not a result."""
+    payload = bytes(range(256)) * (3 << 12)  # 3 MiB
+    cut = [False]
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError):
+                break
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(payload))
+            for start in range(0, len(payload), 100_000):
+                if cut[0] and start > len(payload) // 2:
+                    writer.close()
+                    return
+                writer.write(payload[start : start + 100_000])
+                await writer.drain()
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server, aioclient.InferenceServerClient(f"127.0.0.1:{port}") as client:
+            call = client._c_get("/v2", None, None, lambda reply: reply)
+            reply = await client._transport.send(call)
+            assert reply.status == 200 and bytes(reply.body) == payload
+            cut[0] = True
+            with pytest.raises(InferenceServerException, match="connection"):
+                await client._transport.send(client._c_get("/v2", None, None, lambda r: r))
+
+    run(main())

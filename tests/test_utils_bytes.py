@@ -121,6 +121,35 @@ def test_other_elements_are_written_as_their_str(other: Any) -> None:
     assert decoded == [b"ok", b"fine", str(other).encode("utf-8")]
 
 
+def test_element_whose_str_fails_is_reported() -> None:
+    class Unprintable:
+        def __str__(self) -> str:
+            raise ValueError("no text for this one")
+
+    with pytest.raises(InferenceServerException, match="no text for this one"):
+        serialize_byte_tensor(object_array([b"ok", Unprintable()]))
+
+
+def test_packer_grows_past_its_first_guess() -> None:
+    """The packer sizes its buffer from the first elements; larger ones later make it grow
+    (and a guess too large is cut back), with the same bytes as a plain join."""
+    values = [b"s"] * 100 + [bytes([i]) * 70_000 for i in range(20)] + ["t\u00e9"] * 3
+    packed = serialize_byte_tensor(object_array(values)).item()
+    expected = b"".join(
+        len(v).to_bytes(4, "little") + v
+        for v in (x if isinstance(x, bytes) else x.encode() for x in values)
+    )
+    assert packed == expected
+    assert deserialize_bytes_tensor(packed).tolist() == [
+        x if isinstance(x, bytes) else x.encode() for x in values
+    ]
+    big_first = [b"x" * 100_000] * 64 + [b""] * 1000
+    assert (
+        deserialize_bytes_tensor(serialize_byte_tensor(object_array(big_first))).tolist()
+        == big_first
+    )
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_, np.uint8])
 def test_non_bytes_dtype_is_rejected(dtype: Any) -> None:
     with pytest.raises(InferenceServerException, match="invalid datatype"):

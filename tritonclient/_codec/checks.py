@@ -25,6 +25,7 @@ from .raw import wire_dtype
 from .types import Buffer
 
 __all__ = [
+    "FIXED_DATATYPES",
     "DecodedOutputs",
     "Requested",
     "decode_raw_output",
@@ -107,7 +108,22 @@ def response_shape(name: str, shape: Any) -> tuple[int, ...]:
     return dims
 
 
-def decode_raw_output(name: str, datatype: Any, shape: Any, buffer: Buffer) -> npt.NDArray[Any]:
+#: Each fixed-size datatype's wire dtype and element size, for the decoding of every output.
+FIXED_DATATYPES: dict[str, tuple[np.dtype[Any], int]] = {
+    name: (wire_dtype(name), info.byte_size)
+    for name, info in DATATYPES.items()
+    if info.byte_size is not None
+}
+
+
+def decode_raw_output(
+    name: str,
+    datatype: Any,
+    shape: Any,
+    buffer: Buffer,
+    offset: int = 0,
+    size: int | None = None,
+) -> npt.NDArray[Any]:
     """Read an output from its raw bytes, checking that they are exactly what its datatype and
     shape need.
 
@@ -120,13 +136,18 @@ def decode_raw_output(name: str, datatype: Any, shape: Any, buffer: Buffer) -> n
     shape : sequence of int
         Its shape.
     buffer : bytes-like
-        The raw bytes (HTTP binary data, a gRPC ``raw_output_contents`` entry).
+        The raw bytes (HTTP binary data, a gRPC ``raw_output_contents`` entry), or a larger
+        buffer holding them at ``offset``.
+    offset : int, optional
+        Where the output's bytes start in ``buffer`` (default 0).
+    size : int, optional
+        How many bytes they are (default: the rest of ``buffer``).
 
     Returns
     -------
     numpy.ndarray
-        Fixed-size datatypes: ``np.frombuffer`` over ``buffer`` (no copy; read-only when
-        ``buffer`` is); BYTES: an object array of ``bytes``.
+        Fixed-size datatypes: a view of ``buffer`` (no copy; read-only when ``buffer`` is);
+        BYTES: an object array of ``bytes``.
 
     Raises
     ------
@@ -134,26 +155,39 @@ def decode_raw_output(name: str, datatype: Any, shape: Any, buffer: Buffer) -> n
         For an unknown datatype, a bad shape, missing or trailing bytes, or a BYTES buffer
         that is not ``shape``'s number of well-formed elements.
     """
-    info = DATATYPES.get(datatype) if type(datatype) is str else None
-    if info is None:
-        info = known_datatype(name, datatype)  # raises
-    dims = response_shape(name, shape)
-    count = math.prod(dims)
-    nbytes = len(buffer) if type(buffer) is bytes else memoryview(buffer).nbytes
-    size = info.byte_size
-    if size is not None:
-        if nbytes != count * size:
-            raise response_fault(
-                f"output '{name}' ({datatype}, shape {list(dims)}) needs {count * size} bytes "
-                f"of data, the response has {nbytes}"
-            )
-        return np.frombuffer(buffer, dtype=wire_dtype(datatype)).reshape(dims)
+    fixed = FIXED_DATATYPES.get(datatype) if type(datatype) is str else None
+    if fixed is None and datatype != "BYTES":
+        known_datatype(name, datatype)  # raises
     try:
-        items = deserialize_bytes_tensor(buffer) if nbytes else np.empty(0, np.object_)
+        dims = tuple(shape)
+    except TypeError:
+        dims = (None,)
+    for dim in dims:  # inline: this runs for every output of every response
+        if type(dim) is not int or dim < 0:
+            response_shape(name, shape)  # raises with the message
+    count = math.prod(dims)
+    total = len(buffer) if type(buffer) is bytes else memoryview(buffer).nbytes
+    if size is None:
+        size = total - offset
+    if fixed is not None:
+        dtype, item = fixed
+        if size != count * item:
+            raise response_fault(
+                f"output '{name}' ({datatype}, shape {list(dims)}) needs {count * item} bytes "
+                f"of data, the response has {size}"
+            )
+        # One ndarray over the buffer at the offset: no slice, no reshape.
+        array: npt.NDArray[Any] = np.ndarray(dims, dtype, buffer, offset)
+        return array
+    view = buffer
+    if offset or size != total:
+        view = memoryview(buffer).cast("B")[offset : offset + size]
+    try:
+        items = deserialize_bytes_tensor(view) if size else np.empty(0, np.object_)
     except InferenceServerException as exc:
         raise response_fault(
             f"output '{name}' (BYTES, shape {list(dims)}) is not a valid BYTES buffer of "
-            f"{nbytes} bytes: {exc.message()}"
+            f"{size} bytes: {exc.message()}"
         ) from None
     if len(items) != count:
         raise response_fault(

@@ -29,6 +29,7 @@ from tritonclient.utils._errors import (
 )
 
 from .checks import (
+    FIXED_DATATYPES,
     DecodedOutputs,
     Requested,
     decode_raw_output,
@@ -487,12 +488,27 @@ def check_infer_response(
             "(expected one entry per output)"
         )
     arrays: dict[str, npt.NDArray[Any] | None] = {}
+    fixed_types = FIXED_DATATYPES
     for index, output in enumerate(outputs):
         name = output.name
         if name in arrays:
             continue  # as_numpy() reads the first one
         if raw:
             entry = raw[index]
+            # Inline for the usual output (a fixed-size datatype whose shape needs exactly
+            # the bytes it has); anything else goes through decode_raw_output's checks.
+            fixed = fixed_types.get(output.datatype)
+            if fixed is not None and type(entry) is bytes:
+                dims = tuple(output.shape)
+                count = 1
+                for dim in dims:
+                    if dim < 0:
+                        break
+                    count *= dim
+                else:
+                    if count * fixed[1] == len(entry) and count:
+                        arrays[name] = np.ndarray(dims, fixed[0], entry)
+                        continue
             if buffer_nbytes(entry) or not math.prod(response_shape(name, output.shape)):
                 arrays[name] = decode_raw_output(name, output.datatype, output.shape, entry)
                 continue

@@ -65,16 +65,26 @@ class EncodedBody:
         ``Inference-Header-Content-Length``), None when the body is all JSON.
     content_encoding : str or None
         ``"gzip"`` or ``"deflate"`` after :meth:`compressed`, else None.
+    size : int or None
+        The total length, when the encoder counted it as it went (else :attr:`nbytes`
+        counts it).
     """
 
     chunks: list[Buffer]
     json_size: int | None = None
     content_encoding: str | None = None
+    #: The total length when the encoder counted it (None: counted on demand).
+    size: int | None = None
 
     @property
     def nbytes(self) -> int:
         """Total length of the body (``Content-Length``)."""
-        return sum(memoryview(c).nbytes for c in self.chunks)
+        if self.size is not None:
+            return self.size
+        total = 0
+        for chunk in self.chunks:
+            total += len(chunk) if type(chunk) is bytes else memoryview(chunk).nbytes
+        return total
 
     def tobytes(self) -> bytes:
         """The body as one ``bytes`` object (copies every chunk)."""

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import numpy.typing as npt
 
 from tritonclient.utils import (
@@ -30,6 +31,7 @@ from tritonclient.utils._serialize import json_number_text
 
 from .arguments import check_input_array, check_parameter_name
 from .checks import (
+    FIXED_DATATYPES,
     DecodedOutputs,
     Requested,
     decode_raw_output,
@@ -438,34 +440,35 @@ def encode_infer_request(
     inputs = list(inputs)
     # The JSON is assembled from pieces so that number text is spliced in without being
     # parsed; the members are those (and in the order) json.dumps of the request would give.
+    # Each input's and output's JSON text is made once and kept by its object.
     parts: list[bytes] = [b"{"]
     if options.request_id != "":
         parts += [b'"id":', dumps(options.request_id), b","]
-    params = _request_parameters_json(options)
-    parts.append(b'"inputs":[')
-    for index, each in enumerate(inputs):
-        if index:
-            parts.append(b",")
-        parts.append(each.to_json_bytes())
-    parts.append(b"]")
-    output_list = list(outputs or [])
+    params = {} if options is NO_OPTIONS else _request_parameters_json(options)
+    parts += [b'"inputs":[', b",".join([each.to_json_bytes() for each in inputs]), b"]"]
+    output_list = outputs if type(outputs) is list else list(outputs or [])
     if output_list:
-        parts += [b',"outputs":[', b",".join(o.json_bytes for o in output_list), b"]"]
+        parts += [b',"outputs":[', b",".join([o.json_bytes for o in output_list]), b"]"]
     else:
         params["binary_data_output"] = True
-    params.update(_custom_parameters_json(options))
+    if options.parameters:
+        params.update(_custom_parameters_json(options))
     if params:
         parts += [b',"parameters":', dumps(params)]
     parts.append(b"}")
     header = b"".join(parts)
     chunks: list[Buffer] = [header]
     binary = False
+    size = len(header)
     for each in inputs:
-        if each.raw is not None:
+        raw = each.raw
+        if raw is not None:
             binary = True
-            if memoryview(each.raw).nbytes:
-                chunks.append(each.raw)
-    return EncodedBody(chunks, len(header) if binary else None)
+            length = len(raw) if type(raw) is bytes else memoryview(raw).nbytes
+            if length:
+                chunks.append(raw)
+                size += length
+    return EncodedBody(chunks, len(header) if binary else None, None, size)
 
 
 class DecodedResponse:
@@ -483,13 +486,16 @@ class DecodedResponse:
     ----------
     response : dict
         The parsed JSON (``$inference_response``).
-    buffer : memoryview
-        The bytes after the JSON.
+    buffer : bytes-like
+        The body, the binary outputs from ``start`` on.
     requested : Requested, optional
         The outputs the request asked for: each must be in the response, and only those
         requested in shared memory may come without data.  None (a body parsed on its own,
         as by ``parse_response_body``): an output without data is taken as written to shared
         memory.
+
+    start : int, optional
+        Where the binary outputs start in ``buffer`` (the JSON's length; default 0).
 
     Raises
     ------
@@ -498,10 +504,15 @@ class DecodedResponse:
     """
 
     def __init__(
-        self, response: dict[str, Any], buffer: memoryview, requested: Requested | None = None
+        self,
+        response: dict[str, Any],
+        buffer: Buffer,
+        requested: Requested | None = None,
+        start: int = 0,
     ) -> None:
         self._response = response
         self._buffer = buffer
+        self._start = start
         self._slices: dict[str, tuple[int, int]] = {}
         arrays: dict[str, npt.NDArray[Any] | None] = {}
         outputs = response.get("outputs")
@@ -510,7 +521,7 @@ class DecodedResponse:
         elif type(outputs) is not list:
             raise response_fault(f"'outputs' is a {json_kind(outputs)}, expected an array")
         offset = 0
-        binary: list[dict[str, Any]] = []
+        binary: list[tuple[str, Any, Any, int, int]] = []  # name, datatype, shape, at, size
         slices = self._slices
         for output in outputs:
             if type(output) is not dict:
@@ -538,7 +549,7 @@ class DecodedResponse:
                         "non-negative integer"
                     )
                 slices[name] = (offset, size)
-                binary.append(output)
+                binary.append((name, output.get("datatype"), output.get("shape"), offset, size))
                 offset += size
                 arrays[name] = None
             elif "data" in output:
@@ -552,22 +563,34 @@ class DecodedResponse:
                 if requested is not None:
                     requested.no_data(name, datatype, dims)
                 arrays[name] = None  # in shared memory
-        if offset != len(buffer):
-            if offset > len(buffer):
-                detail = f"{offset - len(buffer)} bytes are missing"
+        available = (len(buffer) if type(buffer) is bytes else memoryview(buffer).nbytes) - start
+        if offset != available:
+            if offset > available:
+                detail = f"{offset - available} bytes are missing"
             else:
-                detail = f"{len(buffer) - offset} bytes trail them"
+                detail = f"{available - offset} bytes trail them"
             raise response_fault(
                 f"its outputs declare {offset} bytes of binary data (binary_data_size) and "
-                f"{len(buffer)} bytes follow its JSON: {detail}"
+                f"{available} bytes follow its JSON: {detail}"
             )
-        for output in binary:
-            name = output["name"]
-            start, size = slices[name]
-            arrays[name] = decode_raw_output(
-                name, output.get("datatype"), output.get("shape"), buffer[start : start + size]
-            )
-        if requested is not None:
+        fixed_types = FIXED_DATATYPES
+        for name, datatype, shape, at, size in binary:
+            # Inline for the usual output (a fixed-size datatype, a list of dimensions that
+            # needs exactly the bytes it has); anything else, broken answers included, goes
+            # through decode_raw_output's checks and messages.
+            fixed = fixed_types.get(datatype) if type(datatype) is str else None
+            if fixed is not None and type(shape) is list:
+                count = 1
+                for dim in shape:
+                    if type(dim) is not int or dim < 0:
+                        break
+                    count *= dim
+                else:
+                    if count * fixed[1] == size:
+                        arrays[name] = np.ndarray(shape, fixed[0], buffer, start + at)
+                        continue
+            arrays[name] = decode_raw_output(name, datatype, shape, buffer, start + at, size)
+        if requested is not None and requested.outputs:
             requested.check_present(arrays)
         self._outputs = DecodedOutputs(arrays)
 
@@ -589,7 +612,8 @@ class DecodedResponse:
         if found is None:
             return None
         offset, size = found
-        return self._buffer[offset : offset + size]
+        offset += self._start
+        return memoryview(self._buffer).cast("B")[offset : offset + size]
 
     def as_numpy(self, name: str) -> npt.NDArray[Any] | None:
         """Output ``name`` as a numpy array shaped as the response says.
@@ -643,13 +667,17 @@ def decode_infer_response(
         body, JSON that is not UTF-8 or not one JSON object, an output whose data do not fit
         its datatype and shape, binary data missing or trailing, a requested output missing.
     """
-    try:
-        data = decompress(body, content_encoding)
-    except HttpCodecError as exc:
-        raise InferenceServerProtocolError(str(exc.message())) from None
-    view = memoryview(data).cast("B")
+    data: Buffer = body
+    if content_encoding:
+        try:
+            data = decompress(body, content_encoding)
+        except HttpCodecError as exc:
+            raise InferenceServerProtocolError(str(exc.message())) from None
+    if type(data) is not bytes:
+        data = memoryview(data).cast("B")
+    total = len(data)
     if header_length is None:
-        json_part, rest = view, view[len(view) :]
+        size = total
     else:
         try:
             size = int(header_length)
@@ -657,16 +685,15 @@ def decode_infer_response(
             raise response_fault(
                 f"invalid {HEADER_INFERENCE_HEADER_CONTENT_LENGTH}: {header_length!r}"
             ) from None
-        if not 0 <= size <= len(view):
+        if not 0 <= size <= total:
             raise response_fault(
                 f"{HEADER_INFERENCE_HEADER_CONTENT_LENGTH} {size} is outside the body of "
-                f"{len(view)} bytes"
+                f"{total} bytes"
             )
-        json_part, rest = view[:size], view[size:]
-    parsed = client_json(json_part, "the inference response")
-    if not isinstance(parsed, dict):
+    parsed = client_json(data if size == total else data[:size], "the inference response")
+    if type(parsed) is not dict:
         raise response_fault(f"the JSON is a {json_kind(parsed)}, expected an object")
-    return DecodedResponse(parsed, rest, requested)
+    return DecodedResponse(parsed, data, requested, size)
 
 
 def error_from_response(status: int, body: Buffer) -> InferenceServerException | None:

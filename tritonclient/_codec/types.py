@@ -17,6 +17,7 @@ __all__ = [
     "InferOptions",
     "ParamValue",
     "SharedMemoryRef",
+    "infer_options",
 ]
 
 #: A contiguous byte buffer: a body, a piece of one, or a tensor's raw contents.
@@ -111,6 +112,30 @@ class InferOptions:
 
 #: An inference call with no options.
 NO_OPTIONS = InferOptions()
+
+
+#: The fields of :data:`NO_OPTIONS`, in order.
+_NO_OPTION_VALUES = ("", 0, False, False, 0, None, None, False)
+
+
+def infer_options(*fields: Any) -> InferOptions:
+    """``InferOptions(*fields)``, or :data:`NO_OPTIONS` itself when none is set (the usual
+    call: no object to make, and the encoders' fast path is an identity test).
+
+    Parameters
+    ----------
+    *fields
+        :class:`InferOptions`' fields in order, as NVIDIA's ``infer`` takes them
+        (``request_id, sequence_id, sequence_start, sequence_end, priority, timeout,
+        parameters`` and, for streams, ``enable_empty_final_response``).
+
+    Returns
+    -------
+    InferOptions
+    """
+    if fields == _NO_OPTION_VALUES[: len(fields)] and type(fields[1]) is int:
+        return NO_OPTIONS  # (a sequence id of "" is kept as given: type int, not str)
+    return InferOptions(*fields)
 
 
 @dataclass

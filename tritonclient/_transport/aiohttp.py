@@ -1,9 +1,13 @@
-"""The asyncio HTTP transport: one aiohttp session per event loop.
+"""The asyncio HTTP transport: the lean path for small plain-HTTP requests, aiohttp for the
+rest, each made per event loop.
 
-The session is created on first use, inside the running event loop (so a client may be
-constructed outside a coroutine), and made again if the client is used from another loop.
-A body made of several buffers (the JSON header, then the inputs' binary data) is written from
-those buffers, with its Content-Length announced: no joined copy of a large request.
+A plain-HTTP request whose body is one piece (every small request) goes over the lean path
+(:mod:`.asyncio_http`: asyncio protocols parsed with llhttp, a fraction of aiohttp's CPU per
+call); TLS, large request bodies and streamed answers go through one aiohttp session.  Both
+are created on first use, inside the running event loop (so a client may be constructed
+outside a coroutine), and made again if the client is used from another loop.  A body made of
+several buffers (the JSON header, then the inputs' binary data) is written from those buffers,
+with its Content-Length announced: no joined copy of a large request.
 """
 
 from __future__ import annotations
@@ -19,9 +23,15 @@ import aiohttp
 from tritonclient._codec.types import Buffer
 from tritonclient.utils import InferenceServerException, raise_error
 
+from .asyncio_http import LeanPool
 from .http import HttpCall, HttpReply, transport_error
+from .http11 import HTTPParseError
 
 __all__ = ["AiohttpStream", "AiohttpTransport"]
+
+#: The headers aiohttp adds to every request (Accept-Encoding aside, which the session skips):
+#: the lean path sends the same.
+_AIOHTTP_DEFAULT_HEADERS = {"Accept": "*/*", "User-Agent": aiohttp.http.SERVER_SOFTWARE}
 
 
 async def _pieces(chunks: tuple[Buffer, ...]) -> AsyncIterator[Buffer]:
@@ -157,10 +167,17 @@ class AiohttpTransport:
         self._session: aiohttp.ClientSession | None = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
+        #: The lean path (plain HTTP only; TLS stays with aiohttp): made per event loop.
+        self._lean_args = (host, port, conn_limit, timeout) if scheme == "http" else None
+        self._lean: LeanPool | None = None
+        self._lean_loop: asyncio.AbstractEventLoop | None = None
 
     async def close(self) -> None:
         """Close the session and its connections; every later call raises."""
         self._closed = True
+        lean, self._lean = self._lean, None
+        if lean is not None and self._lean_loop is asyncio.get_running_loop():
+            lean.close()
         session, self._session = self._session, None
         if session is not None:
             await session.close()
@@ -234,8 +251,49 @@ class AiohttpTransport:
             raise transport_error(error, what, self._server) from None
         return AiohttpStream(response, limit, what, self._server)
 
+    def _get_lean(self) -> LeanPool | None:
+        """The lean pool of the running event loop, or None (TLS)."""
+        if self._lean_args is None:
+            return None
+        if self._closed:
+            raise_error("the client is closed")
+        loop = asyncio.get_running_loop()
+        if self._lean is None or self._lean_loop is not loop:
+            # A pool is bound to its loop; one used from another (a second asyncio.run)
+            # is dropped with its loop.
+            host, port, limit, timeout = self._lean_args
+            self._lean = LeanPool(host, port, limit, timeout, _AIOHTTP_DEFAULT_HEADERS)
+            self._lean_loop = loop
+        return self._lean
+
+    async def _send_lean(self, pool: LeanPool, call: HttpCall[Any]) -> HttpReply:
+        """One attempt of ``call`` on the lean path (see :mod:`.asyncio_http`)."""
+        try:
+            status, headers, body = await pool.send(
+                call.method, call.path, call.headers, call.body or b""
+            )
+        except (TimeoutError, asyncio.TimeoutError):
+            raise transport_error(
+                TimeoutError(f"no complete answer within {self._timeout.total} s"),
+                f"{call.method} {call.path}",
+                self._server,
+            ) from None
+        except (OSError, EOFError) as error:
+            raise transport_error(
+                ConnectionError(f"{type(error).__name__}: {error}"),
+                f"{call.method} {call.path}",
+                self._server,
+            ) from None
+        except (HTTPParseError, ValueError) as error:
+            raise transport_error(error, f"{call.method} {call.path}", self._server) from None
+        return HttpReply(status, headers, body)
+
     async def send(self, call: HttpCall[Any]) -> HttpReply:
         """One attempt of ``call``; every failure is an ``InferenceServerException``."""
+        if call.chunks is None:
+            lean = self._get_lean()
+            if lean is not None:
+                return await self._send_lean(lean, call)
         session = self._get_session()
         what = f"{call.method} {call.path}"
         headers = call.headers

@@ -5,10 +5,14 @@ keeps one ``HTTPClient`` per thread that uses it and never touches one from anot
 There are two paths:
 
 Direct path (:meth:`GeventTransport.send` from a plain thread or greenlet)
-    The call runs in the calling thread, on that thread's own gevent hub, with that thread's
-    own ``HTTPClient`` for this transport (created there at the thread's first call, kept in a
-    thread-local registry), as NVIDIA's client does.  No hand-off to another thread.  Inside a
-    greenlet of a gevent program the call only blocks the calling greenlet.
+    The call runs in the calling thread, with that thread's own connections for this transport
+    (made there at the thread's first call, kept in a thread-local registry).  No hand-off to
+    another thread.  When nothing else could run on the thread meanwhile (no gevent hub, or
+    one with nothing to do: :func:`_may_block`), the call goes over a blocking OS socket
+    (:mod:`tritonclient._transport.blocking`, the lean path: a fraction of gevent's CPU per
+    call); otherwise (a greenlet of a gevent program whose other greenlets wait on I/O, or
+    TLS) on that thread's own gevent hub with that thread's own ``HTTPClient``, as NVIDIA's
+    client does, and the call only blocks the calling greenlet.
 Hub thread (:meth:`GeventTransport.submit`, and :meth:`send` from inside a hub callback)
     Each transport starts one private OS thread with its own gevent hub
     (:mod:`tritonclient._transport.gevent_loop`), which runs these requests as greenlets; the
@@ -24,7 +28,9 @@ transport of this module, or when they exit.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -32,6 +38,9 @@ import gevent  # type: ignore[import-untyped]  # gevent ships no type informatio
 import gevent.monkey  # type: ignore[import-untyped]  # gevent ships no type information
 import gevent.socket  # type: ignore[import-untyped]  # gevent ships no type information
 import numpy as np
+from gevent._hub_local import (  # type: ignore[import-untyped]  # gevent ships no type information
+    get_hub_if_exists as _get_hub_if_exists,
+)
 from gevent.hub import Hub  # type: ignore[import-untyped]  # gevent ships no type information
 from geventhttpclient import HTTPClient
 from geventhttpclient._parser import HTTPResponseParser
@@ -39,6 +48,7 @@ from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from tritonclient.utils import InferenceServerException, raise_error
 
+from .blocking import ClosedBeforeAnswer, Connection, idempotent
 from .gevent_loop import GeventLoop, Job
 from .http import HttpCall, HttpReply, transport_error
 
@@ -63,10 +73,18 @@ class _Shared:
     threads still hold entries for it.
     """
 
-    __slots__ = ("closed", "idle", "inflight", "lock", "make_stub")
+    __slots__ = ("address", "closed", "idle", "inflight", "lock", "make_conn", "make_stub")
 
-    def __init__(self, make_stub: Callable[[], HTTPClient]) -> None:
+    def __init__(
+        self,
+        make_stub: Callable[[], HTTPClient],
+        make_conn: Callable[[], Connection] | None = None,
+        address: tuple[str, int] = ("", 0),
+    ) -> None:
         self.make_stub = make_stub
+        self.address = address
+        #: Opens a connection for the lean path (None: no lean path, e.g. with TLS).
+        self.make_conn = make_conn
         self.closed = False
         self.lock = _allocate_lock()
         #: Direct calls in progress, in all threads.
@@ -76,13 +94,17 @@ class _Shared:
 
 
 class _ThreadStub:
-    """One thread's ``HTTPClient`` for one client; used and closed only in that thread."""
+    """One thread's connections for one client: its lean connection and its ``HTTPClient``
+    (made on first use); used and closed only in that thread."""
 
-    __slots__ = ("__weakref__", "active", "shared", "spare_streams", "stub")
+    __slots__ = ("__weakref__", "_stub", "active", "closed", "conn", "shared", "spare_streams")
 
     def __init__(self, shared: _Shared) -> None:
         self.shared = shared
-        self.stub: HTTPClient | None = shared.make_stub()
+        self.closed = False
+        self._stub: HTTPClient | None = None
+        #: The idle keep-alive connection of the lean path, if any.
+        self.conn: Connection | None = None
         #: Calls and open streams of this thread (of its greenlets) using this entry now.
         self.active = 0
         #: Idle ``HTTPClient`` s of finished streams, each keeping its connection alive for the
@@ -90,8 +112,25 @@ class _ThreadStub:
         #: that the thread's other calls never wait for it).
         self.spare_streams: list[HTTPClient] = []
 
+    @property
+    def stub(self) -> HTTPClient:
+        """The thread's ``HTTPClient`` (made here on first use: a thread that only takes the
+        lean path never makes one, nor a gevent hub)."""
+        if self._stub is None:
+            self._stub = self.shared.make_stub()
+        return self._stub
+
+    @property
+    def has_stub(self) -> bool:
+        """Whether the thread made its ``HTTPClient``."""
+        return self._stub is not None
+
     def close(self) -> None:
-        stub, self.stub = self.stub, None
+        self.closed = True
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            conn.close()
+        stub, self._stub = self._stub, None
         spares, self.spare_streams = self.spare_streams, []
         for each in [stub, *spares]:
             if each is not None:
@@ -133,6 +172,82 @@ def _sweep(registry: _Registry) -> None:
 def _in_hub() -> bool:
     """Whether the caller runs in a gevent hub greenlet (where it must not block on I/O)."""
     return isinstance(_getcurrent(), Hub)
+
+
+def _may_block(hub: Any) -> bool:
+    """Whether a call may block the calling thread in the OS: the thread has no gevent hub
+    (``hub`` None), or one that nothing else could run on meanwhile (see
+    :func:`_thread_is_idle`)."""
+    if hub is None:
+        return True
+    loop = hub.loop
+    return bool(loop.activecnt == 0 and loop.pendingcnt == 0 and len(loop._callbacks) == 0)
+
+
+#: Failures of a reused connection before any answer: the server had closed it.
+_STALE_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED})
+
+
+def _perform_blocking(entry: _ThreadStub, call: HttpCall[Any], limit: float | None) -> HttpReply:
+    """One request on the thread's lean connection (see :mod:`.blocking`), with the failures
+    of :func:`_perform`."""
+    deadline = None if limit is None else time.monotonic() + limit
+    conn, entry.conn = entry.conn, None
+    make_conn = entry.shared.make_conn
+    assert make_conn is not None
+    try:
+        if conn is not None and conn.is_stale():
+            conn.close()
+            conn = None
+        fresh = conn is None
+        if conn is None:
+            conn = make_conn()
+        try:
+            status, headers, body, reusable = conn.exchange(
+                call.method, call.path, call.headers, call.body, call.chunks, deadline
+            )
+        except (EOFError, OSError) as error:
+            # A kept-alive connection the server closed meanwhile: once more on a new one,
+            # for the methods that may be repeated (as geventhttpclient).
+            broke = isinstance(error, ClosedBeforeAnswer)
+            broke = broke or getattr(error, "errno", None) in _STALE_ERRNOS
+            if fresh or not broke or not idempotent(call.method):
+                raise
+            conn = make_conn()
+            status, headers, body, reusable = conn.exchange(
+                call.method, call.path, call.headers, call.body, call.chunks, deadline
+            )
+    except (TimeoutError, BlockingIOError):  # BlockingIOError: the kernel's timeout expired
+        what, server = _what(call, entry)
+        if deadline is not None and time.monotonic() >= deadline:
+            detail = f"no complete answer within {limit:g} s"
+        elif conn is None:
+            detail = "could not connect in time"
+        elif conn.read_timeout is not None:
+            detail = f"no data for {conn.read_timeout:g} s"
+        else:
+            detail = "timed out"
+        raise transport_error(TimeoutError(detail), what, server) from None
+    except EOFError as error:
+        what, server = _what(call, entry)
+        raise transport_error(error, what, server) from None
+    except HTTPParseError as error:
+        what, server = _what(call, entry)
+        raise transport_error(error, what, server) from None
+    except (OSError, ValueError) as error:
+        what, server = _what(call, entry)
+        raise transport_error(error, what, server) from None
+    if reusable and not entry.closed:
+        entry.conn = conn
+    else:
+        conn.close()
+    return HttpReply(status, headers, body)
+
+
+def _what(call: HttpCall[Any], entry: _ThreadStub) -> tuple[str, str]:
+    """The request and the server, for a failure's message (made only when one happens)."""
+    host, port = entry.shared.address
+    return f"{call.method} {call.path}", f"{host}:{port}"
 
 
 class _ChunkedBody:
@@ -460,7 +575,7 @@ class GeventStream:
         if entry is None or stub is None:
             return
         entry.active -= 1
-        if reuse and not entry.shared.closed and entry.stub is not None:
+        if reuse and not entry.shared.closed and not entry.closed:
             entry.spare_streams.append(stub)
         else:
             with contextlib.suppress(Exception):  # closing must not fail
@@ -550,8 +665,11 @@ class GeventTransport:
             stub = make_stub()
             return stub, stub.close
 
+        def make_conn() -> Connection:
+            return Connection(host, port, connection_timeout, network_timeout)
+
         self._loop = GeventLoop(setup, max_greenlets)
-        self._shared = _Shared(make_stub)
+        self._shared = _Shared(make_stub, None if ssl else make_conn, (host, port))
 
     def __del__(self) -> None:
         # No call is in progress (it would hold a reference), so nothing to wait for; only
@@ -632,7 +750,8 @@ class GeventTransport:
     def send(self, call: HttpCall[Any], timeout: float | None = None) -> HttpReply:
         """One attempt of ``call``, waiting at most ``timeout`` seconds (and the transport's
         own limit): in the calling thread, or on the hub thread when called from a hub."""
-        if _in_hub():
+        hub = _get_hub_if_exists()
+        if hub is not None and _getcurrent() is hub:
             job = self.submit(call, lambda reply: reply)
             if not job.wait(timeout):
                 raise transport_error(
@@ -640,7 +759,7 @@ class GeventTransport:
                     f"{call.method} {call.path}",
                 )
             return job.result()
-        return self._direct(call, timeout)
+        return self._direct(call, timeout, hub)
 
     def open_stream(self, call: HttpCall[Any]) -> GeventStream:
         """Send ``call`` and return once the answer's headers have arrived, with its body to
@@ -665,7 +784,7 @@ class GeventTransport:
         if registry.seen != _generation:
             _sweep(registry)
         entry = registry.stubs.get(shared)
-        if entry is None or entry.stub is None:
+        if entry is None or entry.closed:
             entry = registry.stubs[shared] = _ThreadStub(shared)
         stub = entry.spare_streams.pop() if entry.spare_streams else shared.make_stub()
         what = f"{call.method} {call.path}"
@@ -700,8 +819,9 @@ class GeventTransport:
                 with contextlib.suppress(Exception):  # closing must not fail
                     stub.close()
 
-    def _direct(self, call: HttpCall[Any], timeout: float | None) -> HttpReply:
-        """One attempt in the calling thread, with that thread's ``HTTPClient``."""
+    def _direct(self, call: HttpCall[Any], timeout: float | None, hub: Any) -> HttpReply:
+        """One attempt in the calling thread (whose gevent hub is ``hub``, or None), on the
+        thread's lean connection or with its ``HTTPClient``."""
         shared = self._shared
         if shared is None or shared.closed:
             raise_error("the client is closed")
@@ -709,10 +829,8 @@ class GeventTransport:
         if registry.seen != _generation:
             _sweep(registry)
         entry = registry.stubs.get(shared)
-        if entry is None or entry.stub is None:
+        if entry is None or entry.closed:
             entry = registry.stubs[shared] = _ThreadStub(shared)
-        stub = entry.stub
-        assert stub is not None
         limit = self._call_limit
         if timeout is not None:
             limit = timeout if limit is None else min(limit, timeout)
@@ -725,7 +843,9 @@ class GeventTransport:
                 if shared.inflight == 1:
                     shared.idle.acquire()
             try:
-                return _perform(stub, call, limit)
+                if shared.make_conn is not None and _may_block(hub):
+                    return _perform_blocking(entry, call, limit)
+                return _perform(entry.stub, call, limit)
             finally:
                 with shared.lock:
                     shared.inflight -= 1

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import grpc
 
 from tritonclient._codec import grpc_client
-from tritonclient._codec.types import InferOptions
+from tritonclient._codec.types import infer_options
 from tritonclient._proto import service_pb2_grpc
 from tritonclient._ready import wait_sync
 from tritonclient._retry import check_retry_policy, retry_sync
@@ -94,7 +94,9 @@ class _InferStream:
     def __init__(self, callback: Callback, verbose: bool) -> None:
         self._callback = callback
         self._verbose = verbose
-        self._queue: queue.Queue[bytes | None] = queue.Queue()
+        # SimpleQueue: C locking, no Python Condition per put and get (a stream of small
+        # requests is mostly that).
+        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._call: Any = None
         self._thread: threading.Thread | None = None
         self._ledger = grpc_client.StreamLedger()
@@ -1139,7 +1141,7 @@ class InferenceServerClient(common.ClientBase):
             If server fails to perform inference.
         """
         metadata = self._get_metadata(headers)
-        options = InferOptions(
+        options = infer_options(
             request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
         )
         parts = self._infer_request(
@@ -1246,7 +1248,7 @@ class InferenceServerClient(common.ClientBase):
             If server fails to issue inference.
         """
         metadata = self._get_metadata(headers)
-        options = InferOptions(
+        options = infer_options(
             request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
         )
         parts = self._infer_request(
@@ -1478,7 +1480,7 @@ class InferenceServerClient(common.ClientBase):
         """
         if self._stream is None:
             raise_error("stream not available, use start_stream() to make one available.")
-        options = InferOptions(
+        options = infer_options(
             request_id,
             sequence_id,
             sequence_start,
@@ -1486,7 +1488,7 @@ class InferenceServerClient(common.ClientBase):
             priority,
             timeout,
             parameters,
-            enable_empty_final_response=enable_empty_final_response,
+            enable_empty_final_response,
         )
         parts = self._infer_request(
             "async_stream_infer",

@@ -612,8 +612,12 @@ def parse_infer(data: bytes, requested: Requested | None = None) -> InferResult:
     return InferResult(message, raw, outputs)
 
 
-def parse_stream(data: bytes) -> tuple[service_pb2.ModelStreamInferResponse, list[memoryview]]:
-    """A ``ModelStreamInfer`` response from its wire bytes (raw contents split off).
+def parse_stream(
+    data: bytes,
+) -> tuple[service_pb2.ModelStreamInferResponse, list[memoryview] | None]:
+    """A ``ModelStreamInfer`` response from its wire bytes: a small one parsed by protobuf at
+    once (its raw contents stay in the message: None), a large one with its raw contents
+    split off as views of ``data`` (as :func:`parse_infer`).
 
     Raises
     ------
@@ -622,6 +626,9 @@ def parse_stream(data: bytes) -> tuple[service_pb2.ModelStreamInferResponse, lis
         answered is unknown).
     """
     try:
+        if len(data) <= grpc_framing.SMALL_MESSAGE_BYTES:
+            # protobuf's C parser, instead of splitting the fields in Python first.
+            return service_pb2.ModelStreamInferResponse.FromString(data), None
         return grpc_framing.parse_stream_response(data)
     except Exception as exc:  # DecodeError, ValueError: whatever the bytes were
         raise InferenceServerProtocolError(
@@ -631,7 +638,7 @@ def parse_stream(data: bytes) -> tuple[service_pb2.ModelStreamInferResponse, lis
 
 
 def stream_item(
-    parsed: tuple[service_pb2.ModelStreamInferResponse, list[memoryview]],
+    parsed: tuple[service_pb2.ModelStreamInferResponse, list[memoryview] | None],
 ) -> tuple[InferResult | None, InferenceServerException | None]:
     """One stream response as the ``(result, error)`` pair given to the user.
 

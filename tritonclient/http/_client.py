@@ -39,7 +39,7 @@ import ssl as _ssl
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from tritonclient._codec.types import InferOptions
+from tritonclient._codec.types import infer_options
 from tritonclient._ready import wait_sync
 from tritonclient._retry import check_retry_policy, retry_sync
 from tritonclient._transport.gevent import GeventTransport
@@ -240,6 +240,8 @@ class InferenceServerClient(ClientCore):
         transport = self._transport
         if transport is None:  # pragma: no cover - only if __init__ failed
             raise_error("the client is closed")
+        if self._retry_policy is None or not call.idempotent:  # one attempt: the usual call
+            return self._finish(call, transport.send(call, timeout))
         return retry_sync(
             lambda: self._finish(call, transport.send(call, timeout)),
             self._retry_policy if call.idempotent else None,
@@ -946,7 +948,7 @@ class InferenceServerClient(ClientCore):
         InferenceServerException
             If server fails to perform inference.
         """
-        options = InferOptions(
+        options = infer_options(
             request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
         )
         return self._run(
@@ -1037,7 +1039,7 @@ class InferenceServerClient(ClientCore):
             inputs,
             model_version,
             outputs,
-            InferOptions(
+            infer_options(
                 request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
             ),
             headers,

@@ -47,7 +47,7 @@ from tritonclient._codec.http_client import (
     error_from_response,
 )
 from tritonclient._codec.jsontext import client_json, dumps
-from tritonclient._codec.types import Buffer, InferOptions
+from tritonclient._codec.types import Buffer, InferOptions, infer_options
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._transport.http import HttpCall, HttpReply, transport_error
 from tritonclient.http._infer_input import InferInput
@@ -175,6 +175,10 @@ def not_ready_error(what: str, timeout: float, last: BaseException | None) -> Ex
     return InferenceServerDeadlineExceededError(f"{what} not ready after {timeout:g} s{detail}")
 
 
+#: The reply headers of an inference, as transports give them (lower-case names).
+_JSON_SIZE_HEADER = HEADER_INFERENCE_HEADER_CONTENT_LENGTH.lower()
+_ENCODING_HEADER = HEADER_CONTENT_ENCODING.lower()
+
 #: Request bodies from this size on are sent from their buffers rather than joined first.
 _CHUNKS_FROM = 1 << 20
 
@@ -211,6 +215,8 @@ class ClientCore:
         self._plugin: InferenceServerClientPlugin | None = None
         self._base_path = base_path
         self._verbose = verbose
+        #: The inference path of each (model, version) called (quoting is not free).
+        self._infer_paths: dict[tuple[str, str], str] = {}
 
     # -- request bodies (static, as in NVIDIA's client) -----------------------------------
 
@@ -267,7 +273,7 @@ class ClientCore:
         InferenceServerException
             If server fails to perform inference.
         """
-        options = InferOptions(
+        options = infer_options(
             request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
         )
         body: EncodedBody = build_infer_body(inputs, outputs, options)
@@ -358,6 +364,10 @@ class ClientCore:
         body: bytes | None = None,
         body_headers: Mapping[str, str] | None = None,
     ) -> HttpCall[T]:
+        if headers is None and self._plugin is None and not query_params and not self._verbose:
+            # The usual call: nothing to merge, check or print.
+            final = body_headers if body_headers is not None else {}  # made for this call
+            return HttpCall(method, self._base_path + path, dict(final), body, parse)
         request = Request(dict(headers) if headers is not None else {})
         if self._plugin is not None:
             self._plugin(request)
@@ -387,7 +397,8 @@ class ClientCore:
 
     def _finish(self, call: HttpCall[T], reply: HttpReply) -> T:
         """The method's result from the reply to ``call`` (both clients, any transport)."""
-        self._verbose_reply(reply)
+        if self._verbose:
+            self._verbose_reply(reply)
         try:
             return call.parse(reply)
         except Exception as error:
@@ -559,13 +570,18 @@ class ClientCore:
         request_compression_algorithm: str | None,
         response_compression_algorithm: str | None,
     ) -> HttpCall[InferResult]:
-        for name, algorithm in (
-            ("request_compression_algorithm", request_compression_algorithm),
-            ("response_compression_algorithm", response_compression_algorithm),
-        ):
-            if algorithm is not None and algorithm not in _COMPRESSION:
-                raise_error(f"unsupported {name} '{algorithm}'; expected 'gzip' or 'deflate'")
-        path = model_path(model_name, check_model_version(model_version), "infer")
+        if request_compression_algorithm is not None or response_compression_algorithm is not None:
+            for name, algorithm in (
+                ("request_compression_algorithm", request_compression_algorithm),
+                ("response_compression_algorithm", response_compression_algorithm),
+            ):
+                if algorithm is not None and algorithm not in _COMPRESSION:
+                    raise_error(f"unsupported {name} '{algorithm}'; expected 'gzip' or 'deflate'")
+        path = self._infer_paths.get((model_name, model_version))
+        if path is None:
+            path = model_path(model_name, check_model_version(model_version), "infer")
+            if len(self._infer_paths) < 1024:  # bounded: model names may come from anywhere
+                self._infer_paths[(model_name, model_version)] = path
         if outputs is not None:
             outputs = list(outputs)
         requested = Requested(
@@ -585,22 +601,25 @@ class ClientCore:
         verbose = self._verbose
 
         def parse(reply: HttpReply) -> InferResult:
-            _raise_if_error(reply)
+            if reply.status != 200:
+                _raise_if_error(reply)
+            headers = reply.headers
             try:
                 decoded = decode_infer_response(
                     reply.body,
-                    reply.header(HEADER_INFERENCE_HEADER_CONTENT_LENGTH),
-                    reply.header(HEADER_CONTENT_ENCODING),
+                    headers.get(_JSON_SIZE_HEADER),
+                    headers.get(_ENCODING_HEADER),
                     requested,
                 )
                 return InferResult(decoded, verbose)
             except Exception as error:
                 raise decode_error(error, f"inference of model '{model_name}'") from None
 
-        if len(body.chunks) == 1 or body.nbytes < _CHUNKS_FROM:
+        chunks = body.chunks
+        if len(chunks) == 1 or body.nbytes < _CHUNKS_FROM:
             # One buffer, written at once: a small request written in two parts would wait
             # for the server's delayed ACK (Nagle), about 40 ms.
-            data = bytes(body.chunks[0]) if len(body.chunks) == 1 else body.tobytes()
+            data = bytes(chunks[0]) if len(chunks) == 1 else body.tobytes()
             call = self._call("POST", path, headers, query_params, parse, data, body_headers)
         else:
             call = self._call("POST", path, headers, query_params, parse, None, body_headers)

@@ -65,8 +65,11 @@ def _utf8_encodable(text: str) -> bool:
     return True
 
 
-def _py_pack_bytes(items: Sequence[Any]) -> bytes:
-    """Length-prefix and concatenate bytes/str items (fallback for the C accelerator)."""
+def _py_pack_bytes(items: Sequence[Any], coerce: bool = False) -> bytes:
+    """Length-prefix and concatenate bytes/str items (fallback for the C accelerator); with
+    ``coerce``, any other item as ``str(item)``."""
+    if coerce:
+        items = [x if isinstance(x, (bytes, str)) else str(x) for x in items]
     types = set(map(type, items))
     if not all(issubclass(t, bytes) for t in types):
         for index, item in enumerate(items):
@@ -227,7 +230,7 @@ def _py_format_json_numbers(flat: npt.NDArray[Any], kind: str) -> bytes:
     return json.dumps(values, separators=(",", ":"))[1:-1].encode("ascii")
 
 
-_pack_bytes: Callable[[Sequence[Any]], bytes]
+_pack_bytes: Callable[[Sequence[Any], bool], bytes]
 _unpack_bytes: Callable[[Any], list[bytes]]
 _format_json_numbers: Callable[[Any, str], bytes]
 
@@ -241,14 +244,21 @@ else:
     else:
         HAVE_SPEEDUPS = True
 
+#: The C accelerator's in-place object-array packer and unpacker (None without it).
+_pack_object_array: Callable[[Any, int, int, bool], bytes] | None
+_unpack_bytes_array: Callable[[Any, Callable[[int], tuple[Any, int]]], Any] | None
+
 if HAVE_SPEEDUPS:
     _pack_bytes = _speedups.pack_bytes
     _unpack_bytes = _speedups.unpack_bytes
     _format_json_numbers = _speedups.format_json_numbers
+    _pack_object_array = _speedups.pack_object_array
+    _unpack_bytes_array = _speedups.unpack_bytes_array
 else:
     _pack_bytes = _py_pack_bytes
     _unpack_bytes = _py_unpack_bytes
     _format_json_numbers = _py_format_json_numbers
+    _pack_object_array = _unpack_bytes_array = None
 
 
 def json_number_text(array: npt.NDArray[Any], *, float32_as_double: bool = False) -> bytes:
@@ -295,11 +305,9 @@ def json_number_text(array: npt.NDArray[Any], *, float32_as_double: bool = False
 
 
 def _bytes_elements(input_tensor: npt.NDArray[Any], what: str) -> list[Any]:
-    """Flatten a BYTES-typed array to a list of bytes/str in row-major order.
-
-    Elements of an object array that are neither bytes nor str become ``str(element)``, as
-    in NVIDIA's ``serialize_byte_tensor``.
-    """
+    """Flatten a BYTES-typed array to a list of its elements in row-major order (bytes or
+    str, or for an object array any object: the packer writes those as ``str(element)``,
+    as NVIDIA's ``serialize_byte_tensor`` does)."""
     if not isinstance(input_tensor, np.ndarray):
         raise_error(f"{what}: expected a numpy.ndarray, got {type(input_tensor).__name__}")
     if input_tensor.dtype.kind not in "OSU":
@@ -311,8 +319,6 @@ def _bytes_elements(input_tensor: npt.NDArray[Any], what: str) -> list[Any]:
     # ravel() copies only when the array is not C-contiguous; for 'S'/'U' arrays tolist()
     # drops trailing NUL padding exactly as ndarray.item() does.
     items: list[Any] = input_tensor.ravel(order="C").tolist()
-    if input_tensor.dtype.kind == "O" and not all(isinstance(x, (bytes, str)) for x in items):
-        items = [x if isinstance(x, (bytes, str)) else str(x) for x in items]
     return items
 
 
@@ -343,14 +349,53 @@ def serialize_byte_tensor(input_tensor: npt.NDArray[Any]) -> npt.NDArray[np.obje
     """
     if isinstance(input_tensor, np.ndarray) and input_tensor.size == 0:
         return np.empty([0], dtype=np.object_)
+    pack_in_place = _pack_object_array
+    if (
+        pack_in_place is not None
+        and isinstance(input_tensor, np.ndarray)
+        and input_tensor.dtype == np.object_
+    ):
+        # The C packer reads the elements where they are (no list of them made first) and
+        # checks each one's type as it packs it.
+        flat = _object_slots(input_tensor.ravel(order="C"))
+        try:
+            packed = pack_in_place(flat, flat.__array_interface__["data"][0], flat.size, True)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise_error(f"cannot serialize bytes tensor: {exc}")
+        return np.asarray(packed, dtype=np.object_)
     items = _bytes_elements(input_tensor, "cannot serialize bytes tensor")
     if not items:
         return np.empty([0], dtype=np.object_)
     try:
-        packed = _pack_bytes(items)
+        # The check of each element's type is the packer's (in C: no pass over a million
+        # elements in Python before it).
+        packed = _pack_bytes(items, input_tensor.dtype.kind == "O")
     except (TypeError, ValueError, OverflowError) as exc:
         raise_error(f"cannot serialize bytes tensor: {exc}")
     return np.asarray(packed, dtype=np.object_)
+
+
+def _object_slots(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``array``, checked to be a C-contiguous 1-D object array: its data is then one
+    ``PyObject *`` per element, which the C accelerator reads (or fills) in place."""
+    if not (
+        array.dtype == np.object_
+        and array.ndim == 1
+        and array.flags.c_contiguous
+        and array.itemsize == _POINTER_SIZE
+    ):  # pragma: no cover - ravel() and empty() always give such arrays
+        raise_error("internal error: not a contiguous object array")
+    return array
+
+
+_POINTER_SIZE = struct.calcsize("P")
+
+
+def _new_object_array(count: int) -> tuple[npt.NDArray[Any], int]:
+    """A new 1-D object array of ``count`` elements and the address of its data (for the C
+    accelerator to fill)."""
+    out = _object_slots(np.empty(count, dtype=np.object_))
+    return out, out.__array_interface__["data"][0]
 
 
 def deserialize_bytes_tensor(encoded_tensor: Any) -> npt.NDArray[np.object_]:
@@ -380,6 +425,10 @@ def deserialize_bytes_tensor(encoded_tensor: Any) -> npt.NDArray[np.object_]:
             return np.empty([0], dtype=np.object_)
         encoded_tensor = encoded_tensor.item()
     try:
+        if _unpack_bytes_array is not None:
+            # The elements go straight into the array's slots (no list of them first).
+            made: npt.NDArray[np.object_] = _unpack_bytes_array(encoded_tensor, _new_object_array)
+            return made
         items = _unpack_bytes(encoded_tensor)
     except ValueError as exc:
         raise_error(str(exc))

@@ -4,7 +4,10 @@
  * Wire form of a BYTES tensor: for each element in row-major order, a uint32
  * little-endian byte count followed by that many bytes.  No padding, no terminator.
  *
- * pack_bytes(items)            list of bytes/str -> bytes in wire form
+ * pack_bytes(items, coerce)    list of bytes/str -> bytes in wire form (coerce: other
+ *                              objects as str(object), NVIDIA's rule for object arrays)
+ * pack_object_array(...)       the same, reading an object array's elements in place
+ * unpack_bytes_array(...)      wire form -> a new object array of bytes, in one pass
  * unpack_bytes(buffer)        wire form -> list of bytes
  *
  * Both are thin loops around memcpy; all policy (which numpy dtypes are accepted,
@@ -64,20 +67,61 @@ static int element_view(PyObject *item, Py_ssize_t index, const char **data, Py_
     return -1;
 }
 
-static PyObject *pack_bytes(PyObject *self, PyObject *arg)
+/* The bytes of one element for pack_bytes: element_view, and with coerce, any other object
+ * as str(object) (NVIDIA's rule for object arrays), kept alive in *held. */
+static int coerced_view(PyObject *item, Py_ssize_t index, int coerce, PyObject **held,
+                        const char **data, Py_ssize_t *size)
 {
-    PyObject *seq = PySequence_Fast(arg, "pack_bytes expects a sequence");
-    if (seq == NULL) {
-        return NULL;
+    *held = NULL;
+    if (coerce && !PyBytes_Check(item) && !PyUnicode_Check(item)) {
+        *held = PyObject_Str(item);
+        if (*held == NULL) {
+            return -1;
+        }
+        item = *held;
     }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    Py_ssize_t total = 0;
+    if (element_view(item, index, data, size) < 0) {
+        Py_CLEAR(*held);
+        return -1;
+    }
+    return 0;
+}
+
+/* Pack n elements: one pass over them (each is touched once, which matters for a million of
+ * them), into a bytes object that grows as needed and is cut to size at the end.  The first
+ * capacity is guessed from the first elements. */
+static PyObject *pack_items(PyObject **items, Py_ssize_t n, int coerce)
+{
     const char *data;
     Py_ssize_t size;
+    PyObject *held;
 
+    /* Guess: the mean size of the first (up to) 64 elements, plus a quarter. */
+    Py_ssize_t sample = n < 64 ? n : 64;
+    Py_ssize_t sampled = 0;
+    for (Py_ssize_t i = 0; i < sample; i++) {
+        if (PyBytes_Check(items[i])) {
+            sampled += PyBytes_GET_SIZE(items[i]);
+        }
+        else if (PyUnicode_Check(items[i])) {
+            sampled += PyUnicode_GET_LENGTH(items[i]);
+        }
+    }
+    Py_ssize_t mean = sample ? sampled / sample : 0;
+    /* At most 1 GiB at first: a guess from large first elements must not ask for memory
+     * that the whole tensor does not need; past it the buffer grows by halves. */
+    Py_ssize_t per_element = 4 + mean + mean / 4 + 1;
+    Py_ssize_t capacity = (Py_ssize_t)1 << 30;
+    if (n < (capacity - 64) / per_element) {
+        capacity = n * per_element + 64;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, capacity);
+    if (out == NULL) {
+        return NULL;
+    }
+    Py_ssize_t used = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (element_view(items[i], i, &data, &size) < 0) {
+        if (coerced_view(items[i], i, coerce, &held, &data, &size) < 0) {
             goto fail;
         }
         if ((uint64_t)size > UINT32_MAX) {
@@ -85,33 +129,111 @@ static PyObject *pack_bytes(PyObject *self, PyObject *arg)
                          "element %zd of the BYTES tensor is %zd bytes; the wire format "
                          "limits an element to 4294967295 bytes",
                          i, size);
+            Py_XDECREF(held);
             goto fail;
         }
-        if (total > PY_SSIZE_T_MAX - 4 - size) {
-            PyErr_SetString(PyExc_OverflowError, "serialized BYTES tensor is too large");
-            goto fail;
+        if (capacity - used < 4 + size) {
+            if (used > PY_SSIZE_T_MAX / 2 - 4 - size) {
+                PyErr_SetString(PyExc_OverflowError, "serialized BYTES tensor is too large");
+                Py_XDECREF(held);
+                goto fail;
+            }
+            Py_ssize_t grown = capacity + capacity / 2;
+            if (grown < used + 4 + size) {
+                grown = used + 4 + size;
+            }
+            if (_PyBytes_Resize(&out, grown) < 0) { /* frees out on failure */
+                Py_XDECREF(held);
+                return NULL;
+            }
+            capacity = grown;
         }
-        total += 4 + size;
-    }
-
-    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
-    if (out == NULL) {
-        goto fail;
-    }
-    char *dst = PyBytes_AS_STRING(out);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        /* Cannot fail: every element was checked above and str keeps its UTF-8 cache. */
-        element_view(items[i], i, &data, &size);
+        char *dst = PyBytes_AS_STRING(out) + used;
         put_u32le(dst, (uint32_t)size);
         memcpy(dst + 4, data, (size_t)size);
-        dst += 4 + size;
+        used += 4 + size;
+        Py_XDECREF(held);
     }
-    Py_DECREF(seq);
+    if (used != capacity && _PyBytes_Resize(&out, used) < 0) {
+        return NULL;
+    }
     return out;
 
 fail:
-    Py_DECREF(seq);
+    Py_DECREF(out);
     return NULL;
+}
+
+/* pack_bytes(items, coerce=False): the elements of a sequence. */
+static PyObject *pack_bytes(PyObject *self, PyObject *args)
+{
+    PyObject *arg;
+    int coerce = 0;
+    if (!PyArg_ParseTuple(args, "O|p:pack_bytes", &arg, &coerce)) {
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(arg, "pack_bytes expects a sequence");
+    if (seq == NULL) {
+        return NULL;
+    }
+    PyObject *out = pack_items(PySequence_Fast_ITEMS(seq), PySequence_Fast_GET_SIZE(seq), coerce);
+    Py_DECREF(seq);
+    return out;
+}
+
+/* The element pointers of a C-contiguous numpy object array: its data is an array of
+ * PyObject * (numpy's documented layout for dtype object).  The caller passes the array
+ * (kept alive for the call), the address of its data and its size, and checks the layout. */
+static PyObject **object_slots(PyObject *address, Py_ssize_t count)
+{
+    void *pointer = PyLong_AsVoidPtr(address);
+    if (pointer == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (pointer == NULL && count > 0) {
+        PyErr_SetString(PyExc_ValueError, "null data address for a non-empty array");
+        return NULL;
+    }
+    return (PyObject **)pointer;
+}
+
+/* pack_object_array(array, address, count, coerce): the elements of a C-contiguous object
+ * array read in place (no list of a million references made first). */
+static PyObject *pack_object_array(PyObject *self, PyObject *args)
+{
+    PyObject *array, *address;
+    Py_ssize_t count;
+    int coerce = 0;
+    if (!PyArg_ParseTuple(args, "OOn|p:pack_object_array", &array, &address, &count, &coerce)) {
+        return NULL;
+    }
+    PyObject **items = object_slots(address, count);
+    if (items == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    return pack_items(items, count, coerce);
+}
+
+/* The size of element index at offset, its boundaries checked; -1 with ValueError set. */
+static Py_ssize_t element_size(const unsigned char *buf, Py_ssize_t len, Py_ssize_t offset,
+                               Py_ssize_t index)
+{
+    if (len - offset < 4) {
+        PyErr_Format(PyExc_ValueError,
+                     "truncated BYTES tensor: element %zd at byte offset %zd needs a 4-byte "
+                     "length prefix but only %zd byte(s) remain",
+                     index, offset, len - offset);
+        return -1;
+    }
+    uint32_t size = get_u32le(buf + offset);
+    if ((uint64_t)size > (uint64_t)(len - offset - 4)) {
+        PyErr_Format(PyExc_ValueError,
+                     "truncated BYTES tensor: element %zd at byte offset %zd declares %lu "
+                     "byte(s) but only %zd remain",
+                     index, offset, (unsigned long)size, len - offset - 4);
+        return -1;
+    }
+    return (Py_ssize_t)size;
 }
 
 /* Walk the length prefixes once: count the elements and validate every boundary. */
@@ -120,25 +242,107 @@ static Py_ssize_t count_elements(const unsigned char *buf, Py_ssize_t len)
     Py_ssize_t offset = 0;
     Py_ssize_t index = 0;
     while (offset < len) {
-        if (len - offset < 4) {
-            PyErr_Format(PyExc_ValueError,
-                         "truncated BYTES tensor: element %zd at byte offset %zd needs a 4-byte "
-                         "length prefix but only %zd byte(s) remain",
-                         index, offset, len - offset);
+        Py_ssize_t size = element_size(buf, len, offset, index);
+        if (size < 0) {
             return -1;
         }
-        uint32_t size = get_u32le(buf + offset);
-        if ((uint64_t)size > (uint64_t)(len - offset - 4)) {
-            PyErr_Format(PyExc_ValueError,
-                         "truncated BYTES tensor: element %zd at byte offset %zd declares %lu "
-                         "byte(s) but only %zd remain",
-                         index, offset, (unsigned long)size, len - offset - 4);
-            return -1;
-        }
-        offset += 4 + (Py_ssize_t)size;
+        offset += 4 + size;
         index++;
     }
     return index;
+}
+
+/* unpack_bytes_array(buffer, make_array) -> array: one pass over the buffer (a million
+ * elements' prefixes are read once, not counted first and read again), the new bytes objects
+ * gathered in a C array, then moved into the slots of make_array(count), which returns a new
+ * C-contiguous object array of count elements (each holding None, released here) and the
+ * address of its data. */
+static PyObject *unpack_bytes_array(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    PyObject *make_array;
+    if (!PyArg_ParseTuple(args, "y*O:unpack_bytes_array", &view, &make_array)) {
+        return NULL;
+    }
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    Py_ssize_t len = view.len;
+    Py_ssize_t capacity = len / 16 + 16, count = 0, offset = 0;
+    PyObject **items = PyMem_Malloc((size_t)capacity * sizeof(PyObject *));
+    PyObject *made = NULL, *result = NULL;
+    if (items == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    while (offset < len) {
+        Py_ssize_t size = element_size(buf, len, offset, count);
+        if (size < 0) {
+            goto done;
+        }
+        if (count == capacity) {
+            Py_ssize_t grown = capacity + capacity / 2 + 16;
+            PyObject **more = PyMem_Realloc(items, (size_t)grown * sizeof(PyObject *));
+            if (more == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            items = more;
+            capacity = grown;
+        }
+        PyObject *item = PyBytes_FromStringAndSize((const char *)buf + offset + 4, size);
+        if (item == NULL) {
+            goto done;
+        }
+        items[count++] = item;
+        offset += 4 + size;
+    }
+    made = PyObject_CallFunction(make_array, "n", count);
+    if (made == NULL) {
+        goto done;
+    }
+    PyObject *array, *address;
+    if (!PyArg_ParseTuple(made, "OO:make_array result", &array, &address)) {
+        goto done;
+    }
+    PyObject **slots = object_slots(address, count);
+    if (slots == NULL && PyErr_Occurred()) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *old = slots[i];
+        slots[i] = items[i]; /* the reference moves to the array */
+        Py_XDECREF(old);
+    }
+    count = 0;
+    Py_INCREF(array);
+    result = array;
+
+done:
+    for (Py_ssize_t i = 0; i < count; i++) { /* not moved: released */
+        Py_DECREF(items[i]);
+    }
+    PyMem_Free(items);
+    Py_XDECREF(made);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* Each of the count (checked) elements of buf as a new bytes object into slots[i] (the items
+ * of a new list, NULL until then). */
+static int fill_slots(const unsigned char *buf, Py_ssize_t count, PyObject **slots)
+{
+    Py_ssize_t offset = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        uint32_t size = get_u32le(buf + offset);
+        PyObject *item = PyBytes_FromStringAndSize((const char *)buf + offset + 4, size);
+        if (item == NULL) {
+            return -1;
+        }
+        PyObject *old = slots[i];
+        slots[i] = item;
+        Py_XDECREF(old);
+        offset += 4 + (Py_ssize_t)size;
+    }
+    return 0;
 }
 
 static PyObject *unpack_bytes(PyObject *self, PyObject *args)
@@ -154,19 +358,13 @@ static PyObject *unpack_bytes(PyObject *self, PyObject *args)
         PyBuffer_Release(&view);
         return NULL;
     }
-    Py_ssize_t offset = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        uint32_t size = get_u32le(buf + offset);
-        PyObject *item = PyBytes_FromStringAndSize((const char *)buf + offset + 4, size);
-        if (item == NULL) {
-            Py_DECREF(result);
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-        PyList_SET_ITEM(result, i, item);
-        offset += 4 + (Py_ssize_t)size;
-    }
+    /* A new list's items are NULL; one left so after a failure is fine to release. */
+    int failed = fill_slots(buf, count, PySequence_Fast_ITEMS(result));
     PyBuffer_Release(&view);
+    if (failed) {
+        Py_DECREF(result);
+        return NULL;
+    }
     return result;
 }
 
@@ -542,8 +740,15 @@ static PyObject *format_json_numbers(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef speedups_methods[] = {
-    {"pack_bytes", pack_bytes, METH_O,
-     "pack_bytes(items) -> bytes: length-prefix and concatenate bytes/str items."},
+    {"pack_bytes", pack_bytes, METH_VARARGS,
+     "pack_bytes(items, coerce=False) -> bytes: length-prefix and concatenate bytes/str "
+     "items (with coerce, any other item as str(item))."},
+    {"pack_object_array", pack_object_array, METH_VARARGS,
+     "pack_object_array(array, address, count, coerce=False) -> bytes: pack_bytes of the "
+     "elements of a C-contiguous object array, read in place."},
+    {"unpack_bytes_array", unpack_bytes_array, METH_VARARGS,
+     "unpack_bytes_array(buffer, make_array) -> array: split the elements into a new object "
+     "array made by make_array(count) -> (array, data address)."},
     {"unpack_bytes", unpack_bytes, METH_VARARGS,
      "unpack_bytes(buffer) -> list[bytes]: split length-prefixed elements."},
     {"format_json_numbers", format_json_numbers, METH_VARARGS,

@@ -17,7 +17,7 @@ import grpc
 
 from tritonclient import _auth as auth
 from tritonclient._codec import grpc_client
-from tritonclient._codec.types import InferOptions
+from tritonclient._codec.types import infer_options
 from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import model_config_pb2, service_pb2, service_pb2_grpc
@@ -510,7 +510,7 @@ class InferenceServerClient(common.ClientBase):
         parameters: Mapping[str, Any] | None = None,
     ) -> InferResult:
         metadata = self._get_metadata(headers)
-        options = InferOptions(
+        options = infer_options(
             request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
         )
         parts = self._infer_request(

@@ -21,7 +21,7 @@ except ModuleNotFoundError as error:  # pragma: no cover - depends on the instal
         "install it with: pip install tritonclient-ng[http]"
     ) from error
 
-from tritonclient._codec.types import InferOptions
+from tritonclient._codec.types import infer_options
 from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._ready import wait_async
@@ -435,7 +435,7 @@ class InferenceServerClient(ClientCore):
         InferenceServerException
             If server fails to perform inference.
         """
-        options = InferOptions(
+        options = infer_options(
             request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
         )
         return await self._run(
