@@ -154,7 +154,96 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="once ready, write the bound ports there as JSON (useful with port 0)",
     )
+    p.add_argument(
+        "--http-max-input-size",
+        type=int,
+        default=2**26,
+        help="largest HTTP request body (after decompression), bytes (default 64 MiB)",
+    )
+    p.add_argument("--http-thread-count", type=int, default=8, help="HTTP frontend worker threads")
+    p.add_argument(
+        "--disable-auto-complete-config",
+        action="store_true",
+        help="as --strict-model-config=true: no auto-completion of model configurations",
+    )
+    p.add_argument("--log-info", type=_bool, default=True, help="log INFO records")
+    p.add_argument("--log-warning", type=_bool, default=True, help="log WARNING records")
+    p.add_argument("--log-error", type=_bool, default=True, help="log ERROR records")
+    for name in ("level", "rate", "count", "log-frequency"):
+        p.add_argument(
+            f"--trace-{name}",
+            action="append",
+            default=[],
+            help=f"older tritonserver flag: as --trace-config {name}=VALUE",
+        )
+    ignored = p.add_argument_group(
+        "accepted for tritonserver compatibility",
+        "tritonserver's other flags are taken (so that scripts and tests that start "
+        "tritonserver can start mock_server) and have no effect here; each one given is "
+        "logged at start-up: " + ", ".join(f"--{flag}" for flag in _IGNORED_FLAGS) + ".",
+    )
+    for flag, kind in _IGNORED_FLAGS.items():
+        if kind == "none":
+            ignored.add_argument(f"--{flag}", action="store_true", help=argparse.SUPPRESS)
+        elif kind == "append":
+            ignored.add_argument(f"--{flag}", action="append", help=argparse.SUPPRESS)
+        else:
+            ignored.add_argument(f"--{flag}", help=argparse.SUPPRESS)
     return p
+
+
+#: tritonserver flags (2.73) with no meaning here, by how they take a value: one ("value"),
+#: none ("none"), or repeatable KEY=VALUE settings ("append").
+_IGNORED_FLAGS = {
+    "allow-cpu-metrics": "value",
+    "allow-gpu-metrics": "value",
+    "allow-sagemaker": "value",
+    "allow-vertex-ai": "value",
+    "backend-config": "append",
+    "backend-directory": "value",
+    "buffer-manager-thread-count": "value",
+    "cache-config": "append",
+    "cache-directory": "value",
+    "cuda-memory-pool-byte-size": "append",
+    "cuda-virtual-address-size": "append",
+    "enable-peer-access": "value",
+    "grpc-infer-thread-count": "value",
+    "grpc-keepalive-time": "value",
+    "grpc-keepalive-timeout": "value",
+    "grpc-max-connection-age": "value",
+    "grpc-max-response-pool-size": "value",
+    "host-policy": "append",
+    "log-format": "value",
+    "metrics-config": "append",
+    "metrics-interval-ms": "value",
+    "model-config-name": "value",
+    "model-load-gpu-limit": "append",
+    "model-load-retry-count": "value",
+    "model-load-thread-count": "value",
+    "model-namespacing": "value",
+    "pinned-memory-pool-byte-size": "value",
+    "rate-limit": "value",
+    "rate-limit-resource": "append",
+    "repoagent-directory": "value",
+    "response-cache-byte-size": "value",
+    "reuse-grpc-port": "value",
+    "reuse-http-port": "value",
+    "sagemaker-port": "value",
+    "sagemaker-safe-port-range": "value",
+    "sagemaker-thread-count": "value",
+    "vertex-ai-default-model": "value",
+    "vertex-ai-port": "value",
+    "vertex-ai-thread-count": "value",
+}
+
+
+def ignored_flags(args: argparse.Namespace) -> list[str]:
+    """The flags of :data:`_IGNORED_FLAGS` that were given."""
+    return [
+        f"--{flag}"
+        for flag in _IGNORED_FLAGS
+        if getattr(args, flag.replace("-", "_")) not in (None, False, [])
+    ]
 
 
 def _trace_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
@@ -163,7 +252,12 @@ def _trace_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     settings: dict[str, Any] = {}
     levels: list[str] = []
     keys = {"rate": "trace_rate", "count": "trace_count", "log-frequency": "log_frequency"}
-    for item in args.trace_config:
+    older = [
+        f"{name}={value}"
+        for name in ("level", "rate", "count", "log-frequency")
+        for value in getattr(args, f"trace_{name.replace('-', '_')}")
+    ]
+    for item in [*older, *args.trace_config]:
         mode, _, setting = item.rpartition(",")
         if mode and mode != "triton":
             raise ValueError(f"--trace-config {item}: only the 'triton' trace mode is supported")
@@ -206,7 +300,7 @@ def options_from_args(args: argparse.Namespace) -> tuple[ServerOptions, Frontend
         trace_file=trace_file,
         trace_settings=trace_settings,
         log_file=args.log_file,
-        strict_model_config=args.strict_model_config,
+        strict_model_config=args.strict_model_config or args.disable_auto_complete_config,
         allow_client_shm=args.allow_client_shm,
         shm_copy_inputs=args.shm_copy_inputs,
         python_backend_isolation=args.python_backend_isolation,
@@ -235,9 +329,11 @@ def options_from_args(args: argparse.Namespace) -> tuple[ServerOptions, Frontend
         grpc_ssl_ca=args.grpc_root_cert if use_grpc_ssl else None,
         grpc_ssl_mutual=args.grpc_use_ssl_mutual,
         http_restricted_api=parse_restricted(args.http_restricted_api),
-        grpc_restricted_protocol=parse_restricted(args.grpc_restricted_protocol),
+        grpc_restricted_protocol=parse_restricted(args.grpc_restricted_protocol, "protocol"),
         http_header_forward_pattern=args.http_header_forward_pattern,
         grpc_header_forward_pattern=args.grpc_header_forward_pattern,
+        http_max_input_size=args.http_max_input_size,
+        http_thread_count=args.http_thread_count,
     )
     return core, frontends
 
@@ -246,8 +342,13 @@ def main(argv: list[str] | None = None) -> int:
     """Run the server until interrupted; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    level = logging.DEBUG if args.log_verbose else logging.INFO
+    if not args.log_info:
+        level = logging.WARNING if args.log_warning else logging.ERROR
+        if not args.log_error and not args.log_warning:
+            level = logging.CRITICAL
     logging.basicConfig(
-        level=logging.DEBUG if args.log_verbose else logging.INFO,
+        level=level,
         format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
         filename=args.log_file or None,
     )
@@ -255,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
         core_options, frontend_options = options_from_args(args)
     except ValueError as exc:
         parser.error(str(exc))
+    for flag in ignored_flags(args):
+        logging.getLogger("mock_server").info("%s has no effect in mock_server", flag)
     server = MockServer(core_options, frontend_options)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

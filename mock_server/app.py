@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
 import ssl
 import threading
 from concurrent.futures import Future
@@ -41,13 +43,18 @@ API_GROUPS = (
 )
 
 
-def parse_restricted(specs: list[str]) -> dict[str, tuple[str, str]]:
+def parse_restricted(specs: list[str], feature_type: str = "api") -> dict[str, tuple[str, str]]:
     """Parse ``<api>[,<api>...]:<key>=<value>`` specs into ``{api: (key, value)}``.
+
+    ``feature_type`` names the groups in errors as ``tritonserver`` does: ``"api"`` for
+    ``--http-restricted-api``, ``"protocol"`` for ``--grpc-restricted-protocol``.
 
     Raises
     ------
     ValueError
-        For a malformed spec, an unknown API group, or a group restricted twice.
+        For a malformed spec, an unknown API group, or a group restricted twice (with Triton's
+        words: ``unknown restricted api 'x'``, ``restricted api 'x' can not be specified in
+        multiple config groups``).
     """
     out: dict[str, tuple[str, str]] = {}
     for spec in specs:
@@ -55,19 +62,33 @@ def parse_restricted(specs: list[str]) -> dict[str, tuple[str, str]]:
         key, eq, value = header.partition("=")
         if not sep or not eq or not key or not apis:
             raise ValueError(
-                f"restricted API spec {spec!r}: expected <api>[,<api>...]:<key>=<value>"
+                f"restricted {feature_type} spec {spec!r}: expected "
+                f"<{feature_type}>[,<{feature_type}>...]:<key>=<value>"
             )
         for api in apis.split(","):
             api = api.strip()
             if api not in API_GROUPS:
                 raise ValueError(
-                    f"restricted API spec {spec!r}: unknown API '{api}'; expected one of "
-                    f"{', '.join(API_GROUPS)}"
+                    f"unknown restricted {feature_type} '{api}' (in {spec!r}; expected one of "
+                    f"{', '.join(API_GROUPS)})"
                 )
             if api in out:
-                raise ValueError(f"API '{api}' is restricted more than once")
+                raise ValueError(
+                    f"restricted {feature_type} '{api}' can not be specified in multiple "
+                    "config groups"
+                )
             out[api] = (key, value)
     return out
+
+
+#: Triton's test hook: delay gRPC answers (not inference's) by this many seconds.
+_DELAY_VARIABLE = "TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC"
+
+
+def _env_seconds(name: str) -> float:
+    """An environment variable read as Triton reads it (``atoi``: its leading digits, else 0)."""
+    digits = re.match(r"\s*([+-]?\d+)", os.environ.get(name, ""))
+    return float(max(0, int(digits.group(1)))) if digits else 0.0
 
 
 @dataclass
@@ -96,6 +117,14 @@ class FrontendOptions:
         Largest gRPC message accepted or sent.
     http_header_forward_pattern : str or None
         Regular expression: matching HTTP headers reach the model as string parameters.
+    http_max_input_size : int
+        The largest HTTP request body, after decompression (``--http-max-input-size``).
+    http_thread_count : int
+        The HTTP frontend's worker threads (``--http-thread-count``).
+    grpc_response_delay_s : float
+        Every gRPC answer but inference's is written this many seconds late: Triton's test
+        hook for client deadlines, read by default from the environment variable
+        ``TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC`` (whole seconds, as Triton reads it).
     grpc_header_forward_pattern : str or None
         Regular expression: matching gRPC request metadata reaches the model as string
         parameters.
@@ -128,6 +157,9 @@ class FrontendOptions:
     http_header_forward_pattern: str | None = None
     grpc_header_forward_pattern: str | None = None
     event_loop: str = "auto"
+    http_max_input_size: int = 2**26
+    http_thread_count: int = 8
+    grpc_response_delay_s: float = field(default_factory=lambda: _env_seconds(_DELAY_VARIABLE))
 
 
 def _new_event_loop(kind: str) -> asyncio.AbstractEventLoop:
@@ -260,6 +292,8 @@ class MockServer:
                 ssl_context=_http_ssl_context(fo),
                 restricted_apis=fo.http_restricted_api or None,
                 header_forward_pattern=fo.http_header_forward_pattern,
+                max_input_size=fo.http_max_input_size,
+                worker_threads=fo.http_thread_count,
             )
             self.http_port = await http.start()
             self._services.append(http)
@@ -274,6 +308,7 @@ class MockServer:
                 restricted_apis=fo.grpc_restricted_protocol or None,
                 max_message_bytes=fo.grpc_max_message_bytes,
                 header_forward_pattern=fo.grpc_header_forward_pattern,
+                response_delay_s=fo.grpc_response_delay_s,
             )
             self.grpc_port = await grpc_frontend.start()
             self._services.append(grpc_frontend)

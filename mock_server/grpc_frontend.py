@@ -44,7 +44,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -60,7 +59,7 @@ from ._delivery import delivery_for
 from .core.errors import ServerError
 from .core.server import CoreServer
 from .core.types import InferRequest, InferResponse
-from .core.validation import forwarded_headers
+from .core.validation import compile_forward_pattern, forwarded_headers
 from .grpc_stream import END, Stream
 from .grpc_support import (
     Malformed,
@@ -224,6 +223,10 @@ class GrpcFrontend:
     header_forward_pattern : str, optional
         Regular expression: request metadata whose key matches reaches the model as string
         request parameters (Triton's ``--grpc-header-forward-pattern``).
+    response_delay_s : float, optional
+        Answer every RPC but inference this much later (Triton's test hook, the environment
+        variable ``TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC``, which ``MockServer``
+        reads): lets client code test its deadlines.
     Raises
     ------
     ValueError
@@ -242,9 +245,13 @@ class GrpcFrontend:
         compression: grpc.Compression | str | None = None,
         keepalive: KeepAliveOptions | None = None,
         header_forward_pattern: str | None = None,
+        response_delay_s: float = 0.0,
     ) -> None:
         self._core = core
-        self._forward = re.compile(header_forward_pattern) if header_forward_pattern else None
+        self._response_delay_s = response_delay_s
+        self._forward = (
+            compile_forward_pattern(header_forward_pattern) if header_forward_pattern else None
+        )
         self._host = host
         self._port = port
         self._credentials = server_credentials
@@ -413,14 +420,22 @@ class GrpcFrontend:
             )
 
     def _unary(self, rpc: str, impl: Unary) -> Unary:
+        # Triton's test hook: every answer but inference's is written that late.
+        delay = self._response_delay_s if rpc not in ("ModelInfer",) else 0
+
         async def handler(request: Any, context: Any) -> Any:
             try:
                 self._check_access(context, rpc)
                 if isinstance(request, Malformed):
                     raise request.error()
-                return await impl(request, context)
+                answer = await impl(request, context)
+                if delay:
+                    await asyncio.sleep(delay)
+                return answer
             except Exception as exc:
                 error = server_error(exc)
+            if delay:
+                await asyncio.sleep(delay)
             await context.abort(status(error.kind), clip(error.message))
 
         return handler

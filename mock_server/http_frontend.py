@@ -70,7 +70,7 @@ from .core.config_json import config_to_json
 from .core.errors import ServerError
 from .core.server import CoreServer
 from .core.types import InferRequest, InferResponse
-from .core.validation import forwarded_headers
+from .core.validation import compile_forward_pattern, forwarded_headers
 from .http_generate import GenerateEndpoints
 from .http_support import (
     JSON,
@@ -253,7 +253,9 @@ class HttpFrontend:
         self._restricted = dict(restricted_apis or {})
         self._max_input_size = max_input_size
         try:
-            self._forward = re.compile(header_forward_pattern) if header_forward_pattern else None
+            self._forward = (
+                compile_forward_pattern(header_forward_pattern) if header_forward_pattern else None
+            )
         except re.error as exc:
             raise ValueError(f"invalid header forward pattern: {exc}") from exc
         self._worker_threads = worker_threads

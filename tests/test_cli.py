@@ -102,16 +102,41 @@ def test_serves_http_grpc_metrics_and_stops_on_sigterm(tmp_path: Path) -> None:
     assert "Started GRPCInferenceService at 127.0.0.1:" in log
 
 
-def test_bad_arguments_exit_with_usage_error() -> None:
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--http-restricted-api", "bogus:k=v"], "unknown restricted api 'bogus'"),
+        (
+            ["--grpc-restricted-protocol", "model-reposit,health:k1=v1"],
+            "unknown restricted protocol 'model-reposit'",
+        ),
+        (
+            [
+                "--http-restricted-api=model-repository,health:k1=v1",
+                "--http-restricted-api=metadata,health:k2=v2",
+            ],
+            "restricted api 'health' can not be specified in multiple config groups",
+        ),
+        (
+            [
+                "--grpc-restricted-protocol=health:k1=v1",
+                "--grpc-restricted-protocol=health:k2=v2",
+            ],
+            "restricted protocol 'health' can not be specified in multiple config groups",
+        ),
+    ],
+)
+def test_bad_restrictions_stop_the_start_with_tritons_words(flags: list[str], words: str) -> None:
+    """As Triton's L0_http / L0_grpc QA expects of ``tritonserver``'s log."""
     result = subprocess.run(
-        [sys.executable, "-m", "mock_server", "--http-restricted-api", "bogus:k=v"],
+        [sys.executable, "-m", "mock_server", *flags],
         capture_output=True,
         text=True,
         timeout=60,
         cwd=ROOT,
     )
     assert result.returncode == 2
-    assert "unknown API 'bogus'" in result.stderr
+    assert words in result.stderr
 
 
 def test_restricted_api(tmp_path: Path) -> None:
@@ -313,3 +338,70 @@ def test_bad_trace_config_is_a_usage_error() -> None:
         args = build_parser().parse_args(["--trace-config", bad])
         with pytest.raises(ValueError, match="trace"):
             options_from_args(args)
+
+
+def test_every_tritonserver_flag_is_taken(tmp_path: Path) -> None:
+    """Scripts and tests written to start tritonserver start mock_server with the same flags
+    (Triton's QA passes --grpc-max-response-pool-size, --backend-directory ...): those with a
+    meaning here are honoured, the others logged as having no effect."""
+    flags = [
+        "--grpc-max-response-pool-size=1",
+        "--backend-directory=/nowhere",
+        "--backend-config=python,shm-default-byte-size=1048576",
+        "--backend-config=python,shm-growth-byte-size=1048576",
+        "--model-load-thread-count=2",
+        "--reuse-grpc-port=true",
+        "--disable-auto-complete-config",
+        "--http-max-input-size=4096",
+        "--http-thread-count=2",
+        f"--trace-file={tmp_path / 'trace.json'}",
+        "--trace-level=TIMESTAMPS",
+        "--trace-rate=5",
+        "--log-info=true",
+    ]
+    with serve(tmp_path, *flags) as info:
+        body = json.dumps(
+            {
+                "inputs": [
+                    {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": [0] * 16},
+                    {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16},
+                ],
+                "parameters": {"padding": "x" * 5000},
+            }
+        )
+        connection = http.client.HTTPConnection("127.0.0.1", info["http"], timeout=30)
+        connection.request("POST", "/v2/models/simple/infer", body)
+        reply = connection.getresponse()
+        assert reply.status == 400
+        assert "Use --http-max-input-size to increase the limit" in reply.read().decode()
+        connection.request("GET", "/v2/trace/setting")
+        settings = json.loads(connection.getresponse().read())
+        assert settings["trace_level"] == ["TIMESTAMPS"] and settings["trace_rate"] == "5"
+        connection.close()
+    log = (tmp_path / "server.log").read_text()
+    for flag in ("--grpc-max-response-pool-size", "--backend-directory", "--backend-config"):
+        assert f"{flag} has no effect in mock_server" in log
+    assert "--http-max-input-size has no effect" not in log
+
+
+def test_grpc_answers_are_delayed_by_tritons_test_hook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC (Triton's L0_client_timeout QA): every gRPC
+    answer but inference's comes that many seconds late, so client deadlines can be tested."""
+    monkeypatch.setenv("TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC", "2")
+    with serve(tmp_path) as info, grpc.insecure_channel(f"127.0.0.1:{info['grpc']}") as channel:
+        stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as error:
+            stub.ServerLive(service_pb2.ServerLiveRequest(), timeout=0.5)
+        assert error.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        with pytest.raises(grpc.RpcError) as error:  # an error answer is delayed too
+            stub.ModelMetadata(service_pb2.ModelMetadataRequest(name="nope"), timeout=0.5)
+        assert error.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert stub.ServerLive(service_pb2.ServerLiveRequest(), timeout=30).live
+        request = service_pb2.ModelInferRequest(model_name="simple")
+        for name in ("INPUT0", "INPUT1"):
+            request.inputs.add(name=name, datatype="INT32", shape=[1, 16])
+            request.raw_input_contents.append(bytes(64))
+        answer = stub.ModelInfer(request, timeout=1.9)  # inference is not delayed
+        assert len(answer.raw_output_contents) == 2

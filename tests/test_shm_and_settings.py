@@ -296,6 +296,28 @@ def test_trace_settings() -> None:
     ]
 
 
+def test_clearing_trace_settings_restores_the_start_up_ones() -> None:
+    """As Triton's L0_trace QA (trace_endpoint_test.py, test_*_clear_settings) expects: a
+    global setting cleared (None) goes back to its start-up value, a model's follows the
+    global one again."""
+    trace = TraceSettings(
+        "/tmp/global_unittest.log", {"trace_level": ["TIMESTAMPS"], "trace_rate": "1"}
+    )
+    start = trace.get()
+    trace.update({"trace_rate": "12", "log_frequency": "34"}, model="simple")
+    trace.update({"trace_rate": "56", "trace_count": "78", "trace_level": ["OFF"]})
+    cleared = trace.update({"trace_rate": None, "trace_count": None})
+    assert cleared == dict(start, trace_level=["OFF"])
+    assert trace.get("simple") == dict(
+        start, trace_level=["OFF"], trace_rate="12", log_frequency="34"
+    )
+    assert trace.update({"trace_rate": None, "trace_level": None}, model="simple") == dict(
+        start, trace_level=["OFF"], log_frequency="34"
+    )
+    assert trace.get() == dict(start, trace_level=["OFF"])
+    assert trace.update({"trace_level": None}) == start
+
+
 def test_log_settings_apply_to_logger() -> None:
     logs = LogSettings()
     try:

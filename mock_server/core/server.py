@@ -317,9 +317,7 @@ class CoreServer:
         )
         #: Log settings (logging extension).
         self.log_settings = LogSettings(options.log_file)
-        self._trace = TraceSettings(options.trace_file)
-        if options.trace_settings:
-            self._trace.update(options.trace_settings)
+        self._trace = TraceSettings(options.trace_file, options.trace_settings)
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:

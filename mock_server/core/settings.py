@@ -51,9 +51,11 @@ class TraceSettings:
     ----------
     trace_file : str
         Where traces would be written (read-only over the network).
+    initial : dict, optional
+        The start-up settings (``--trace-config``): what clearing a global setting restores.
     """
 
-    def __init__(self, trace_file: str = "") -> None:
+    def __init__(self, trace_file: str = "", initial: dict[str, Any] | None = None) -> None:
         self._lock = threading.Lock()
         self._global: dict[str, Any] = {
             "trace_level": ["OFF"],
@@ -70,6 +72,11 @@ class TraceSettings:
         self._pending: list[dict[str, Any]] = []
         self._written = 0  # traces kept since the last write (log_frequency)
         self._file_index = 0
+        #: The global settings the server started with: what clearing one restores.
+        self._initial = dict(self._global)
+        if initial:
+            self.update(initial)
+            self._initial = dict(self._global)
 
     # -- tracing ---------------------------------------------------------------------------
     def start(self, model: str) -> tuple[int, tuple[str, ...]]:
@@ -213,7 +220,9 @@ class TraceSettings:
         return str(number)
 
     def update(self, changes: dict[str, Any], model: str | None = None) -> dict[str, Any]:
-        """Apply ``changes`` (None clears a per-model override) and return the new settings."""
+        """Apply ``changes`` and return the new settings.  None clears a setting, as in
+        Triton: a model's setting then follows the global one again, a global setting goes
+        back to its value at start-up."""
         checked = {k: (None if v is None else self._check(k, v)) for k, v in changes.items()}
         with self._lock:
             new_global = dict(self._global)
@@ -225,6 +234,8 @@ class TraceSettings:
                     new_model[key] = value
                 elif value is not None:
                     new_global[key] = value
+                else:
+                    new_global[key] = self._initial[key]
             effective = {**new_global, **new_model}
             # Validate the result before keeping any of it.
             if effective["trace_level"] != ["OFF"] and not effective["trace_file"]:

@@ -209,12 +209,7 @@ class SharedMemoryRegistry:
                 # fails there; refusing it the same way keeps code that works here working on
                 # Triton.
                 raise ServerError.internal(f"Invalid shared memory region: '{key}'")
-            if byte_size == 0:
-                # mmap of zero bytes fails with EINVAL in Triton.
-                raise ServerError.invalid_arg(
-                    f"failed to register shared memory region '{name}': unable to process "
-                    "address spaceInvalid argument"
-                )
+            # Triton's order: open the object, check the bounds, then map.
             try:
                 # The region keeps its descriptor: every use checks the object's current size.
                 region = open_region(key, offset, byte_size, keep_fd=True)
@@ -224,6 +219,13 @@ class SharedMemoryRegistry:
                         f"failed to register shared memory region '{name}': invalid args"
                     ) from exc
                 raise ServerError.internal(f"Unable to open shared memory region: '{key}'") from exc
+            if byte_size == 0:
+                region.close()
+                # mmap of zero bytes fails with EINVAL in Triton.
+                raise ServerError.invalid_arg(
+                    f"failed to register shared memory region '{name}': unable to process "
+                    "address spaceInvalid argument"
+                )
             self._system[name] = region
             self._sharing[name] = _Sharing(next(_tokens), region.address(), region.identity())
 

@@ -60,6 +60,7 @@ __all__ = [
     "ALLOWED_TRITON_PARAMS",
     "RequestChecks",
     "batch_size_of",
+    "compile_forward_pattern",
     "effective_priority",
     "forwarded_headers",
     "implicit_input_names",
@@ -262,6 +263,62 @@ def effective_priority(request: InferRequest, config: ModelConfig) -> int:
     if request.priority <= 0 or request.priority > levels:
         return int(config.dynamic_batching.default_priority_level)
     return request.priority
+
+
+def compile_forward_pattern(pattern: str) -> re.Pattern[str]:
+    """A header-forward pattern as ``tritonserver`` compiles it: an RE2 expression matched
+    anywhere in the header's name (``PartialMatch``), case-insensitively unless the pattern
+    says otherwise (Triton puts ``(?i)`` before it; RE2's ``(?-i)`` turns that off for the rest
+    of its group, which Python's ``re`` writes as a scoped ``(?-i:...)``).
+
+    Raises
+    ------
+    ValueError
+        For a pattern that is not a valid expression.
+    """
+    try:
+        return re.compile(_scoped_flags(pattern), re.IGNORECASE)
+    except re.error as exc:
+        raise ValueError(f"invalid header forward pattern {pattern!r}: {exc}") from None
+
+
+_INLINE_FLAGS = re.compile(r"\(\?([imsU]*(?:-[imsU]*)?)\)")
+
+
+def _scoped_flags(pattern: str) -> str:
+    """RE2's flag settings ``(?flags)`` anywhere in a group, as Python's scoped groups: the
+    rest of the enclosing group goes into ``(?flags:...)``."""
+    out: list[str] = []
+    closers: list[int] = [0]  # per open group: how many scoped groups to close at its end
+    i = 0
+    in_class = False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            match = _INLINE_FLAGS.match(pattern, i)
+            if match:
+                out.append(f"(?{match.group(1).replace('U', '')}:")
+                closers[-1] += 1
+                i = match.end()
+                continue
+            closers.append(0)
+        elif char == ")" and len(closers) > 1:
+            out.append(")" * closers.pop())
+        elif char == "|":  # a flag setting reaches only to the end of its alternative
+            out.append(")" * closers[-1])
+            closers[-1] = 0
+        out.append(char)
+        i += 1
+    out.append(")" * closers[0])
+    return "".join(out)
 
 
 def forwarded_headers(

@@ -1639,6 +1639,30 @@ def _shared_memory() -> list[Case]:
             "http/shm/zero-size",
             [Shm("a", 64), register("x", "a", 0), unregister_all],
         ),
+        # The edges of Triton's own QA (L0_shared_memory test_register_out_of_bound, L0_grpc
+        # python_grpc_aio_test: a missing object with byte_size 0).
+        Case(
+            "http/shm/missing-object-zero-size",
+            [post(f"{reg}/x/register", {"key": "/conformance_no_such_object", "byte_size": 0})],
+        ),
+        Case("http/shm/one-past-the-end", [Shm("a", 64), register("x", "a", 65)]),
+        Case("http/shm/offset-one-full-size", [Shm("a", 64), register("x", "a", 64, offset=1)]),
+        Case("http/shm/one-byte-at-the-end", [Shm("a", 64), register("x", "a", 1, offset=64)]),
+        Case(
+            "http/shm/zero-size-past-the-end",
+            [Shm("a", 64), register("x", "a", 0, offset=65), unregister_all],
+        ),
+        Case("http/shm/key-slash", [post(f"{reg}/x/register", {"key": "/", "byte_size": 64})]),
+        Case("http/shm/key-slashes", [post(f"{reg}/x/register", {"key": "///", "byte_size": 64})]),
+        Case(
+            "http/shm/reserved-prefix-after-slashes",
+            [
+                post(
+                    f"{reg}/x/register",
+                    {"key": "///triton_python_backend_shm_region_k", "byte_size": 64},
+                )
+            ],
+        ),
         Case(
             "http/shm/bad-json",
             [post(f"{reg}/x/register", "{")],
@@ -1938,6 +1962,21 @@ def _generate() -> list[Case]:
             ],
         ),
         Case("http/generate/string", [post(gen.format("simple_identity"), {"INPUT0": "hello"})]),
+        # A repeated input name (Triton's L0_http generate_endpoint_test test_duplicate_inputs:
+        # JSON text, a dict cannot hold it), on both endpoints.
+        *(
+            Case(
+                f"http/{kind}/duplicate-input-{n}",
+                [post(path.format("simple_identity"), text)],
+            )
+            for kind, path in (("generate", gen), ("generate-stream", stream))
+            for n, text in enumerate(
+                (
+                    '{"INPUT0": "hello", "INPUT0": "again"}',
+                    '{"INPUT0": "hello", "x": 1, "x": 2}',
+                )
+            )
+        ),
         Case("http/generate/unknown-model", [post(gen.format("nope"), {"INPUT0": 1})]),
         Case("http/generate/missing-input", [post(gen.format("simple"), {"INPUT0": SIMPLE_IN})]),
         Case("http/generate/bad-json", [post(gen.format("simple"), "{")]),

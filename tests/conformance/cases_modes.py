@@ -90,6 +90,20 @@ def _restricted() -> list[Case]:
     ]
 
 
+def _forwarding() -> list[Case]:
+    """Triton matches a forward pattern anywhere in a header's name, case-insensitively unless
+    the pattern turns it off with RE2's (?-i); gRPC metadata names are always lower case."""
+    http_headers = (("my_header_1", "a"), ("MY_HEADER_2", "b"), ("x-my_header_3", "c"), ("z", "d"))
+    metadata = (("my_header_1", "a"), ("x-my_header_3", "c"), ("z", "d"))
+    cases = []
+    for pair in ("forward", "forward-case"):
+        cases += [
+            Case(f"{pair}/http/headers", [_echo_http(headers=http_headers)], pair),
+            Case(f"{pair}/grpc/metadata", [_echo_grpc(metadata=metadata)], pair),
+        ]
+    return cases
+
+
 def _echo_cases() -> list[Case]:
     return [
         Case(
@@ -135,5 +149,6 @@ def cases() -> list[Case]:
         *_control_mode("none"),
         *_control_mode("poll"),
         *_restricted(),
+        *_forwarding(),
         *_echo_cases(),
     ]

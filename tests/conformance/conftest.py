@@ -41,6 +41,26 @@ PAIRS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
         ),
         ("simple", "echo_params", "identity_int32"),
     ),
+    # Header forwarding as Triton's L0_parameters QA starts it: case-insensitive by default...
+    "forward": (
+        (
+            "--model-control-mode=explicit",
+            "--load-model=echo_params",
+            "--http-header-forward-pattern=MY_HEADER.*",
+            "--grpc-header-forward-pattern=MY_HEADER.*",
+        ),
+        ("echo_params",),
+    ),
+    # ... and case-sensitive with RE2's (?-i).
+    "forward-case": (
+        (
+            "--model-control-mode=explicit",
+            "--load-model=echo_params",
+            "--http-header-forward-pattern=(?-i)MY_HEADER.*",
+            "--grpc-header-forward-pattern=(?-i)MY_HEADER.*",
+        ),
+        ("echo_params",),
+    ),
     # Used only by test_metrics_differential.py, whose scenarios build on one another.
     "metrics": (("--model-control-mode=explicit", "--load-model=*"), METRICS_MODELS),
     # The ensembles of tests/conformance/models with their composing models (cases_ensemble.py).

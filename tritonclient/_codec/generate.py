@@ -38,6 +38,7 @@ from .http_body import model_path
 from .http_client import error_from_response
 from .http_server import ParsedInferRequest, ParsedInput, RequestParameters, custom_parameter
 from .jsontext import (
+    Members,
     client_json,
     dumps,
     json_kind,
@@ -117,14 +118,17 @@ def parse_generate_request(
         whose value does not fit its shape, a ``parameters`` that is not an object, and
         parameter values of the wrong type.
     """
-    request = member_object(parse_json_document(body))
+    request = member_object(parse_json_document(body, keep_duplicates=True))
     request_id = ""
     inputs: list[ParsedInput] = []
     params: dict[str, Any] = {}
 
     def convert(members: Mapping[str, Any], context: str) -> None:
         nonlocal request_id
-        for key, value in members.items():
+        # Every member in document order, a repeated name included: Triton adds each input
+        # as it meets it, and refuses one it has already added.
+        pairs = members.pairs if isinstance(members, Members) else list(members.items())
+        for key, value in pairs:
             if key == "id" and not context:
                 if not isinstance(value, str):
                     raise http_internal(
@@ -157,6 +161,11 @@ def parse_generate_request(
                     custom_parameter(key, value)
                 params[key] = value
                 continue
+            if any(given.name == key for given in inputs):
+                raise http_bad(
+                    f"[request id: {request_id or '<id_unknown>'}] input '{key}' already "
+                    "exists in request"
+                )
             datatype, dims = found
             shape = _generate_shape(key, value, dims)
             data = value if isinstance(value, list) else [value]

@@ -156,13 +156,27 @@ def _rapidjson_error(text: str) -> str:
     return "Invalid value."
 
 
-def parse_json_document(data: Buffer) -> Any:
+class Members(dict):  # type: ignore[type-arg]
+    """A JSON object's members as a dict, with every member in document order, duplicates
+    included (``pairs``): what :func:`parse_json_document` gives with ``keep_duplicates``."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.pairs = pairs
+
+
+def parse_json_document(data: Buffer, *, keep_duplicates: bool = False) -> Any:
     """Parse a request body as Triton does (server side): the whole of it, any JSON value.
 
     Parameters
     ----------
     data : bytes-like
         The body (or the JSON part of an inference request).
+    keep_duplicates : bool, optional
+        Objects become :class:`Members`, whose ``pairs`` keep members that repeat a name
+        (Triton walks those too; a dict keeps only the last).
 
     Returns
     -------
@@ -181,6 +195,8 @@ def parse_json_document(data: Buffer) -> Any:
     # part of the document (so NUL padding after a complete document is accepted).
     text = text.partition("\0")[0]
     try:
+        if keep_duplicates:
+            return json.loads(text, object_pairs_hook=Members)
         return json.loads(text)
     except RecursionError:
         raise http_internal(
