@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mock_server.python_backend._ipc import Channel
+from mock_server.python_backend._ipc import Channel, ChannelError
 
 TIMEOUT = 30.0
 BIG = 8 << 20  # far more than a socket buffer: the message crosses in many pieces
@@ -111,4 +111,13 @@ def test_the_end_of_the_stream_is_eof(ends: tuple[Channel, Channel]) -> None:
     writer.close()
     assert reader.recv() == ("last",)
     with pytest.raises(EOFError):
+        reader.recv()
+
+
+def test_an_impossible_length_ends_the_channel_at_once(ends: tuple[Channel, Channel]) -> None:
+    """Eight bytes that are no message (a broken peer): an error at once, not a wait for (or
+    an allocation of) gigabytes that never come."""
+    reader, writer = ends
+    os.write(writer.fileno(), b"\x00\x00\x00\x04junk")  # 19 GB announced
+    with pytest.raises(ChannelError, match="out of step"):
         reader.recv()

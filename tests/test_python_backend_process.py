@@ -101,7 +101,9 @@ class TritonPythonModel:
             if code == -6:  # a message the server cannot read on the stub's channel
                 from mock_server.python_backend import _stub
 
-                os.write(_stub._stub.channel.fileno(), b"\\x00\\x00\\x00\\x04junk")
+                from mock_server.python_backend import _ipc
+
+                os.write(_stub._stub.channel.fileno(), _ipc._HEADER.pack(4) + b"junk")
             if code == -7:  # an exception that escapes the stub's own code
                 raise KeyboardInterrupt("stop here")
             if code == -5:  # run the model file's own unittest, as Triton's QA models do

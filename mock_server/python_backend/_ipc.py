@@ -33,7 +33,9 @@ from ..core.types import InferRequest, InferResponse, RequestedOutput, Tensor
 from ._transfer import Link, RegionRef
 
 __all__ = [
+    "MAX_MESSAGE_BYTES",
     "Channel",
+    "ChannelError",
     "Pump",
     "discard_response",
     "pack_request",
@@ -52,6 +54,13 @@ _DEV_SHM = Path("/dev/shm")
 _HEADER = struct.Struct("!Q")
 #: Messages up to this size are written with their header in one piece.
 _JOIN_BELOW = 64 * 1024
+#: No message is larger (tensors of 64 KiB and more cross through shared memory; only BYTES
+#: tensors travel pickled in the message): a larger announced size means a broken stream.
+MAX_MESSAGE_BYTES = 4 << 30
+
+
+class ChannelError(Exception):
+    """What arrived on the channel is not a message (the stream is out of step)."""
 
 
 class Channel:
@@ -114,6 +123,13 @@ class Channel:
         """
         try:
             (size,) = _HEADER.unpack(_read_exactly(self._fd, _HEADER.size, at_start=True))
+            if size > MAX_MESSAGE_BYTES:
+                # Not a length this side would write: the stream is out of step (or the other
+                # side is broken); reading on would wait for, or allocate, what never comes.
+                raise ChannelError(
+                    f"a message of {size} bytes announced (at most {MAX_MESSAGE_BYTES}): the "
+                    "channel is out of step"
+                )
             data = _read_exactly(self._fd, size, at_start=False)
         except OSError as exc:  # reset by a dying peer, or closed under us
             raise EOFError(str(exc)) from exc
