@@ -19,7 +19,7 @@ from typing import Any
 
 from tritonclient._proto import model_config_pb2 as mc
 
-from .. import __version__
+from .._version import __version__
 from . import config as cfg
 from .config_checks import validate_config
 from .config_json import config_from_json, config_to_json
