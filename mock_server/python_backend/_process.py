@@ -37,6 +37,7 @@ from ..core.errors import ErrorKind, ServerError
 from ..core.types import InferRequest
 from . import _context, _ipc, _launcher, _transfer, metrics
 from . import _messages as msg
+from ._inprocess import READY_TIMEOUT_S
 from .runtime import BackendRuntime
 
 __all__ = ["ProcessModelInstance", "StubSpec", "auto_complete_in_stub"]
@@ -246,7 +247,7 @@ def auto_complete_in_stub(
     Raises
     ------
     ServerError
-        As :meth:`PythonBackendModel.auto_complete`, or when the stub dies.
+        As :meth:`~.backend.PythonBackendModel.auto_complete`, or when the stub dies.
     """
     name = str(config_json.get("name") or Path(model_dir).name)
     stub = _StubConnection(
@@ -363,8 +364,8 @@ class ProcessModelInstance:
         Raises
         ------
         ServerError
-            As :meth:`PythonBackendModel.create_instance`, or when the stub cannot start or
-            dies while initializing.
+            As :meth:`~.backend.PythonBackendModel.create_instance`, or when the stub cannot
+            start or dies while initializing.
         """
         context = _context.ModelContext(
             model_name, version, instance_name, runtime, model_dir=str(model_dir / str(version))
@@ -418,8 +419,6 @@ class ProcessModelInstance:
         """Whether the instance is ready, as current Triton's Python backend checks it when
         asked for the model's readiness: the stub process is alive, and the model's own
         ``is_model_ready()`` (if any) says True within the time limit."""
-        from .backend import READY_TIMEOUT_S
-
         stub = self._stub
         if stub is None or self._finalized:
             return False

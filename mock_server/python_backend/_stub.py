@@ -2,7 +2,7 @@
 its own, as Triton's ``triton_python_backend_stub`` runs it.
 
 The stub runs the same backend code as the in-process mode
-(:class:`~mock_server.python_backend.backend.PythonBackendModel`), on these terms:
+(:class:`~mock_server.python_backend._inprocess.LocalModel`), on these terms:
 
 * the model file is imported as Triton's stub imports it: the version folder, then the model
   folder are appended to ``sys.path`` and the file is the module ``<version>.<file stem>``
@@ -45,6 +45,7 @@ from . import _context, _ipc, _loader, _transfer
 from . import _messages as msg
 from . import metrics as _metrics
 from . import triton_python_backend_utils as pb_utils
+from ._inprocess import LocalModel, user_readiness
 from .runtime import SharedRegions
 
 __all__ = ["Metric", "MetricFamily", "StubRuntime", "main", "report_fatal", "run"]
@@ -121,8 +122,6 @@ class _Stub:
         return work.popleft()
 
     def _answer_ready(self, call_id: int) -> None:
-        from .backend import user_readiness
-
         instance = self.instance
         ready = instance is not None and user_readiness(instance._model, instance.model_name)
         self.notify(msg.Ready(call_id, ready))
@@ -438,17 +437,11 @@ def _error(exc: ServerError) -> tuple[str, str]:
 
 
 def _auto_complete(stub: _Stub, spec: dict[str, Any]) -> None:
-    from .backend import PythonBackendModel
-
     try:
         result: Any = (
             "ok",
-            PythonBackendModel.auto_complete(
-                spec["model_dir"],
-                spec["version"],
-                spec["config_json"],
-                spec["filename"],
-                isolation="thread",
+            LocalModel.auto_complete(
+                spec["model_dir"], spec["version"], spec["config_json"], spec["filename"]
             ),
         )
     except ServerError as exc:
@@ -535,17 +528,14 @@ def main(fd: int) -> int:
     if spec["what"] == "auto_complete":
         _auto_complete(stub, spec)
         return _finish(stub)
-    from .backend import PythonBackendModel
-
     try:
-        model = PythonBackendModel(
+        model = LocalModel(
             spec["model_name"],
             spec["model_dir"],
             spec["version"],
             spec["config_json"],
             spec["filename"],
             StubRuntime(),
-            isolation="thread",
         )
         instance = model.create_instance(spec["instance_name"], spec["kind"], spec["device_id"])
     except ServerError as exc:
