@@ -15,6 +15,7 @@ while iterating) :class:`~mock_server.core.errors.ServerError`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -26,7 +27,7 @@ from .types import InferRequest, InferResponse
 if TYPE_CHECKING:  # (a stub process imports this module: it needs none of the run time)
     from .instances import ModelInstance
 
-__all__ = ["BackendModel", "BackendRuntime", "ModelBackend", "SharedRegions"]
+__all__ = ["BackendModel", "BackendRuntime", "LoadSpec", "ModelBackend", "SharedRegions"]
 
 
 class SharedRegions(Protocol):
@@ -110,12 +111,36 @@ class BackendModel(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class LoadSpec:
+    """One version of a model, as the core hands it to its backend.
+
+    Attributes
+    ----------
+    model_name : str
+        The model's name.
+    model_dir : pathlib.Path
+        The model's folder in the repository (holding ``config.pbtxt`` and version folders).
+    version : int
+        The version (its file is ``<model_dir>/<version>/<filename>``).
+    config_json : dict
+        The model's configuration in Triton's JSON form: as the repository gives it (to
+        :meth:`ModelBackend.auto_complete`), or completed (to :meth:`ModelBackend.load`).
+    filename : str
+        The model file's name (``default_model_filename``, e.g. ``model.py``).
+    """
+
+    model_name: str
+    model_dir: Path
+    version: int
+    config_json: dict[str, Any]
+    filename: str
+
+
 class ModelBackend(Protocol):
     """A backend, as the core uses it (the composition root gives it to the core by name)."""
 
-    def auto_complete(
-        self, model_dir: Path, version: int, config_json: dict[str, Any], filename: str
-    ) -> dict[str, Any]:
+    def auto_complete(self, spec: LoadSpec) -> dict[str, Any]:
         """The model's configuration (Triton's JSON form) as the backend completes it.
 
         Raises
@@ -125,17 +150,8 @@ class ModelBackend(Protocol):
         """
         ...
 
-    def load(
-        self,
-        model_name: str,
-        model_dir: Path,
-        version: int,
-        config_json: dict[str, Any],
-        filename: str,
-        runtime: BackendRuntime,
-    ) -> BackendModel:
-        """Load ``version`` of a model whose configuration (completed, Triton's JSON form) is
-        ``config_json``; its file is ``<model_dir>/<version>/<filename>``.
+    def load(self, spec: LoadSpec, runtime: BackendRuntime) -> BackendModel:
+        """Load a version of a model whose completed configuration is ``spec.config_json``.
 
         Raises
         ------

@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from ..core.backends import LoadSpec
 from ..core.errors import ErrorKind, ServerError
 from ..core.types import InferRequest
 from . import _context, _loader, metrics
@@ -123,16 +124,9 @@ class LocalModel:
 
     Parameters
     ----------
-    model_name : str
-        The model's name.
-    model_dir : pathlib.Path
-        The model's folder in the repository (holding ``config.pbtxt`` and version folders).
-    version : int
-        The version to run (the file is ``<model_dir>/<version>/<filename>``).
-    config_json : dict
-        The completed configuration in Triton's JSON form.
-    filename : str
-        The model file's name (``default_model_filename``, usually ``model.py``).
+    spec : LoadSpec
+        The model version: its name, folder, version, completed configuration (Triton's JSON
+        form) and file name.
     runtime : BackendRuntime
         The core's hooks for BLS and model control.
     """
@@ -182,26 +176,19 @@ class LocalModel:
         finally:
             _loader.discard(loaded)
 
-    def __init__(
-        self,
-        model_name: str,
-        model_dir: Path,
-        version: int,
-        config_json: dict[str, Any],
-        filename: str,
-        runtime: BackendRuntime,
-    ) -> None:
-        self.model_name = model_name
-        self.model_dir = Path(model_dir)
-        self.version = version
+    def __init__(self, spec: LoadSpec, runtime: BackendRuntime) -> None:
+        config_json = spec.config_json
+        self.model_name = spec.model_name
+        self.model_dir = Path(spec.model_dir)
+        self.version = spec.version
         self.config_json = config_json
-        self.filename = filename
+        self.filename = spec.filename
         self.runtime = runtime
         self.decoupled = _decoupled(config_json)
         self.output_names = [
             str(o.get("name", "")) for o in config_json.get("output") or [] if isinstance(o, dict)
         ]
-        self.path = self.model_dir / str(version) / filename
+        self.path = self.model_dir / str(spec.version) / spec.filename
         _context.register_runtime(runtime)
 
     def create_instance(self, instance_name: str, kind: str, device_id: int) -> Any:

@@ -37,7 +37,7 @@ from ..core.errors import ErrorKind, ServerError
 from ..core.types import InferRequest
 from . import _context, _ipc, _launcher, _transfer, metrics
 from . import _messages as msg
-from ._inprocess import READY_TIMEOUT_S
+from ._inprocess import READY_TIMEOUT_S, LocalModel
 from .runtime import BackendRuntime
 
 __all__ = ["ProcessModelInstance", "StubSpec", "auto_complete_in_stub"]
@@ -346,20 +346,9 @@ class ProcessModelInstance:
     # -- start -----------------------------------------------------------------------------------
     @classmethod
     def start(
-        cls,
-        model_name: str,
-        model_dir: Path,
-        version: int,
-        config_json: dict[str, Any],
-        filename: str,
-        runtime: BackendRuntime,
-        instance_name: str,
-        kind: str,
-        device_id: int,
-        spec: StubSpec,
-        decoupled: bool,
+        cls, model: LocalModel, instance_name: str, kind: str, device_id: int, spec: StubSpec
     ) -> ProcessModelInstance:
-        """Start the stub, import the model there and run its ``initialize``.
+        """Start the stub, import ``model`` there and run its ``initialize``.
 
         Raises
         ------
@@ -367,11 +356,14 @@ class ProcessModelInstance:
             As :meth:`~.backend.PythonBackendModel.create_instance`, or when the stub cannot
             start or dies while initializing.
         """
+        name, version, runtime = model.model_name, model.version, model.runtime
         context = _context.ModelContext(
-            model_name, version, instance_name, runtime, model_dir=str(model_dir / str(version))
+            name, version, instance_name, runtime, model_dir=str(model.path.parent)
         )
-        instance = cls(model_name, version, instance_name, decoupled, runtime, context)
-        payload = _start_payload("instance", model_name, model_dir, version, config_json, filename)
+        instance = cls(name, version, instance_name, model.decoupled, runtime, context)
+        payload = _start_payload(
+            "instance", name, model.model_dir, version, model.config_json, model.filename
+        )
         payload.update(instance_name=instance_name, kind=kind, device_id=device_id)
         registry = getattr(runtime, "shared_regions", None)
         regions = None if registry is None else _transfer.RegistryRegions(registry)

@@ -37,8 +37,10 @@ import threading
 import traceback
 import weakref
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any, ClassVar, NoReturn
 
+from ..core.backends import LoadSpec
 from ..core.errors import ErrorKind, ServerError
 from ..core.types import CancelFlag, InferRequest, InferResponse
 from . import _context, _ipc, _loader, _transfer
@@ -529,14 +531,14 @@ def main(fd: int) -> int:
         _auto_complete(stub, spec)
         return _finish(stub)
     try:
-        model = LocalModel(
+        files = LoadSpec(
             spec["model_name"],
-            spec["model_dir"],
+            Path(spec["model_dir"]),
             spec["version"],
             spec["config_json"],
             spec["filename"],
-            StubRuntime(),
         )
+        model = LocalModel(files, StubRuntime())
         instance = model.create_instance(spec["instance_name"], spec["kind"], spec["device_id"])
     except ServerError as exc:
         stub.send(msg.InitFailed(_error(exc)))

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..core.backends import LoadSpec
 from ..core.errors import ServerError
 from ._inprocess import LocalModel, PythonModelInstance
 from ._process import ProcessModelInstance, StubSpec, auto_complete_in_stub
@@ -92,20 +93,12 @@ def _stub_spec(config_json: dict[str, Any], model_dir: Path) -> StubSpec:
 
 
 class PythonBackendModel(LocalModel):
-    """One version of one ``model.py`` model.
+    """One version of one ``model.py`` model, its instances in stub processes or here.
 
     Parameters
     ----------
-    model_name : str
-        The model's name.
-    model_dir : pathlib.Path
-        The model's folder in the repository (holding ``config.pbtxt`` and version folders).
-    version : int
-        The version to run (the file is ``<model_dir>/<version>/<filename>``).
-    config_json : dict
-        The completed configuration in Triton's JSON form.
-    filename : str
-        The model file's name (``default_model_filename``, usually ``model.py``).
+    model_name, model_dir, version, config_json, filename
+        The fields of the model's :class:`~mock_server.core.backends.LoadSpec`.
     runtime : BackendRuntime
         The core's hooks for BLS and model control.
     isolation : str, optional
@@ -185,7 +178,9 @@ class PythonBackendModel(LocalModel):
         # Both checked before the model counts as created (its runtime registered).
         chosen = model_isolation(config_json, isolation)
         spec = _stub_spec(config_json, Path(model_dir)) if chosen == "process" else None
-        super().__init__(model_name, model_dir, version, config_json, filename, runtime)
+        super().__init__(
+            LoadSpec(model_name, Path(model_dir), version, config_json, filename), runtime
+        )
         self.isolation = chosen
         self._stub_spec = spec
 
@@ -218,19 +213,7 @@ class PythonBackendModel(LocalModel):
                 raise ServerError.not_found(
                     f"unable to load model '{self.model_name}': model file '{self.path}' not found"
                 )
-            return ProcessModelInstance.start(
-                self.model_name,
-                self.model_dir,
-                self.version,
-                self.config_json,
-                self.filename,
-                self.runtime,
-                instance_name,
-                kind,
-                device_id,
-                self._stub_spec,
-                self.decoupled,
-            )
+            return ProcessModelInstance.start(self, instance_name, kind, device_id, self._stub_spec)
         return super().create_instance(instance_name, kind, device_id)
 
 
@@ -249,24 +232,20 @@ class PythonBackend:
     def __init__(self, isolation: str = "process") -> None:
         self.isolation = isolation
 
-    def auto_complete(
-        self, model_dir: Path, version: int, config_json: dict[str, Any], filename: str
-    ) -> dict[str, Any]:
+    def auto_complete(self, spec: LoadSpec) -> dict[str, Any]:
         """:meth:`PythonBackendModel.auto_complete` with this backend's isolation."""
         return PythonBackendModel.auto_complete(
-            model_dir, version, config_json, filename, isolation=self.isolation
+            spec.model_dir, spec.version, spec.config_json, spec.filename, self.isolation
         )
 
-    def load(
-        self,
-        model_name: str,
-        model_dir: Path,
-        version: int,
-        config_json: dict[str, Any],
-        filename: str,
-        runtime: BackendRuntime,
-    ) -> PythonBackendModel:
+    def load(self, spec: LoadSpec, runtime: BackendRuntime) -> PythonBackendModel:
         """A :class:`PythonBackendModel` with this backend's isolation."""
         return PythonBackendModel(
-            model_name, model_dir, version, config_json, filename, runtime, isolation=self.isolation
+            spec.model_name,
+            spec.model_dir,
+            spec.version,
+            spec.config_json,
+            spec.filename,
+            runtime,
+            self.isolation,
         )
