@@ -116,9 +116,10 @@ def _grpc_canned() -> bytes:
 
 
 def _core() -> Any:
-    from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
+    from mock_server.compose import build_core
+    from mock_server.core.server import ModelControlMode, ServerOptions
 
-    core = CoreServer(
+    core = build_core(
         ServerOptions(
             model_repository=[bc.REPO / "mock_server" / "models"],
             model_control_mode=ModelControlMode.EXPLICIT,

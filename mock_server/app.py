@@ -22,7 +22,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .core.server import CoreServer, ServerOptions
+from .compose import build_core
+from .core.server import ServerOptions
 
 __all__ = ["BUNDLED_MODELS", "FrontendOptions", "MockServer", "parse_restricted"]
 
@@ -223,7 +224,7 @@ class MockServer:
     ) -> None:
         self.options = options or ServerOptions(model_repository=[BUNDLED_MODELS])
         self.frontend_options = frontends or FrontendOptions()
-        self.core = CoreServer(self.options)
+        self.core = build_core(self.options)
         self.http_port: int | None = None
         self.grpc_port: int | None = None
         self.metrics_port: int | None = None

@@ -26,6 +26,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from mock_server.compose import build_core
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
 from mock_server.http_frontend import HttpFrontend
 from shm import posix
@@ -137,7 +138,7 @@ def loop() -> Iterator[LoopThread]:
 
 @pytest.fixture(scope="module")
 def core() -> Iterator[CoreServer]:
-    server = CoreServer(ServerOptions(model_repository=[MODELS], has_gpu=False))
+    server = build_core(ServerOptions(model_repository=[MODELS], has_gpu=False))
     server.start()
     yield server
     server.stop()
@@ -206,7 +207,7 @@ def explicit(loop: LoopThread, tmp_path_factory: pytest.TempPathFactory) -> Iter
     )
     (repo / "broken" / "1").mkdir(parents=True)
     (repo / "broken" / "config.pbtxt").write_text('name: "broken"\nmax_batch_size: "x"\n')
-    core = CoreServer(
+    core = build_core(
         ServerOptions(
             model_repository=[repo],
             model_control_mode=ModelControlMode.EXPLICIT,
@@ -280,7 +281,7 @@ def test_not_live_and_not_ready(loop: LoopThread, explicit: Endpoint) -> None:
     reply = explicit.call("GET", "/v2/health/ready")  # a startup model failed to load
     assert (reply.status, reply.body) == (400, b"")
     assert explicit.call("GET", "/v2/health/live").status == 200
-    unstarted = CoreServer(ServerOptions(model_repository=[], has_gpu=False))
+    unstarted = build_core(ServerOptions(model_repository=[], has_gpu=False))
     frontend, endpoint = start_frontend(loop, unstarted)
     try:
         for path in ("/v2/health/live", "/v2/health/ready"):

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mock_server.compose import build_core
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
 from mock_server.core.types import InferRequest, InferResponse, RequestedOutput, Tensor
@@ -966,7 +967,7 @@ def serve(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerFact
         repo = write_repo(tmp_path / "models", list(names))
         for name in bundled:
             shutil.copytree(BUNDLED / name, repo / name)
-        core = CoreServer(
+        core = build_core(
             ServerOptions(
                 model_repository=[repo],
                 model_control_mode=mode,

@@ -55,8 +55,11 @@ class SharedRegions(Protocol):
 class BackendRuntime(Protocol):
     """What the server core provides to the models a backend runs."""
 
-    #: The client regions, for stub processes to map (None: every tensor crosses as bytes).
-    shared_regions: SharedRegions | None
+    @property
+    def shared_regions(self) -> SharedRegions | None:
+        """The client regions, for stub processes to map (None: every tensor crosses as
+        bytes)."""
+        ...
 
     def infer(self, request: InferRequest) -> Iterator[InferResponse]:
         """Run ``request`` on another loaded model.
