@@ -314,7 +314,7 @@ async def _serve_http(kind: str, full: HttpFull | None, port_file: Path) -> None
         server = await asyncio.get_running_loop().create_server(Protocol, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
     elif kind == "frontend":
-        from mock_server.http_frontend import HttpFrontend
+        from mock_server.frontends.http import HttpFrontend
 
         assert full is not None
         frontend = HttpFrontend(full.core, port=0)
@@ -334,7 +334,7 @@ def _serve_grpc(kind: str, full: bool, port_file: Path, use_uvloop: bool) -> Non
 
     import grpc
 
-    from mock_server.grpc_frontend import GrpcFrontend, _parse_infer_request, _serialize_infer
+    from mock_server.frontends.grpc import GrpcFrontend, _parse_infer_request, _serialize_infer
     from tritonclient._codec import grpc_server
 
     canned = _grpc_canned()

@@ -284,7 +284,7 @@ class MockServer:
     async def _start_services(self) -> None:
         fo = self.frontend_options
         if fo.allow_http:
-            from .http_frontend import HttpFrontend
+            from .frontends.http import HttpFrontend
 
             http = HttpFrontend(
                 self.core,
@@ -299,7 +299,7 @@ class MockServer:
             self.http_port = await http.start()
             self._services.append(http)
         if fo.allow_grpc:
-            from .grpc_frontend import GrpcFrontend
+            from .frontends.grpc import GrpcFrontend
 
             grpc_frontend = GrpcFrontend(
                 self.core,
@@ -314,7 +314,7 @@ class MockServer:
             self.grpc_port = await grpc_frontend.start()
             self._services.append(grpc_frontend)
         if fo.allow_metrics:
-            from .metrics_frontend import MetricsFrontend
+            from .frontends.metrics import MetricsFrontend
 
             metrics = MetricsFrontend(
                 self.core, host=fo.metrics_host or fo.host, port=fo.metrics_port

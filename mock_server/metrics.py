@@ -3,7 +3,7 @@
 :class:`TritonCollector` is a ``prometheus_client`` collector of the families a CPU-only Triton
 2.51 reports with default flags; :func:`exposition` writes collected families in the text
 format exactly as Triton's prometheus-cpp does.  The metrics port
-(:mod:`mock_server.metrics_frontend`) and the in-process API (``Server.metrics()``) serve it;
+(:mod:`mock_server.frontends.metrics`) and the in-process API (``Server.metrics()``) serve it;
 this module knows nothing of either transport.  What comes out (checked against the real server by
 ``tests/conformance/test_metrics_differential.py``):
 

@@ -30,7 +30,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from mock_server.compose import build_core
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
-from mock_server.grpc_frontend import GrpcFrontend
+from mock_server.frontends.grpc import GrpcFrontend
 from shm import posix
 from tests import grpc_requests
 from tritonclient._codec import grpc_client, grpc_common, types

@@ -28,7 +28,7 @@ import pytest
 
 from mock_server.compose import build_core
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
-from mock_server.http_frontend import HttpFrontend
+from mock_server.frontends.http import HttpFrontend
 from shm import posix
 from tests.http_requests import encode_request
 from tritonclient._codec import http_body, http_client, jsontext, types

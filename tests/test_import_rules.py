@@ -19,13 +19,13 @@ import pytest
 _TRANSPORTS = ("grpc", "aiohttp", "geventhttpclient", "gevent")
 _CLIENTS = ("tritonclient.grpc", "tritonclient.http")
 _FRONTENDS = (
-    "mock_server.http_generate",
-    "mock_server.http_support",
-    "mock_server.http_frontend",
-    "mock_server.grpc_frontend",
-    "mock_server.grpc_stream",
-    "mock_server.grpc_support",
-    "mock_server.metrics_frontend",
+    "mock_server.frontends.http_generate",
+    "mock_server.frontends.http_support",
+    "mock_server.frontends.http",
+    "mock_server.frontends.grpc",
+    "mock_server.frontends.grpc_stream",
+    "mock_server.frontends.grpc_support",
+    "mock_server.frontends.metrics",
     "mock_server.app",
 )
 
@@ -136,13 +136,13 @@ def test_the_check_sees_a_forbidden_import() -> None:
         "tritonclient.grpc.aio",
         "tritonclient.http",
         "tritonclient.http.aio",
-        "mock_server.grpc_frontend",
-        "mock_server.grpc_stream",
-        "mock_server.grpc_support",
-        "mock_server.http_frontend",
-        "mock_server.http_generate",
-        "mock_server.http_support",
-        "mock_server.metrics_frontend",
+        "mock_server.frontends.grpc",
+        "mock_server.frontends.grpc_stream",
+        "mock_server.frontends.grpc_support",
+        "mock_server.frontends.http",
+        "mock_server.frontends.http_generate",
+        "mock_server.frontends.http_support",
+        "mock_server.frontends.metrics",
     ],
 )
 def test_each_module_imports_first(module: str) -> None:

@@ -4,7 +4,7 @@ Kept in its own function so that the in-process API and the metrics frontend rep
 thing: it renders :class:`mock_server.metrics.TritonCollector` (Triton's per-model families,
 memory and CPU families and the custom metrics models create through
 ``pb_utils.MetricFamily``) as Triton 2.51 writes them.  ``mock_server.metrics`` knows no
-transport (the metrics port is :mod:`mock_server.metrics_frontend`).
+transport (the metrics port is :mod:`mock_server.frontends.metrics`).
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from typing import Any
 from aiohttp import web
 from prometheus_client.registry import CollectorRegistry
 
-from .core.server import CoreServer
-from .metrics import CONTENT_TYPE, TritonCollector, exposition
+from ..core.server import CoreServer
+from ..metrics import CONTENT_TYPE, TritonCollector, exposition
 
 __all__ = ["MetricsFrontend"]
 

@@ -15,8 +15,8 @@ from tritonclient._codec import errors, grpc_common, grpc_framing
 from tritonclient._proto import service_pb2 as pb
 from tritonclient.utils import InferenceServerException
 
+from ..core.errors import ErrorKind, ServerError
 from ._delivery import delivery_for
-from .core.errors import ErrorKind, ServerError
 
 log = logging.getLogger("mock_server.grpc")
 

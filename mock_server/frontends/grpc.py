@@ -9,7 +9,7 @@ Threads
     Handlers run on the event loop.  Model code never does: ``CoreServer.infer`` only validates
     and queues, and responses arrive on the core's instance threads, where they are encoded
     (and shared-memory outputs written) before being handed to the loop through
-    :mod:`mock_server._delivery` (one wake-up per burst).  Model loading and unloading,
+    :mod:`mock_server.frontends._delivery` (one wake-up per burst).  Model loading and unloading,
     repository scans and the decoding of large BYTES or typed-contents requests run in worker
     threads.
 Zero copy
@@ -55,11 +55,11 @@ from grpc_health.v1 import health_pb2  # type: ignore[import-untyped]  # ships n
 from tritonclient._codec import grpc_framing, grpc_server, types
 from tritonclient._proto import service_pb2 as pb
 
+from ..core.errors import ServerError
+from ..core.server import CoreServer
+from ..core.types import InferRequest, InferResponse
+from ..core.validation import compile_forward_pattern, forwarded_headers
 from ._delivery import delivery_for
-from .core.errors import ServerError
-from .core.server import CoreServer
-from .core.types import InferRequest, InferResponse
-from .core.validation import compile_forward_pattern, forwarded_headers
 from .grpc_stream import END, Stream
 from .grpc_support import (
     Malformed,

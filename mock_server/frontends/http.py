@@ -5,12 +5,13 @@
 extension, raw binary requests, compression, generate bodies) is :mod:`tritonclient._codec`
 (``http_server``, ``http_control``, ``http_body``, ``generate``), shared with the HTTP clients;
 this module only routes, moves bytes and maps errors.  The generate extension's endpoints are
-:mod:`mock_server.http_generate`.
+:mod:`mock_server.frontends.http_generate`.
 
 Threads and the event loop
     Model code never runs on the event loop: :meth:`CoreServer.infer` validates and queues a
     request, and the model's instance threads deliver responses through the request's callback,
-    which hands them to the loop through :mod:`mock_server._delivery` (one wake-up per burst).
+    which hands them to the loop through :mod:`mock_server.frontends._delivery` (one wake-up
+    per burst).
     Blocking core calls (load/unload, statistics, repository scans, shared-memory registration)
     run in a small thread pool, as does the decoding of large request bodies and the encoding of
     large responses.  When a client disconnects, its handler is cancelled and so is its request
@@ -32,7 +33,7 @@ Following Triton 2.51, as the differential suite (``tests/conformance``) checks
       does not inflate reaches the parser as what did inflate.
     * A non-UTF-8 BYTES output requested as JSON is written raw into the JSON string, as
       Triton does; the codec's JSON reader gives those bytes back exactly.
-    * ``/generate`` and ``/generate_stream``: see :mod:`mock_server.http_generate`.
+    * ``/generate`` and ``/generate_stream``: see :mod:`mock_server.frontends.http_generate`.
 
 Decisions of this server
     * ``--http-max-input-size`` (``max_input_size``) limits the JSON part of a request (the
@@ -64,13 +65,13 @@ from tritonclient._codec import (
     types,
 )
 
+from ..core.config import datatype_of
+from ..core.config_json import config_to_json
+from ..core.errors import ServerError
+from ..core.server import CoreServer
+from ..core.types import InferRequest, InferResponse
+from ..core.validation import compile_forward_pattern, forwarded_headers
 from ._delivery import Responses, delivery_for
-from .core.config import datatype_of
-from .core.config_json import config_to_json
-from .core.errors import ServerError
-from .core.server import CoreServer
-from .core.types import InferRequest, InferResponse
-from .core.validation import compile_forward_pattern, forwarded_headers
 from .http_generate import GenerateEndpoints
 from .http_support import (
     JSON,

@@ -1,5 +1,5 @@
 """One ``ModelStreamInfer`` call of the gRPC frontend: its reader, its requests in flight and
-the queue its responses are written from (see :mod:`mock_server.grpc_frontend`, "Streams")."""
+the queue its responses are written from (see :mod:`mock_server.frontends.grpc`, "Streams")."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 from tritonclient._codec import grpc_server
 from tritonclient._proto import service_pb2 as pb
 
-from .core.errors import ServerError
-from .core.types import InferRequest, InferResponse, ParamValue
+from ..core.errors import ServerError
+from ..core.types import InferRequest, InferResponse, ParamValue
 from .grpc_support import Malformed, call_soon, log, server_error
 
 if TYPE_CHECKING:
-    from .grpc_frontend import GrpcFrontend
+    from .grpc import GrpcFrontend
 
 __all__ = ["END", "Stream"]
 

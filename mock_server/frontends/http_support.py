@@ -14,7 +14,7 @@ from aiohttp import web, web_log
 
 from tritonclient._codec import errors, http_body, http_server, jsontext
 
-from .core.errors import ErrorKind, ServerError
+from ..core.errors import ErrorKind, ServerError
 
 STATUS_OF_KIND = {
     ErrorKind.UNKNOWN: 400,

@@ -22,9 +22,9 @@ from aiohttp import web
 
 from tritonclient._codec import errors, generate, http_body, http_server, types
 
+from ..core.server import CoreServer
+from ..core.types import InferRequest, InferResponse
 from ._delivery import Responses
-from .core.server import CoreServer
-from .core.types import InferRequest, InferResponse
 
 __all__ = ["GenerateEndpoints"]
 
