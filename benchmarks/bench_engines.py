@@ -334,16 +334,19 @@ def _serve_grpc(kind: str, full: bool, port_file: Path, use_uvloop: bool) -> Non
 
     import grpc
 
-    from mock_server.frontends.grpc import GrpcFrontend, _parse_infer_request, _serialize_infer
+    from mock_server.core.dataplane import Dataplane
+    from mock_server.frontends.grpc import GrpcFrontend, _serialize_infer
+    from mock_server.frontends.grpc_support import parse_infer_request
     from tritonclient._codec import grpc_server
 
     canned = _grpc_canned()
     core = _core() if full else None
 
     def core_request(parts: Any) -> Any:
+        assert core is not None
         request, raw = parts
         decoded = grpc_server.decode_infer_request(request, raw)
-        return decoded, GrpcFrontend._core_request(decoded)
+        return decoded, Dataplane(core).prepare(decoded).request
 
     if kind == "grpc-sync":
 
@@ -366,7 +369,7 @@ def _serve_grpc(kind: str, full: bool, port_file: Path, use_uvloop: bool) -> Non
 
         handler = grpc.unary_unary_rpc_method_handler(
             sync_infer,
-            request_deserializer=_parse_infer_request if full else None,
+            request_deserializer=parse_infer_request if full else None,
             response_serializer=_serialize_infer if full else None,
         )
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=10))
@@ -402,7 +405,7 @@ def _serve_grpc(kind: str, full: bool, port_file: Path, use_uvloop: bool) -> Non
 
             handler = grpc.unary_unary_rpc_method_handler(
                 aio_infer,
-                request_deserializer=_parse_infer_request if full else None,
+                request_deserializer=parse_infer_request if full else None,
                 response_serializer=_serialize_infer if full else None,
             )
             server = grpc.aio.server()

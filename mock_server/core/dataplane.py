@@ -5,10 +5,11 @@ requests to the core here, so that what an inference does besides the wire is wr
 
 1. While the codec decodes a request, inputs placed in shared memory are resolved and checked
    through :meth:`Dataplane.read_input` (the codec's ``shm_resolver``).
-2. :meth:`Dataplane.submit` checks, before the model runs, that every output placed in shared
-   memory can be written there, builds the core's :class:`~mock_server.core.types.InferRequest`
-   (with the parameters a frontend forwards from headers) and queues it in the core; its
-   responses go to the caller's callback, on whichever thread produced them.
+2. :meth:`Dataplane.prepare` checks, before the model runs, that every output placed in shared
+   memory can be written there, and builds the core's :class:`~mock_server.core.types.
+   InferRequest` (with the parameters a frontend forwards from headers); :meth:`Dataplane.
+   submit` queues it in the core, and its responses go to the caller's callback, on whichever
+   thread produced them.
 3. :meth:`Dataplane.reply` writes a response's outputs placed in shared memory and returns the
    protocol-neutral :class:`Reply`, which each frontend encodes in its wire form.
 
@@ -92,21 +93,13 @@ class Dataplane:
         :meth:`~mock_server.core.shm.SharedMemoryRegistry.read`)."""
         return self.core.shm.read_input(ref.region, ref.offset, ref.byte_size)
 
-    def submit(
-        self,
-        decoded: DecodedInferRequest,
-        on_response: Callable[[InferResponse], None],
-        forwarded: Forwarded | None = None,
-    ) -> Call:
-        """Check where outputs go, then queue ``decoded`` in the core.
+    def prepare(self, decoded: DecodedInferRequest, forwarded: Forwarded | None = None) -> Call:
+        """Check where outputs go, then build the core's request for ``decoded``.
 
         Parameters
         ----------
         decoded : DecodedInferRequest
             The request, as the codec decoded it (inputs resolved).
-        on_response : callable
-            Called with each response, in order, on the thread that produced it; the last
-            one is final.
         forwarded : dict or callable, optional
             Parameters forwarded from the request's headers (they win over the request's own),
             or the function that reads them from the headers: it is called after the output
@@ -115,21 +108,37 @@ class Dataplane:
         Returns
         -------
         Call
-            The submitted request.
+            The request, ready for :meth:`submit`.
 
         Raises
         ------
         ServerError
-            When an output's shared-memory placement is unknown or too small, the model is
-            unknown or not ready, or the request is invalid; nothing is queued then and
-            ``on_response`` is not called.
+            When an output's shared-memory placement is unknown or too small, or a forwarded
+            header is reserved.
         """
         self.core.shm.check_outputs(o.shared_memory for o in decoded.outputs)
         parameters = forwarded() if callable(forwarded) else forwarded
-        call = Call(InferRequest.from_decoded(decoded, parameters), decoded.output_placements())
+        return Call(InferRequest.from_decoded(decoded, parameters), decoded.output_placements())
+
+    def submit(self, call: Call, on_response: Callable[[InferResponse], None]) -> None:
+        """Queue ``call`` in the core.
+
+        Parameters
+        ----------
+        call : Call
+            From :meth:`prepare`.
+        on_response : callable
+            Called with each response, in order, on the thread that produced it (possibly
+            before this method returns); the last one is final.
+
+        Raises
+        ------
+        ServerError
+            When the model is unknown or not ready, or the request is invalid; nothing is
+            queued then and ``on_response`` is not called.
+        """
         call.request.response_callback = on_response
         self.core.infer(call.request)
-        return call
 
     def reply(self, call: Call, response: InferResponse) -> Reply:
         """Write ``response``'s outputs the request placed in shared memory; return what both

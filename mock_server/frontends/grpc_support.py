@@ -98,6 +98,14 @@ def lenient(message_type: Any) -> Callable[[bytes], Any]:
     return parse
 
 
+def parts_size(parts: tuple[Any, list[Any]]) -> int:
+    """The size of the message serializing ``parts`` (a response and its raw contents) makes."""
+    message, raw = parts
+    return int(message.ByteSize()) + sum(
+        (b.nbytes if isinstance(b, memoryview) else len(b)) + 16 for b in raw
+    )
+
+
 def parse_infer_request(data: bytes) -> Parsed | Malformed:
     """:func:`grpc_framing.parse_infer_request`, turning a malformed message into a value.
 

@@ -1,20 +1,29 @@
 """What the HTTP frontend's handlers share: core error kinds as HTTP statuses, error and JSON
-responses (with Triton's Content-Type rules), body buffers and aiohttp compatibility."""
+responses (with Triton's Content-Type rules), request bodies (:class:`RequestBodies`) and
+aiohttp compatibility."""
 
 from __future__ import annotations
 
 import contextlib
 import inspect
 import logging
+import re
+import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 from aiohttp import web, web_log
 
-from tritonclient._codec import errors, http_body, http_server, jsontext
+from tritonclient._codec import errors, http_body, http_server, jsontext, types
 
+from ..core.dataplane import Dataplane
 from ..core.errors import ErrorKind, ServerError
+
+if TYPE_CHECKING:
+    from ..core.server import CoreServer
+
+_T = TypeVar("_T")
 
 STATUS_OF_KIND = {
     ErrorKind.UNKNOWN: 400,
@@ -26,6 +35,19 @@ STATUS_OF_KIND = {
     ErrorKind.ALREADY_EXISTS: 400,
     ErrorKind.CANCELLED: 400,
 }
+
+
+class Frontend(Protocol):
+    """What the HTTP endpoints (``/infer``, ``/generate``) use of the frontend."""
+
+    _core: CoreServer
+    _dataplane: Dataplane
+    _forward: re.Pattern[str] | None
+    _bodies: RequestBodies
+
+    async def _blocking(self, fn: Callable[..., _T], *args: Any) -> _T: ...
+    async def _maybe_blocking(self, size: int, fn: Callable[..., _T], *args: Any) -> _T: ...
+
 
 #: Request bodies at least this large are read into a numpy buffer (huge pages, no zero-fill).
 LARGE_BODY = 4 << 20
@@ -134,3 +156,101 @@ def filter_kwargs(target: Callable[..., Any], **kwargs: Any) -> dict[str, Any]:
     except (TypeError, ValueError):  # pragma: no cover
         return {}
     return {k: v for k, v in kwargs.items() if k in parameters}
+
+
+#: The largest body buffer kept for the next request.
+_MAX_SPARE = 1 << 30
+
+
+class RequestBodies:
+    """Reads request bodies for the HTTP frontend: into one buffer, size-checked against
+    ``--http-max-input-size``, inflated with Triton's errors.
+
+    Parameters
+    ----------
+    max_input_size : int
+        The largest JSON request part / raw binary input / other JSON body accepted, after
+        decompression.
+    """
+
+    def __init__(self, max_input_size: int) -> None:
+        self._max_input_size = max_input_size
+        self._spare: np.ndarray[Any, Any] | None = None
+
+    async def read(self, request: web.BaseRequest) -> types.Buffer:
+        """The whole request body, read into one buffer (one copy from the socket).
+
+        The buffer is read-only whichever way it was assembled, so input arrays decoded from it
+        are consistently read-only.
+        """
+        length = request.content_length
+        if length is None:
+            pieces = []
+            while True:
+                piece = await request.content.readany()
+                if not piece:
+                    break
+                pieces.append(piece)
+            return b"".join(pieces)
+        if length == 0:
+            return b""
+        first = await request.content.readany()
+        if len(first) >= length:
+            return first[:length]
+        view = memoryview(self._buffer(length))
+        view[: len(first)] = first
+        position = len(first)
+        while position < length:
+            piece = await request.content.readany()
+            if not piece:
+                raise HttpError(400, "the request body is shorter than its Content-Length")
+            end = min(position + len(piece), length)
+            view[position:end] = piece[: end - position]
+            position = end
+        return view.toreadonly()
+
+    def _buffer(self, length: int) -> Any:
+        """A buffer for a request body of ``length`` bytes.
+
+        The last large buffer is used again once nothing refers to it any more (its request
+        was answered and no array made from it survives, as the reference count shows): its
+        pages are already in memory, while a new 64 MiB buffer costs thousands of page faults.
+        """
+        if length < LARGE_BODY:
+            return bytearray(length)
+        spare = self._spare
+        # References: the attribute, the local name and getrefcount's argument.
+        if spare is not None and spare.nbytes >= length and sys.getrefcount(spare) <= 3:
+            return spare[:length]
+        fresh = large_buffer(length)
+        self._spare = fresh if length <= _MAX_SPARE else None
+        return fresh
+
+    def decompressed(
+        self, request: web.BaseRequest, body: types.Buffer, limit: bool
+    ) -> types.Buffer:
+        try:
+            return http_body.decompress(
+                body,
+                request.headers.get(http_body.HEADER_CONTENT_ENCODING),
+                max_size=self._max_input_size if limit else None,
+                lenient=True,
+            )
+        except errors.HttpCodecError as exc:
+            raise from_codec_error(exc) from None
+
+    async def json(self, request: web.BaseRequest) -> types.Buffer:
+        """The body of a JSON-only endpoint, size-checked (Triton decompresses only inference
+        bodies: a compressed one here is parsed as it is, and fails as JSON)."""
+        body = await self.read(request)
+        self.check_size(len(body), "JSON")
+        return body
+
+    def check_size(self, size: int, what: str) -> None:
+        if size > self._max_input_size:
+            raise HttpError(
+                400,
+                f"Request {what} size of {size} bytes exceeds the maximum allowed value of "
+                f"{self._max_input_size} bytes. Use --http-max-input-size to increase the "
+                "limit.",
+            )
