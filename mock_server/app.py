@@ -315,9 +315,13 @@ class MockServer:
             self._services.append(grpc_frontend)
         if fo.allow_metrics:
             from .frontends.metrics import MetricsFrontend
+            from .metrics import metrics_renderer
+            from .python_backend import collect_metrics
 
             metrics = MetricsFrontend(
-                self.core, host=fo.metrics_host or fo.host, port=fo.metrics_port
+                metrics_renderer(self.core, collect_metrics),
+                host=fo.metrics_host or fo.host,
+                port=fo.metrics_port,
             )
             self.metrics_port = await metrics.start()
             self._services.append(metrics)

@@ -29,6 +29,7 @@ from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
 from mock_server.core.types import InferRequest, InferResponse, RequestedOutput, Tensor
 from mock_server.metrics import render_metrics
+from mock_server.python_backend import collect_metrics
 
 BUNDLED = Path(__file__).resolve().parent.parent / "mock_server" / "models"
 
@@ -1282,7 +1283,7 @@ def test_custom_metrics(serve: ServerFactory) -> None:
     values = [outs(one(core, "custom_metrics"))["VALUE"][0] for _ in range(3)]
     assert 0 < values[0] < values[1] < values[2]
     assert values[0] >= 2_000_000  # preprocess sleeps 2 ms
-    text = render_metrics(core).decode()
+    text = render_metrics(core, collect_metrics).decode()
     # Triton writes "# HELP preprocess_latency_ns ..."; prometheus_client adds "_total" to the
     # HELP/TYPE lines of counters (a known, documented difference of mock_server.metrics).
     assert (

@@ -10,6 +10,7 @@ transport (the metrics port is :mod:`mock_server.frontends.metrics`).
 from __future__ import annotations
 
 from ..core.server import CoreServer
+from ..python_backend import collect_metrics
 from ._errors import UnsupportedError
 
 __all__ = ["prometheus_text"]
@@ -40,4 +41,4 @@ def prometheus_text(core: CoreServer) -> str:
         raise UnsupportedError(
             f"metrics need the 'server' extra (prometheus_client): {exc}"
         ) from None
-    return render_metrics(core).decode("utf-8")
+    return render_metrics(core, collect_metrics).decode("utf-8")
