@@ -24,24 +24,12 @@ from typing import Any
 
 from .compose import build_core
 from .core.server import ServerOptions
+from .frontends.groups import API_GROUPS
 
 __all__ = ["BUNDLED_MODELS", "FrontendOptions", "MockServer", "parse_restricted"]
 
 #: The model repository shipped with the package.
 BUNDLED_MODELS = Path(__file__).resolve().parent / "models"
-
-#: API groups that can be restricted (Triton's names).
-API_GROUPS = (
-    "health",
-    "metadata",
-    "inference",
-    "shared-memory",
-    "model-config",
-    "model-repository",
-    "statistics",
-    "trace",
-    "logging",
-)
 
 
 def parse_restricted(specs: list[str], feature_type: str = "api") -> dict[str, tuple[str, str]]:

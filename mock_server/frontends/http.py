@@ -65,6 +65,7 @@ from ..core.dataplane import Dataplane
 from ..core.errors import ServerError
 from ..core.server import CoreServer
 from ..core.validation import compile_forward_pattern
+from .groups import API_GROUPS
 from .http_generate import GenerateEndpoints
 from .http_infer import InferEndpoint
 from .http_support import (
@@ -84,21 +85,6 @@ from .http_support import (
 __all__ = ["API_GROUPS", "FRONTEND_EXTENSIONS", "HttpFrontend"]
 
 log = logging.getLogger("mock_server.http")
-
-#: The API groups of ``--http-restricted-api``.
-API_GROUPS = frozenset(
-    {
-        "health",
-        "metadata",
-        "inference",
-        "shared-memory",
-        "model-config",
-        "model-repository",
-        "statistics",
-        "trace",
-        "logging",
-    }
-)
 
 #: Extensions this frontend implements on top of the core's.  Triton's server metadata lists
 #: the same extensions over both protocols and does not list ``generate``, which it serves.
@@ -218,7 +204,7 @@ class HttpFrontend:
         worker_threads: int = 8,
         shutdown_timeout: float = 5.0,
     ) -> None:
-        unknown = set(restricted_apis or {}) - API_GROUPS
+        unknown = set(restricted_apis or {}) - set(API_GROUPS)
         if unknown:
             raise ValueError(
                 f"unknown restricted API group(s) {sorted(unknown)}; expected some of "
