@@ -116,9 +116,10 @@ def _grpc_canned() -> bytes:
 
 
 def _core() -> Any:
-    from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
+    from mock_server.compose import build_core
+    from mock_server.core.server import ModelControlMode, ServerOptions
 
-    core = CoreServer(
+    core = build_core(
         ServerOptions(
             model_repository=[bc.REPO / "mock_server" / "models"],
             model_control_mode=ModelControlMode.EXPLICIT,
@@ -313,7 +314,7 @@ async def _serve_http(kind: str, full: HttpFull | None, port_file: Path) -> None
         server = await asyncio.get_running_loop().create_server(Protocol, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
     elif kind == "frontend":
-        from mock_server.http_frontend import HttpFrontend
+        from mock_server.frontends.http import HttpFrontend
 
         assert full is not None
         frontend = HttpFrontend(full.core, port=0)
@@ -333,16 +334,19 @@ def _serve_grpc(kind: str, full: bool, port_file: Path, use_uvloop: bool) -> Non
 
     import grpc
 
-    from mock_server.grpc_frontend import GrpcFrontend, _parse_infer_request, _serialize_infer
+    from mock_server.core.dataplane import Dataplane
+    from mock_server.frontends.grpc import GrpcFrontend, _serialize_infer
+    from mock_server.frontends.grpc_support import parse_infer_request
     from tritonclient._codec import grpc_server
 
     canned = _grpc_canned()
     core = _core() if full else None
 
     def core_request(parts: Any) -> Any:
+        assert core is not None
         request, raw = parts
         decoded = grpc_server.decode_infer_request(request, raw)
-        return decoded, GrpcFrontend._core_request(decoded)
+        return decoded, Dataplane(core).prepare(decoded).request
 
     if kind == "grpc-sync":
 
@@ -365,7 +369,7 @@ def _serve_grpc(kind: str, full: bool, port_file: Path, use_uvloop: bool) -> Non
 
         handler = grpc.unary_unary_rpc_method_handler(
             sync_infer,
-            request_deserializer=_parse_infer_request if full else None,
+            request_deserializer=parse_infer_request if full else None,
             response_serializer=_serialize_infer if full else None,
         )
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=10))
@@ -401,7 +405,7 @@ def _serve_grpc(kind: str, full: bool, port_file: Path, use_uvloop: bool) -> Non
 
             handler = grpc.unary_unary_rpc_method_handler(
                 aio_infer,
-                request_deserializer=_parse_infer_request if full else None,
+                request_deserializer=parse_infer_request if full else None,
                 response_serializer=_serialize_infer if full else None,
             )
             server = grpc.aio.server()

@@ -117,11 +117,12 @@ def core_cost(isolation: str, seconds: float) -> dict[str, float]:
     included, read from ``/proc``)."""
     import numpy as np
 
-    from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
+    from mock_server.compose import build_core
+    from mock_server.core.server import ModelControlMode, ServerOptions
     from mock_server.core.types import InferRequest, Tensor
 
     repo = bc.REPO / "mock_server" / "models"
-    core = CoreServer(
+    core = build_core(
         ServerOptions(
             model_repository=[repo],
             model_control_mode=ModelControlMode.EXPLICIT,

@@ -1,10 +1,11 @@
 """The bundled reference server for the KServe v2 / Triton protocol.
 
 ``mock_server.core`` is the wire-independent server (repository, model lifecycle,
-schedulers, validation, statistics, shared memory); ``mock_server.python_backend`` runs models
-written for Triton's Python backend; ``mock_server.http_frontend``, ``grpc_frontend`` and
-``metrics_frontend`` serve the core over the network, and ``python -m mock_server`` is the
-command line (``mock_server.app`` puts them together).
+schedulers, validation, statistics, shared memory, the dataplane); ``mock_server.python_backend``
+runs models written for Triton's Python backend; ``mock_server.frontends`` (HTTP, gRPC, the
+metrics port) serve the core over the network, and ``python -m mock_server`` is the command
+line (``mock_server.app`` puts them together; ``mock_server.compose`` gives the core its
+backends).
 
 The package also is the in-process Python API, shaped like Triton's ``tritonserver`` package
 (:mod:`mock_server.api`, re-exported here and imported on first use)::
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 if TYPE_CHECKING:
     from .api import AlreadyExistsError as AlreadyExistsError

@@ -22,25 +22,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .core.server import CoreServer, ServerOptions
+from .compose import build_core
+from .core.server import ServerOptions
+from .frontends.groups import API_GROUPS
 
 __all__ = ["BUNDLED_MODELS", "FrontendOptions", "MockServer", "parse_restricted"]
 
 #: The model repository shipped with the package.
 BUNDLED_MODELS = Path(__file__).resolve().parent / "models"
-
-#: API groups that can be restricted (Triton's names).
-API_GROUPS = (
-    "health",
-    "metadata",
-    "inference",
-    "shared-memory",
-    "model-config",
-    "model-repository",
-    "statistics",
-    "trace",
-    "logging",
-)
 
 
 def parse_restricted(specs: list[str], feature_type: str = "api") -> dict[str, tuple[str, str]]:
@@ -223,7 +212,7 @@ class MockServer:
     ) -> None:
         self.options = options or ServerOptions(model_repository=[BUNDLED_MODELS])
         self.frontend_options = frontends or FrontendOptions()
-        self.core = CoreServer(self.options)
+        self.core = build_core(self.options)
         self.http_port: int | None = None
         self.grpc_port: int | None = None
         self.metrics_port: int | None = None
@@ -283,7 +272,7 @@ class MockServer:
     async def _start_services(self) -> None:
         fo = self.frontend_options
         if fo.allow_http:
-            from .http_frontend import HttpFrontend
+            from .frontends.http import HttpFrontend
 
             http = HttpFrontend(
                 self.core,
@@ -298,7 +287,7 @@ class MockServer:
             self.http_port = await http.start()
             self._services.append(http)
         if fo.allow_grpc:
-            from .grpc_frontend import GrpcFrontend
+            from .frontends.grpc import GrpcFrontend
 
             grpc_frontend = GrpcFrontend(
                 self.core,
@@ -313,10 +302,14 @@ class MockServer:
             self.grpc_port = await grpc_frontend.start()
             self._services.append(grpc_frontend)
         if fo.allow_metrics:
-            from .metrics_frontend import MetricsFrontend
+            from .frontends.metrics import MetricsFrontend
+            from .metrics import metrics_renderer
+            from .python_backend import collect_metrics
 
             metrics = MetricsFrontend(
-                self.core, host=fo.metrics_host or fo.host, port=fo.metrics_port
+                metrics_renderer(self.core, collect_metrics),
+                host=fo.metrics_host or fo.host,
+                port=fo.metrics_port,
             )
             self.metrics_port = await metrics.start()
             self._services.append(metrics)

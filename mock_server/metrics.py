@@ -3,9 +3,10 @@
 :class:`TritonCollector` is a ``prometheus_client`` collector of the families a CPU-only Triton
 2.51 reports with default flags; :func:`exposition` writes collected families in the text
 format exactly as Triton's prometheus-cpp does.  The metrics port
-(:mod:`mock_server.metrics_frontend`) and the in-process API (``Server.metrics()``) serve it;
-this module knows nothing of either transport.  What comes out (checked against the real server by
-``tests/conformance/test_metrics_differential.py``):
+(:mod:`mock_server.frontends.metrics`) and the in-process API (``Server.metrics()``) serve it;
+this module knows nothing of either transport, nor of the backend whose models create custom
+metrics (the composition root passes their source, ``custom``).  What comes out (checked
+against the real server by ``tests/conformance/test_metrics_differential.py``):
 
 * families in Triton's registration order: its per-model counters, then the custom counters
   models create (``pb_utils.MetricFamily``), then its gauges (per-model pending requests,
@@ -18,7 +19,7 @@ this module knows nothing of either transport.  What comes out (checked against 
 * labels sorted by name (``le`` of a histogram bucket last), values escaped (``\\``, ``"``,
   newline); numbers as C's ``%.16g`` (``0``, ``1e+20``, ``Nan``, ``+Inf``), histogram counts
   as integers; histogram samples in the order ``_count``, ``_sum``, then the ``_bucket`` s;
-* served as :data:`CONTENT_TYPE` (``text/plain; charset=utf-8``).
+* served as ``text/plain; charset=utf-8`` (by the metrics port).
 """
 
 from __future__ import annotations
@@ -26,24 +27,29 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from .core.server import CoreServer
-from .python_backend import MetricFamilySnapshot, collect_metrics
+
+if TYPE_CHECKING:
+    from .python_backend import MetricFamilySnapshot
 
 __all__ = [
-    "CONTENT_TYPE",
+    "CustomMetrics",
     "TritonCollector",
     "exposition",
+    "metrics_renderer",
     "render_metrics",
 ]
 
-#: The Content-Type of Triton's metrics answer.
-CONTENT_TYPE = "text/plain; charset=utf-8"
+#: Where the custom metrics models create come from (the Python backend's
+#: ``collect_metrics``, which the composition root passes).
+CustomMetrics = Callable[[], "Iterable[MetricFamilySnapshot]"]
 
 #: ``--pinned-memory-pool-byte-size``'s default, reported as the pinned memory pool's size.
 PINNED_MEMORY_POOL_BYTES = 268435456
@@ -176,10 +182,14 @@ class TritonCollector(Collector):
     ----------
     core : CoreServer
         The server whose models are reported.
+    custom : callable, optional
+        The custom metric families of models (``pb_utils.MetricFamily``), at collection time;
+        none by default.
     """
 
-    def __init__(self, core: CoreServer) -> None:
+    def __init__(self, core: CoreServer, custom: CustomMetrics | None = None) -> None:
         self._core = core
+        self._custom = custom
         self._cpu = _CpuUsage()
 
     def _model_families(self) -> list[Metric]:
@@ -233,7 +243,8 @@ class TritonCollector(Collector):
             _gauge("nv_cpu_memory_total_bytes", "CPU total memory (RAM), in bytes", float(total)),
             _gauge("nv_cpu_memory_used_bytes", "CPU used memory (RAM), in bytes", float(used)),
         ]
-        custom = [_custom(snapshot) for snapshot in collect_metrics()]
+        snapshots = self._custom() if self._custom is not None else ()
+        custom = [_custom(snapshot) for snapshot in snapshots]
         # prometheus-cpp keeps one list of families per type, each in registration order, and
         # Triton registers its own families before any model loads.
         families = sorted(
@@ -304,8 +315,16 @@ def exposition(families: Iterable[Metric]) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
 
 
-def render_metrics(core: CoreServer) -> bytes:
-    """The Prometheus text exposition of ``core``'s metrics, as Triton writes it."""
+def metrics_renderer(core: CoreServer, custom: CustomMetrics | None = None) -> Callable[[], bytes]:
+    """A function that writes ``core``'s metrics (and the ``custom`` ones) as Triton does,
+    each time it is called, from one collector (which keeps the CPU readings between
+    scrapes)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(TritonCollector(core))
-    return exposition(registry.collect())
+    registry.register(TritonCollector(core, custom))
+    return lambda: exposition(registry.collect())
+
+
+def render_metrics(core: CoreServer, custom: CustomMetrics | None = None) -> bytes:
+    """The Prometheus text exposition of ``core``'s metrics (and the ``custom`` ones), as
+    Triton writes it."""
+    return metrics_renderer(core, custom)()

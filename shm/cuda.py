@@ -16,6 +16,8 @@ import math
 import threading
 from typing import Any
 
+from . import dlpack
+
 __all__ = [
     "IPC_HANDLE_SIZE",
     "CudaError",
@@ -312,43 +314,6 @@ class ImportedBuffer:
 
 # -- DLPack export ---------------------------------------------------------------------------
 
-_KDL_CPU = 1
-_KDL_CUDA = 2
-# numpy dtype kind -> DLDataTypeCode
-_DL_CODES = {"i": 0, "u": 1, "f": 2, "b": 6, "c": 5}
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", _DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype", _DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
-
-
-class _DLManagedTensor(ctypes.Structure):
-    pass
-
-
-_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
-_DLManagedTensor._fields_ = [
-    ("dl_tensor", _DLTensor),
-    ("manager_ctx", ctypes.c_void_p),
-    ("deleter", _DELETER),
-]
-
 # Live exports: id -> (managed tensor, shape array, owner); dropped by the deleter.
 _exports: dict[int, tuple[Any, Any, Any]] = {}
 _next_id = [1]
@@ -358,27 +323,18 @@ def _release_managed(managed: Any) -> None:
     _exports.pop(int(managed.contents.manager_ctx or 0), None)
 
 
-_managed_deleter = _DELETER(_release_managed)
+_managed_deleter = dlpack.DELETER(_release_managed)
 
 
 _CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
-_capsule_is_valid.restype = ctypes.c_int
-_capsule_is_valid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 
 
 def _release_capsule(capsule: int) -> None:
     # The capsule is being deallocated: it is passed as a raw pointer, never as an object.
     # Still named "dltensor": never consumed, so the producer releases it.
-    if _capsule_is_valid(capsule, b"dltensor"):
-        address = _capsule_pointer(capsule, b"dltensor")
-        managed = _DLManagedTensor.from_address(address)
+    if dlpack.raw_capsule_valid(capsule, dlpack.LEGACY):
+        address = dlpack.raw_capsule_pointer(capsule, dlpack.LEGACY)
+        managed = dlpack.DLManagedTensor.from_address(address)
         _exports.pop(int(managed.manager_ctx or 0), None)
 
 
@@ -397,7 +353,7 @@ class DLPackTensor:
 
         self.ptr = int(ptr)
         self.dtype = np.dtype(dtype)
-        if self.dtype.kind not in _DL_CODES:
+        if self.dtype.kind not in dlpack.NUMPY_KIND_CODES:
             raise CudaError(f"DLPack cannot carry tensors of dtype {self.dtype}")
         self.shape = [int(d) for d in shape]
         self.device_id = int(device_id)
@@ -405,20 +361,20 @@ class DLPackTensor:
 
     def __dlpack_device__(self) -> tuple[int, int]:
         if self.device_id < 0:
-            return (_KDL_CPU, 0)
-        return (_KDL_CUDA, self.device_id)
+            return (dlpack.KDL_CPU, 0)
+        return (dlpack.KDL_CUDA, self.device_id)
 
     def __dlpack__(self, stream: Any = None, **_kwargs: Any) -> Any:
         ndim = len(self.shape)
         shape = (ctypes.c_int64 * max(ndim, 1))(*self.shape)
-        managed = _DLManagedTensor()
+        managed = dlpack.DLManagedTensor()
         tensor = managed.dl_tensor
         tensor.data = self.ptr or None
         device_type, device_id = self.__dlpack_device__()
-        tensor.device = _DLDevice(device_type, device_id)
+        tensor.device = dlpack.DLDevice(device_type, device_id)
         tensor.ndim = ndim
         bits = self.dtype.itemsize * 8
-        tensor.dtype = _DLDataType(_DL_CODES[self.dtype.kind], bits, 1)
+        tensor.dtype = dlpack.DLDataType(dlpack.NUMPY_KIND_CODES[self.dtype.kind], bits, 1)
         tensor.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
         tensor.strides = ctypes.POINTER(ctypes.c_int64)()  # NULL: compact row-major
         tensor.byte_offset = 0
@@ -427,9 +383,9 @@ class DLPackTensor:
         managed.manager_ctx = ident
         managed.deleter = _managed_deleter
         _exports[ident] = (managed, shape, self.owner)
-        return _capsule_new(
+        return dlpack.capsule_new(
             ctypes.addressof(managed),
-            b"dltensor",
+            dlpack.LEGACY,
             ctypes.cast(_capsule_destructor, ctypes.c_void_p),
         )
 

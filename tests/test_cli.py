@@ -253,7 +253,8 @@ def test_ready_line_and_client_shm_gate(tmp_path: Path) -> None:
 
 
 def test_strict_model_config_refuses_models_without_config(tmp_path: Path) -> None:
-    from mock_server.core.server import CoreServer, ServerOptions
+    from mock_server.compose import build_core
+    from mock_server.core.server import ServerOptions
 
     repo = tmp_path / "strict"
     (repo / "auto" / "1").mkdir(parents=True)
@@ -265,7 +266,7 @@ def test_strict_model_config_refuses_models_without_config(tmp_path: Path) -> No
         "    def execute(self, requests):\n"
         "        return []\n"
     )
-    core = CoreServer(ServerOptions(model_repository=[repo], strict_model_config=True))
+    core = build_core(ServerOptions(model_repository=[repo], strict_model_config=True))
     core.start()
     try:
         rows = [r for r in core.repository_index() if r["name"] == "auto"]
@@ -283,7 +284,7 @@ def test_console_script_is_installed() -> None:
 
 def test_shm_copy_inputs_option_reaches_the_registry() -> None:
     from mock_server.__main__ import build_parser, options_from_args
-    from mock_server.core.server import CoreServer
+    from mock_server.compose import build_core
 
     for argv, expected in (([], False), (["--shm-copy-inputs", "true"], True)):
         options, _ = options_from_args(
@@ -291,7 +292,7 @@ def test_shm_copy_inputs_option_reaches_the_registry() -> None:
         )
         assert options.shm_copy_inputs is expected
     options.model_repository = []
-    server = CoreServer(options)
+    server = build_core(options)
     try:
         assert server.shm._copy_inputs is True
     finally:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mock_server.compose import build_core
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
 from mock_server.core.types import InferRequest, InferResponse, RequestedOutput, Tensor
@@ -100,7 +101,7 @@ ALL = (
 @pytest.fixture(scope="module")
 def core(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CoreServer]:
     repo = make_repo(tmp_path_factory.mktemp("ensembles"), *ALL)
-    server = CoreServer(ServerOptions(model_repository=[repo]))
+    server = build_core(ServerOptions(model_repository=[repo]))
     server.start()
     assert server.ready()
     yield server
@@ -108,7 +109,7 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CoreServer]:
 
 
 def explicit(repo: Path, *startup: str) -> CoreServer:
-    server = CoreServer(
+    server = build_core(
         ServerOptions(
             model_repository=[repo],
             model_control_mode=ModelControlMode.EXPLICIT,
@@ -580,7 +581,7 @@ def test_a_broken_composing_model_is_quoted(tmp_path: Path) -> None:
 
 def test_poll_mode_loads_ensembles_after_their_models_and_stops_them_first(tmp_path: Path) -> None:
     repo = make_repo(tmp_path, "ensemble_chain", "ens_add_one", "ens_double")
-    server = CoreServer(
+    server = build_core(
         ServerOptions(
             model_repository=[repo],
             model_control_mode=ModelControlMode.POLL,

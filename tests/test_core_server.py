@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mock_server.compose import build_core
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
 from mock_server.core.types import InferRequest, InferResponse, RequestedOutput, Tensor
@@ -40,7 +41,7 @@ def outputs(response: InferResponse) -> dict[str, np.ndarray]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[CoreServer]:
-    core = CoreServer(ServerOptions(model_repository=[MODELS]))
+    core = build_core(ServerOptions(model_repository=[MODELS]))
     core.start()
     yield core
     core.stop()
@@ -207,7 +208,7 @@ def test_timeout_reaches_running_model_as_cancellation(tmp_path: Path) -> None:
         "allow_timeout_override: true } }\n"
     )
     (repo / "slow" / "config.pbtxt").write_text(config)
-    core = CoreServer(ServerOptions(model_repository=[repo]))
+    core = build_core(ServerOptions(model_repository=[repo]))
     core.start()
     try:
         request = InferRequest(
@@ -277,7 +278,7 @@ def make_repo(tmp_path: Path, *names: str) -> Path:
 
 def test_explicit_mode_load_unload_override_and_files(tmp_path: Path) -> None:
     repo = make_repo(tmp_path, "simple", "identity_int32")
-    core = CoreServer(
+    core = build_core(
         ServerOptions(
             model_repository=[repo],
             model_control_mode=ModelControlMode.EXPLICIT,
@@ -338,7 +339,7 @@ def test_bad_config_fails_only_that_model(tmp_path: Path) -> None:
     (repo / "broken").mkdir()
     (repo / "broken" / "1").mkdir()
     (repo / "broken" / "config.pbtxt").write_text('name: "broken"\nmax_batch_size: "x"\n')
-    core = CoreServer(ServerOptions(model_repository=[repo]))
+    core = build_core(ServerOptions(model_repository=[repo]))
     core.start()
     try:
         assert core.model_ready("simple")
@@ -352,7 +353,7 @@ def test_bad_config_fails_only_that_model(tmp_path: Path) -> None:
 
 def test_poll_mode_reloads_changed_and_unloads_removed(tmp_path: Path) -> None:
     repo = make_repo(tmp_path, "identity_int32", "simple")
-    core = CoreServer(
+    core = build_core(
         ServerOptions(
             model_repository=[repo],
             model_control_mode=ModelControlMode.POLL,
@@ -397,7 +398,7 @@ def test_implicit_sequence_state_is_refused_clearly(tmp_path: Path) -> None:
         1,
     )
     (repo / "simple_sequence" / "config.pbtxt").write_text(config)
-    core = CoreServer(ServerOptions(model_repository=[repo]))
+    core = build_core(ServerOptions(model_repository=[repo]))
     core.start()
     try:
         rows = [r for r in core.repository_index() if r["name"] == "simple_sequence"]
@@ -408,7 +409,7 @@ def test_implicit_sequence_state_is_refused_clearly(tmp_path: Path) -> None:
 
 
 def _explicit_simple(tmp_path: Path, trace_file: Path) -> CoreServer:
-    core = CoreServer(
+    core = build_core(
         ServerOptions(
             model_repository=[MODELS],
             model_control_mode=ModelControlMode.EXPLICIT,

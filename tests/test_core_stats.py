@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from google.protobuf import json_format
 
+from mock_server.compose import build_core
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
 from mock_server.core.stats import ModelStats, StatsRegistry, epoch_ms
@@ -445,7 +446,7 @@ def core(tmp_path: Path) -> Iterator[CoreServer]:
         CONFORMANCE_MODELS / "fail_modes",
     ):
         shutil.copytree(source, repo / source.name)
-    server = CoreServer(
+    server = build_core(
         ServerOptions(
             model_repository=[repo],
             model_control_mode=ModelControlMode.EXPLICIT,

@@ -1,4 +1,5 @@
-"""The hand-off of responses from model threads to a frontend's loop (mock_server._delivery)."""
+"""The hand-off of responses from model threads to a frontend's loop
+(mock_server.frontends._delivery)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import threading
 
 import pytest
 
-from mock_server._delivery import Delivery, Responses, delivery_for
 from mock_server.app import _new_event_loop
+from mock_server.frontends._delivery import Delivery, Responses, delivery_for
 
 
 def count_wakes(loop: asyncio.AbstractEventLoop) -> list[None]:

@@ -28,8 +28,9 @@ import numpy as np
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from mock_server.compose import build_core
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
-from mock_server.grpc_frontend import GrpcFrontend
+from mock_server.frontends.grpc import GrpcFrontend
 from shm import posix
 from tests import grpc_requests
 from tritonclient._codec import grpc_client, grpc_common, types
@@ -78,7 +79,7 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
 
 @pytest.fixture(scope="module")
 def core() -> Iterator[CoreServer]:
-    server = CoreServer(ServerOptions(model_repository=[MODELS]))
+    server = build_core(ServerOptions(model_repository=[MODELS]))
     server.start()
     yield server
     server.stop()
@@ -161,7 +162,7 @@ def test_health_watch_reports_draining_and_ends_on_stop(loop: asyncio.AbstractEv
     # gRPC's client-side health checking watches this stream: a draining server must say
     # NOT_SERVING on it (and in Check), and stopping must not wait for open watches.
     options = ServerOptions(model_repository=[], model_control_mode=ModelControlMode.EXPLICIT)
-    core = CoreServer(options)
+    core = build_core(options)
     core.start()
     served = Served(loop, core)
     try:
@@ -303,7 +304,7 @@ def test_repository_index_and_control_mode(stub: Any) -> None:
 
 
 def test_load_and_unload_in_explicit_mode(loop: asyncio.AbstractEventLoop) -> None:
-    explicit = CoreServer(
+    explicit = build_core(
         ServerOptions(model_repository=[MODELS], model_control_mode=ModelControlMode.EXPLICIT)
     )
     explicit.start()
@@ -670,7 +671,7 @@ def test_default_mode_model_that_sent_a_response_then_failed(
         'backend: "python"\nmax_batch_size: 0\n'
         'output [{ name: "X", data_type: TYPE_INT64, dims: [ 1 ] }]\n'
     )
-    core = CoreServer(ServerOptions(model_repository=[tmp_path]))
+    core = build_core(ServerOptions(model_repository=[tmp_path]))
     core.start()
     served = Served(loop, core)
     try:

@@ -26,8 +26,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from mock_server.compose import build_core
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
-from mock_server.http_frontend import HttpFrontend
+from mock_server.frontends.http import HttpFrontend
+from mock_server.frontends.http_support import RequestBodies
 from shm import posix
 from tests.http_requests import encode_request
 from tritonclient._codec import http_body, http_client, jsontext, types
@@ -137,7 +139,7 @@ def loop() -> Iterator[LoopThread]:
 
 @pytest.fixture(scope="module")
 def core() -> Iterator[CoreServer]:
-    server = CoreServer(ServerOptions(model_repository=[MODELS], has_gpu=False))
+    server = build_core(ServerOptions(model_repository=[MODELS], has_gpu=False))
     server.start()
     yield server
     server.stop()
@@ -206,7 +208,7 @@ def explicit(loop: LoopThread, tmp_path_factory: pytest.TempPathFactory) -> Iter
     )
     (repo / "broken" / "1").mkdir(parents=True)
     (repo / "broken" / "config.pbtxt").write_text('name: "broken"\nmax_batch_size: "x"\n')
-    core = CoreServer(
+    core = build_core(
         ServerOptions(
             model_repository=[repo],
             model_control_mode=ModelControlMode.EXPLICIT,
@@ -280,7 +282,7 @@ def test_not_live_and_not_ready(loop: LoopThread, explicit: Endpoint) -> None:
     reply = explicit.call("GET", "/v2/health/ready")  # a startup model failed to load
     assert (reply.status, reply.body) == (400, b"")
     assert explicit.call("GET", "/v2/health/live").status == 200
-    unstarted = CoreServer(ServerOptions(model_repository=[], has_gpu=False))
+    unstarted = build_core(ServerOptions(model_repository=[], has_gpu=False))
     frontend, endpoint = start_frontend(loop, unstarted)
     try:
         for path in ("/v2/health/live", "/v2/health/ready"):
@@ -1512,22 +1514,22 @@ def test_official_tritonclient_against_this_server(
     assert not list(Path("/dev/shm").glob("peer_shm_*"))
 
 
-def test_large_body_buffer_reused_only_when_nothing_refers_to_it(core: CoreServer) -> None:
-    frontend = HttpFrontend(core, port=0)
+def test_large_body_buffer_reused_only_when_nothing_refers_to_it() -> None:
+    bodies = RequestBodies(max_input_size=2**26)
     size = 8 << 20
-    first = frontend._body_buffer(size)
+    first = bodies._buffer(size)
     assert memoryview(first).nbytes == size
     held = np.frombuffer(memoryview(first), dtype=np.uint8)[:16]  # e.g. an input array
     del first
-    second = frontend._body_buffer(size)
+    second = bodies._buffer(size)
     assert not np.shares_memory(np.asarray(second), held)  # still referenced: a new buffer
     del held, second
-    third = frontend._body_buffer(size - 5)
+    third = bodies._buffer(size - 5)
     assert memoryview(third).nbytes == size - 5
     fourth_ref = np.asarray(third)
-    assert frontend._spare is not None and np.shares_memory(fourth_ref, frontend._spare)
+    assert bodies._spare is not None and np.shares_memory(fourth_ref, bodies._spare)
     del third, fourth_ref
-    small = frontend._body_buffer(1024)
+    small = bodies._buffer(1024)
     assert isinstance(small, bytearray) and len(small) == 1024
 
 

@@ -434,12 +434,13 @@ def test_help_documents_the_isolation_flag() -> None:
 
 
 def test_no_zygote_outlives_an_in_process_server(tmp_path: Path) -> None:
-    from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
+    from mock_server.compose import build_core
+    from mock_server.core.server import ModelControlMode, ServerOptions
     from mock_server.python_backend import _launcher
 
     repo = tmp_path / "repo"
     write_model(repo, "ok", PROBE)
-    core = CoreServer(
+    core = build_core(
         ServerOptions(model_repository=[repo], model_control_mode=ModelControlMode.NONE)
     )
     core.start()
@@ -569,11 +570,12 @@ def test_a_request_sent_from_an_event_loop_is_answered_on_that_loop(loop_kind: s
     import asyncio
     import threading
 
-    from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
+    from mock_server.compose import build_core
+    from mock_server.core.server import ModelControlMode, ServerOptions
     from mock_server.core.types import InferRequest, InferResponse, Tensor
 
     repo = Path(__file__).resolve().parents[1] / "mock_server" / "models"
-    core = CoreServer(
+    core = build_core(
         ServerOptions(
             model_repository=[repo],
             model_control_mode=ModelControlMode.EXPLICIT,

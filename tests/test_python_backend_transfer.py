@@ -21,8 +21,9 @@ import pytest
 import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm_helpers
 from mock_server.app import FrontendOptions, MockServer
+from mock_server.compose import build_core
 from mock_server.core.errors import ErrorKind, ServerError
-from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
+from mock_server.core.server import ModelControlMode, ServerOptions
 from mock_server.core.shm import RegionShare
 from mock_server.core.types import InferRequest, RequestedOutput, Tensor
 from mock_server.python_backend import _transfer
@@ -339,7 +340,7 @@ def test_the_server_finds_an_output_in_place(tmp_path: Path) -> None:
     nbytes = 8 * MiB
     key_in = f"/tcng_inplace_in_{uuid.uuid4().hex[:8]}"
     key_out = f"/tcng_inplace_out_{uuid.uuid4().hex[:8]}"
-    core = CoreServer(
+    core = build_core(
         ServerOptions(
             model_repository=[repo],
             model_control_mode=ModelControlMode.EXPLICIT,

@@ -24,10 +24,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mock_server.compose import build_core
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.server import CoreServer, ModelControlMode, ServerOptions
 from mock_server.core.types import InferRequest, InferResponse, RequestedOutput, Tensor
 from mock_server.metrics import render_metrics
+from mock_server.python_backend import collect_metrics
 
 BUNDLED = Path(__file__).resolve().parent.parent / "mock_server" / "models"
 
@@ -966,7 +968,7 @@ def serve(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerFact
         repo = write_repo(tmp_path / "models", list(names))
         for name in bundled:
             shutil.copytree(BUNDLED / name, repo / name)
-        core = CoreServer(
+        core = build_core(
             ServerOptions(
                 model_repository=[repo],
                 model_control_mode=mode,
@@ -1281,7 +1283,7 @@ def test_custom_metrics(serve: ServerFactory) -> None:
     values = [outs(one(core, "custom_metrics"))["VALUE"][0] for _ in range(3)]
     assert 0 < values[0] < values[1] < values[2]
     assert values[0] >= 2_000_000  # preprocess sleeps 2 ms
-    text = render_metrics(core).decode()
+    text = render_metrics(core, collect_metrics).decode()
     # Triton writes "# HELP preprocess_latency_ns ..."; prometheus_client adds "_total" to the
     # HELP/TYPE lines of counters (a known, documented difference of mock_server.metrics).
     assert (

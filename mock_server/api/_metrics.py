@@ -4,12 +4,13 @@ Kept in its own function so that the in-process API and the metrics frontend rep
 thing: it renders :class:`mock_server.metrics.TritonCollector` (Triton's per-model families,
 memory and CPU families and the custom metrics models create through
 ``pb_utils.MetricFamily``) as Triton 2.51 writes them.  ``mock_server.metrics`` knows no
-transport (the metrics port is :mod:`mock_server.metrics_frontend`).
+transport (the metrics port is :mod:`mock_server.frontends.metrics`).
 """
 
 from __future__ import annotations
 
 from ..core.server import CoreServer
+from ..python_backend import collect_metrics
 from ._errors import UnsupportedError
 
 __all__ = ["prometheus_text"]
@@ -40,4 +41,4 @@ def prometheus_text(core: CoreServer) -> str:
         raise UnsupportedError(
             f"metrics need the 'server' extra (prometheus_client): {exc}"
         ) from None
-    return render_metrics(core).decode("utf-8")
+    return render_metrics(core, collect_metrics).decode("utf-8")

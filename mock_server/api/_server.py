@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..compose import build_core
 from ..core.server import CoreServer, ServerOptions
 from ..core.server import ModelControlMode as CoreControlMode
 from ._enums import InstanceGroupKind, LogFormat, MetricFormat, ModelControlMode, RateLimitMode
@@ -442,7 +443,7 @@ class Server:
             core_options = self.options._core_options()
             log_scope = _LogScope(self.options)
             try:
-                core = CoreServer(core_options)
+                core = build_core(core_options)
                 core.repository = MappedRepository(core.repository.paths)
                 with translate_errors():
                     core.log_settings.update(self.options._log_settings())

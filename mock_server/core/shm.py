@@ -479,7 +479,7 @@ class SharedMemoryRegistry:
             return  # already there: a model in a stub process wrote it in place
         copy_into(target, source)
 
-    # -- a request's tensors (both frontends) ---------------------------------------------
+    # -- a request's tensors (the dataplane's) --------------------------------------------
     def read_input(self, region: str, offset: int, byte_size: int) -> memoryview:
         """An input's bytes placed in ``region``: Triton's lookup (:meth:`locate`), then
         :meth:`read` (a size-checked view or copy of a system region, a host copy of a CUDA
@@ -513,10 +513,6 @@ class SharedMemoryRegistry:
             )
         self.write(region, offset, data)
         return data.nbytes
-
-    def input_reader(self, name: str, ref: SharedMemoryRef) -> memoryview:
-        """:meth:`read_input` in the form the codec's decoders call back (``shm_resolver``)."""
-        return self.read_input(ref.region, ref.offset, ref.byte_size)
 
     def check_outputs(self, placements: Iterable[SharedMemoryRef | None]) -> None:
         """:meth:`check_output` for each output a request placed in shared memory."""

@@ -7,7 +7,8 @@ so model files can use ``pb_utils`` as they do under Triton.
 Modules
 -------
 backend
-    :class:`PythonBackendModel` and :class:`PythonModelInstance`, driven by the server core.
+    :class:`PythonBackend`, what the composition root gives the core for ``backend: "python"``,
+    and the :class:`PythonBackendModel` objects it loads.
 runtime
     :class:`BackendRuntime`, the hooks the core provides for BLS and model control.
 triton_python_backend_utils
@@ -15,8 +16,10 @@ triton_python_backend_utils
 
 Model instances run in stub processes by default (``isolation="process"``), as Triton runs
 them: ``_process`` is the server's side of a stub, ``_stub`` the stub's own, ``_launcher``
-starts them (forked from a pre-imported zygote, or a model's own interpreter), and ``_ipc`` is
-the channel between them (messages, shared-memory tensors).
+starts them (forked from a pre-imported zygote, or a model's own interpreter), ``_messages``
+declares what they say to each other, ``_ipc`` is the channel between them and ``_transfer``
+how large tensors cross it.  ``_inprocess`` runs a model in the process it is in: the server's
+(``isolation="thread"``) or a stub's.
 metrics
     The registry of custom metrics; :func:`collect_metrics` reads it for the metrics endpoint.
 """
@@ -26,7 +29,7 @@ from __future__ import annotations
 import sys
 
 from . import triton_python_backend_utils
-from .backend import PythonBackendModel, PythonModelInstance
+from .backend import PythonBackend, PythonBackendModel, PythonModelInstance
 from .metrics import MetricFamilySnapshot, MetricSample
 from .metrics import collect as collect_metrics
 from .runtime import BackendRuntime
@@ -35,6 +38,7 @@ __all__ = [
     "BackendRuntime",
     "MetricFamilySnapshot",
     "MetricSample",
+    "PythonBackend",
     "PythonBackendModel",
     "PythonModelInstance",
     "collect_metrics",

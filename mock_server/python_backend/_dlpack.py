@@ -3,7 +3,8 @@
 numpy implements DLPack for its own dtypes only.  BF16 (``ml_dtypes.bfloat16``) travels as a
 16-bit unsigned integer capsule whose DLPack dtype code is rewritten to ``kDLBfloat`` on export,
 and back on import, with :mod:`ctypes` on the ``DLTensor`` inside the capsule.  Both the legacy
-(``"dltensor"``) and the versioned (``"dltensor_versioned"``) capsule layouts are understood.
+(``"dltensor"``) and the versioned (``"dltensor_versioned"``) capsule layouts are understood;
+their structures are :mod:`shm.dlpack`'s.
 
 Tensors on a GPU are imported by asking their producer for a host copy (the DLPack
 ``dl_device``/``copy`` protocol); this server's tensors always live in host memory.
@@ -11,100 +12,40 @@ Tensors on a GPU are imported by asking their producer for a host copy (the DLPa
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any, cast
 
 import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
+from shm import dlpack
+
 from ._errors import TritonModelException
 
 __all__ = ["HOST_DEVICE", "export_array", "import_array"]
 
-# DLDeviceType
-_KDL_CPU = 1
-_KDL_CUDA_HOST = 3
-_HOST_DEVICES = (_KDL_CPU, _KDL_CUDA_HOST)
+_HOST_DEVICES = (dlpack.KDL_CPU, dlpack.KDL_CUDA_HOST)
 #: What ``__dlpack_device__`` reports for this server's tensors.
-HOST_DEVICE = (_KDL_CPU, 0)
-# DLDataTypeCode
-_KDL_UINT = 1
-_KDL_BFLOAT = 4
+HOST_DEVICE = (dlpack.KDL_CPU, 0)
 
 _BF16 = np.dtype(ml_dtypes.bfloat16)
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", _DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype", _DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
-
-
-class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [
-        ("dl_tensor", _DLTensor),
-        ("manager_ctx", ctypes.c_void_p),
-        ("deleter", ctypes.c_void_p),
-    ]
-
-
-class _DLPackVersion(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
-
-
-class _DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [
-        ("version", _DLPackVersion),
-        ("manager_ctx", ctypes.c_void_p),
-        ("deleter", ctypes.c_void_p),
-        ("flags", ctypes.c_uint64),
-        ("dl_tensor", _DLTensor),
-    ]
-
-
-# Private prototypes, so that no argtypes of the shared ctypes.pythonapi are changed.
-_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", ctypes.pythonapi)
-)
-_capsule_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
-    ("PyCapsule_IsValid", ctypes.pythonapi)
-)
-_capsule_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(
-    ("PyCapsule_GetName", ctypes.pythonapi)
-)
-
-_LEGACY = b"dltensor"
-_VERSIONED = b"dltensor_versioned"
 
 
 def _is_capsule(obj: object) -> bool:
     return type(obj).__name__ == "PyCapsule"
 
 
-def _dl_tensor(capsule: object) -> _DLTensor:
+def _dl_tensor(capsule: object) -> dlpack.DLTensor:
     """Return the (mutable) DLTensor inside an unconsumed DLPack capsule."""
-    if _capsule_valid(capsule, _LEGACY):
-        managed = _DLManagedTensor.from_address(_capsule_pointer(capsule, _LEGACY))
-        return cast(_DLTensor, managed.dl_tensor)
-    if _capsule_valid(capsule, _VERSIONED):
-        versioned = _DLManagedTensorVersioned.from_address(_capsule_pointer(capsule, _VERSIONED))
-        return cast(_DLTensor, versioned.dl_tensor)
-    name = _capsule_name(capsule)
+    if dlpack.capsule_valid(capsule, dlpack.LEGACY):
+        address = dlpack.capsule_pointer(capsule, dlpack.LEGACY)
+        managed = dlpack.DLManagedTensor.from_address(address)
+        return cast(dlpack.DLTensor, managed.dl_tensor)
+    if dlpack.capsule_valid(capsule, dlpack.VERSIONED):
+        address = dlpack.capsule_pointer(capsule, dlpack.VERSIONED)
+        versioned = dlpack.DLManagedTensorVersioned.from_address(address)
+        return cast(dlpack.DLTensor, versioned.dl_tensor)
+    name = dlpack.capsule_name(capsule)
     if name in (b"used_dltensor", b"used_dltensor_versioned"):
         raise TritonModelException("the DLPack capsule was already consumed")
     raise TritonModelException(f"not a DLPack capsule (capsule name {name!r})")
@@ -164,7 +105,7 @@ def export_array(
         capsule = source.__dlpack__()
     if bf16:
         dtype = _dl_tensor(capsule).dtype
-        dtype.code, dtype.bits, dtype.lanes = _KDL_BFLOAT, 16, 1
+        dtype.code, dtype.bits, dtype.lanes = dlpack.KDL_BFLOAT, 16, 1
     return capsule
 
 
@@ -222,9 +163,9 @@ def import_array(obj: object) -> npt.NDArray[Any]:
     """
     capsule, device = _host_capsule(obj)
     dtype = _dl_tensor(capsule).dtype
-    bf16 = dtype.code == _KDL_BFLOAT and dtype.bits == 16 and dtype.lanes == 1
+    bf16 = dtype.code == dlpack.KDL_BFLOAT and dtype.bits == 16 and dtype.lanes == 1
     if bf16:
-        dtype.code = _KDL_UINT
+        dtype.code = dlpack.KDL_UINT
     try:
         array: npt.NDArray[Any] = np.from_dlpack(cast(Any, _CapsuleHolder(capsule, device)))
     except (BufferError, TypeError, ValueError, RuntimeError) as exc:

@@ -2,8 +2,10 @@
 
 A stub process (see :mod:`mock_server.python_backend._stub`) talks to the server over one
 connected Unix stream socket.  Every message is a pickled tuple whose first item names it,
-after its length.  Both sides may send from several threads; :meth:`Channel.send` serialises
-whole messages.
+after its length: the messages and their fields are declared in
+:mod:`mock_server.python_backend._messages`, the packed forms of core tensors, requests and
+responses they carry here (:func:`pack_request` and the others).  Both sides may send from
+several threads; :meth:`Channel.send` serialises whole messages.
 
 Tensor data travels in the message itself while it is small; larger arrays travel as
 references to shared memory both sides have mapped: a client's region, or a block of one
@@ -41,6 +43,7 @@ __all__ = [
     "pack_request",
     "pack_response",
     "pack_tensor",
+    "request_identity",
     "sweep",
     "unpack_request",
     "unpack_response",
@@ -488,6 +491,12 @@ def pack_request(request: InferRequest, link: Link) -> tuple[Any, ...]:
         request.priority,
         request.timeout_us,
     )
+
+
+def request_identity(packed: tuple[Any, ...]) -> tuple[str, int, str]:
+    """The model name, version and request id of a packed request (without unpacking it)."""
+    model, version, request_id = packed[:3]
+    return model, version, request_id
 
 
 def unpack_request(

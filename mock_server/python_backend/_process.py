@@ -36,6 +36,8 @@ from typing import Any
 from ..core.errors import ErrorKind, ServerError
 from ..core.types import InferRequest
 from . import _context, _ipc, _launcher, _transfer, metrics
+from . import _messages as msg
+from ._inprocess import READY_TIMEOUT_S, LocalModel
 from .runtime import BackendRuntime
 
 __all__ = ["ProcessModelInstance", "StubSpec", "auto_complete_in_stub"]
@@ -118,31 +120,36 @@ class _StubConnection:
         self.channel = _ipc.Channel(parent.detach())
         self.channel.link = self.link
         self.dead = threading.Event()
-        self.handlers: dict[str, Callable[[tuple[Any, ...]], None]] = {
-            "release": lambda message: self.link.on_release(message[1], message[2]),
-            "fatal": self._on_fatal,
+        #: What to do with each kind of message; the others are replies someone waits for.
+        self.handlers: dict[type[Any], Callable[[Any], None]] = {
+            msg.Release: lambda message: self.link.on_release(message.released, message.forgotten),
+            msg.Fatal: self._on_fatal,
         }
         #: Why the stub ended, when it said so (its traceback) or the channel broke.
         self.fatal: str | None = None
-        self.replies: dict[str, tuple[Any, ...]] = {}
+        self.replies: dict[Any, Any] = {}
         self.on_death: Callable[[], None] | None = None
         #: The asyncio loop reading the channel now, if any (see _LoopReading).
         self.loop_reading: _LoopReading | None = None
         self.pump = _ipc.Pump(self.channel, self._dispatch, self._on_eof, f"stub:{label}")
         start = dict(start, prefix=self.prefix + "s", peer_prefix=self.prefix + "p")
-        self.channel.send(("start", start))
+        self.send(msg.Start(start))
         self.pump.start()
-        self.wait_reply("started", STARTUP_TIMEOUT_S)
+        self.wait_reply(msg.Started, STARTUP_TIMEOUT_S)
 
-    def _dispatch(self, message: tuple[Any, ...]) -> None:
-        handler = self.handlers.get(message[0])
+    def _dispatch(self, frame: tuple[Any, ...]) -> None:
+        message = msg.decode(frame)
+        kind = type(message)
+        handler = self.handlers.get(kind)
         if handler is None:
-            self.replies[message[0]] = message
+            # A readiness answer is waited for by its call.
+            key = (msg.Ready, message.call_id) if isinstance(message, msg.Ready) else kind
+            self.replies[key] = message
             return
         try:
             handler(message)
         except Exception:
-            log.exception("handling %r from the stub of '%s' failed", message[0], self.label)
+            log.exception("handling %r from the stub of '%s' failed", msg.tag_of(kind), self.label)
 
     def _on_eof(self) -> None:
         failure = self.pump.failure
@@ -156,20 +163,22 @@ class _StubConnection:
         if self.on_death is not None:
             self.on_death()
 
-    def _on_fatal(self, message: tuple[Any, ...]) -> None:
+    def _on_fatal(self, message: msg.Fatal) -> None:
         """The stub's last words: the traceback of the exception that ends it."""
-        self.fatal = str(message[1]).rstrip()
+        self.fatal = str(message.text).rstrip()
 
-    def wait_reply(self, kind: str, timeout: float | None) -> tuple[Any, ...]:
-        """The stub's next ``kind`` message; ServerError when it dies or ``timeout`` passes."""
+    def wait_reply(self, key: Any, timeout: float | None) -> Any:
+        """The stub's next message of type ``key`` (``(Ready, call_id)`` for a readiness
+        answer); ServerError when it dies or ``timeout`` passes."""
         replies = self.replies
-        if not self.pump.pump_until(lambda: kind in replies, timeout):
+        if not self.pump.pump_until(lambda: key in replies, timeout):
             if self.dead.is_set():
                 raise ServerError.internal(self.death_text())
+            what = f"ready:{key[1]}" if isinstance(key, tuple) else msg.tag_of(key)
             raise ServerError.internal(
-                f"timed out waiting for the stub process of '{self.label}' ({kind})"
+                f"timed out waiting for the stub process of '{self.label}' ({what})"
             )
-        return replies.pop(kind)
+        return replies.pop(key)
 
     def death_text(self) -> str:
         """How the stub ended, with why when known: its exception and traceback, the signal
@@ -183,8 +192,8 @@ class _StubConnection:
             text += f": {self.fatal}"
         return text
 
-    def send(self, message: tuple[Any, ...]) -> None:
-        self.channel.send(message)
+    def send(self, message: msg.Message) -> None:
+        self.channel.send(msg.encode(message))
 
     def close(self, timeout: float = 5.0) -> None:
         """End the process (killed if it does not end within ``timeout``), close the channel
@@ -205,7 +214,7 @@ class _StubConnection:
             return
         regions.seen.discard(token)
         with contextlib.suppress(OSError):
-            self.send(("forget_region", token))
+            self.send(msg.ForgetRegion(token))
 
 
 def _signal_name(number: int) -> str:
@@ -238,7 +247,7 @@ def auto_complete_in_stub(
     Raises
     ------
     ServerError
-        As :meth:`PythonBackendModel.auto_complete`, or when the stub dies.
+        As :meth:`~.backend.PythonBackendModel.auto_complete`, or when the stub dies.
     """
     name = str(config_json.get("name") or Path(model_dir).name)
     stub = _StubConnection(
@@ -246,17 +255,17 @@ def auto_complete_in_stub(
         spec,
         _start_payload("auto_complete", name, model_dir, version, config_json, filename),
     )
-    stub.handlers["log"] = _relay_log
-    stub.handlers["print"] = _relay_print
+    stub.handlers[msg.Log] = _relay_log
+    stub.handlers[msg.Print] = _relay_print
     try:
-        reply = stub.wait_reply("auto_completed", None)
+        reply = stub.wait_reply(msg.AutoCompleted, None)
     except ServerError as exc:
         raise ServerError.internal(
             f"auto-complete-config of model '{name}' failed: {exc.message}"
         ) from None
     finally:
         stub.close()
-    status, value = reply[1]
+    status, value = reply.result
     if status == "error":
         raise ServerError(ErrorKind[value[0]], value[1])
     assert isinstance(value, dict)
@@ -268,9 +277,9 @@ class StubException(Exception):
     (its text is the original's ``<Type>: <message>``; the traceback is the record's text)."""
 
 
-def _relay_log(message: tuple[Any, ...]) -> None:
+def _relay_log(message: msg.Log) -> None:
     """Log a record the stub forwarded, as if model code had logged it here."""
-    (_, name, level, text, path, line, function, exc_text, exc, model_name, model_version) = message
+    (name, level, text, path, line, function, exc_text, exc, model_name, model_version) = message
     logger = logging.getLogger(name)
     if not logger.isEnabledFor(level):
         return
@@ -290,11 +299,11 @@ def _relay_log(message: tuple[Any, ...]) -> None:
     logger.handle(record)
 
 
-def _relay_print(message: tuple[Any, ...]) -> None:
+def _relay_print(message: msg.Print) -> None:
     """Write what model code printed in its stub to this process's stream of that name."""
-    stream = sys.stdout if message[1] == "stdout" else sys.stderr
+    stream = sys.stdout if message.stream == "stdout" else sys.stderr
     try:
-        stream.write(message[2])
+        stream.write(message.text)
         stream.flush()
     except (OSError, ValueError):  # a closed stream: nowhere to print
         pass
@@ -337,32 +346,24 @@ class ProcessModelInstance:
     # -- start -----------------------------------------------------------------------------------
     @classmethod
     def start(
-        cls,
-        model_name: str,
-        model_dir: Path,
-        version: int,
-        config_json: dict[str, Any],
-        filename: str,
-        runtime: BackendRuntime,
-        instance_name: str,
-        kind: str,
-        device_id: int,
-        spec: StubSpec,
-        decoupled: bool,
+        cls, model: LocalModel, instance_name: str, kind: str, device_id: int, spec: StubSpec
     ) -> ProcessModelInstance:
-        """Start the stub, import the model there and run its ``initialize``.
+        """Start the stub, import ``model`` there and run its ``initialize``.
 
         Raises
         ------
         ServerError
-            As :meth:`PythonBackendModel.create_instance`, or when the stub cannot start or
-            dies while initializing.
+            As :meth:`~.backend.PythonBackendModel.create_instance`, or when the stub cannot
+            start or dies while initializing.
         """
+        name, version, runtime = model.model_name, model.version, model.runtime
         context = _context.ModelContext(
-            model_name, version, instance_name, runtime, model_dir=str(model_dir / str(version))
+            name, version, instance_name, runtime, model_dir=str(model.path.parent)
         )
-        instance = cls(model_name, version, instance_name, decoupled, runtime, context)
-        payload = _start_payload("instance", model_name, model_dir, version, config_json, filename)
+        instance = cls(name, version, instance_name, model.decoupled, runtime, context)
+        payload = _start_payload(
+            "instance", name, model.model_dir, version, model.config_json, model.filename
+        )
         payload.update(instance_name=instance_name, kind=kind, device_id=device_id)
         registry = getattr(runtime, "shared_regions", None)
         regions = None if registry is None else _transfer.RegistryRegions(registry)
@@ -372,26 +373,26 @@ class ProcessModelInstance:
             instance._unwatch = registry.watch(stub.forget_region)
         stub.handlers.update(
             {
-                "response": instance._on_response,
-                "executed": instance._on_executed,
-                "rpc": instance._on_rpc,
-                "bls": instance._on_bls,
-                "bls_cancel": instance._on_bls_cancel,
-                "metric_release": instance._on_metric_release,
-                "log": _relay_log,
-                "print": _relay_print,
+                msg.Response: instance._on_response,
+                msg.Executed: instance._on_executed,
+                msg.Bls: instance._on_bls,
+                msg.BlsCancel: instance._on_bls_cancel,
+                msg.MetricRelease: instance._on_metric_release,
+                msg.Log: _relay_log,
+                msg.Print: _relay_print,
             }
         )
+        stub.handlers.update((call, instance._on_call) for call in msg.CALLS)
         stub.on_death = instance._on_death
         try:
             # No time limit: initialize() may load big models; a dead stub ends the wait.
-            reply = stub.wait_reply("initialized", None)
-            instance._ready_hook = bool(reply[1])
+            reply = stub.wait_reply(msg.Initialized, None)
+            instance._ready_hook = bool(reply.has_ready_hook)
         except ServerError:
-            failed = stub.replies.pop("init_failed", None)
+            failed = stub.replies.pop(msg.InitFailed, None)
             instance._release()
             if failed is not None:
-                raise ServerError(ErrorKind[failed[1][0]], failed[1][1]) from None
+                raise ServerError(ErrorKind[failed.error[0]], failed.error[1]) from None
             raise
         return instance
 
@@ -410,8 +411,6 @@ class ProcessModelInstance:
         """Whether the instance is ready, as current Triton's Python backend checks it when
         asked for the model's readiness: the stub process is alive, and the model's own
         ``is_model_ready()`` (if any) says True within the time limit."""
-        from .backend import READY_TIMEOUT_S
-
         stub = self._stub
         if stub is None or self._finalized:
             return False
@@ -429,14 +428,14 @@ class ProcessModelInstance:
         with self._lock:
             call_id = next(self._handles)
         try:
-            stub.send(("is_ready", call_id))
+            stub.send(msg.IsReady(call_id))
             reply = stub.wait_reply(
-                f"ready:{call_id}", READY_TIMEOUT_S if timeout_s is None else timeout_s
+                (msg.Ready, call_id), READY_TIMEOUT_S if timeout_s is None else timeout_s
             )
         except (OSError, ServerError):
-            stub.replies.pop(f"ready:{call_id}", None)
+            stub.replies.pop((msg.Ready, call_id), None)
             return False
-        return bool(reply[1])
+        return bool(reply.ready)
 
     def _unhealthy(self) -> ServerError:
         return ServerError.internal(f"Stub process '{self.instance_name}' is not healthy.")
@@ -514,7 +513,7 @@ class ProcessModelInstance:
             if stub.dead.is_set():
                 raise BrokenPipeError
             stub.send(
-                ("execute", batch_id, [(h, _ipc.pack_request(r, stub.link)) for h, r in packed])
+                msg.Execute(batch_id, [(h, _ipc.pack_request(r, stub.link)) for h, r in packed])
             )
         except OSError:  # SharedMemoryError is an OSError too
             with self._lock:
@@ -539,8 +538,8 @@ class ProcessModelInstance:
             return
         if not stub.dead.is_set():
             try:
-                stub.send(("finalize",))
-                stub.wait_reply("finalized", FINALIZE_TIMEOUT_S)
+                stub.send(msg.Finalize())
+                stub.wait_reply(msg.Finalized, FINALIZE_TIMEOUT_S)
             except (OSError, ServerError) as exc:
                 log.error("finalize of model instance '%s' failed: %s", self.instance_name, exc)
         self._release()
@@ -576,11 +575,11 @@ class ProcessModelInstance:
         if callback is not None:
             callback(response)
 
-    def _on_response(self, message: tuple[Any, ...]) -> None:
-        self._deliver(message[1], message[2])
+    def _on_response(self, message: msg.Response) -> None:
+        self._deliver(message.handle, message.packed)
 
-    def _on_executed(self, message: tuple[Any, ...]) -> None:
-        _, batch_id, responses, again, window, error = message
+    def _on_executed(self, message: msg.Executed) -> None:
+        batch_id, responses, again, window, error = message
         for handle, packed in responses:
             self._deliver(handle, packed)
         with self._lock:
@@ -621,54 +620,46 @@ class ProcessModelInstance:
         if stub is None:
             return
         try:
-            stub.send(("reply", call_id, ok, value))
+            stub.send(msg.Reply(call_id, ok, value))
         except OSError:
             pass
         except Exception as exc:  # an unpicklable result or exception
-            stub.send(("reply", call_id, False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+            stub.send(msg.Reply(call_id, False, RuntimeError(f"{type(exc).__name__}: {exc}")))
 
-    def _on_rpc(self, message: tuple[Any, ...]) -> None:
-        _, call_id, method, args = message
-        if method in ("load_model", "unload_model", "is_model_ready"):
+    def _on_call(self, call: msg.Call) -> None:
+        if isinstance(call, msg.IsModelReady | msg.LoadModel | msg.UnloadModel):
             # Model control may take long (or call back into this stub): off the reader.
-            threading.Thread(
-                target=self._run_rpc, args=(call_id, method, args), daemon=True
-            ).start()
+            threading.Thread(target=self._answer, args=(call,), daemon=True).start()
             return
-        self._run_rpc(call_id, method, args)
+        self._answer(call)
 
-    def _run_rpc(self, call_id: int, method: str, args: tuple[Any, ...]) -> None:
+    def _answer(self, call: msg.Call) -> None:
         try:
             with _context.entered(self._context, "execute"):
-                value = self._rpc(method, args)
+                value = self._run_call(call)
         except BaseException as exc:
-            self._reply(call_id, False, exc)
+            self._reply(call.call_id, False, exc)
             return
-        self._reply(call_id, True, value)
+        self._reply(call.call_id, True, value)
 
-    def _rpc(self, method: str, args: tuple[Any, ...]) -> Any:
-        if method == "is_cancelled":
-            request = self._requests.get(args[0])
+    def _run_call(self, call: msg.Call) -> Any:
+        runtime = self._runtime
+        if isinstance(call, msg.IsCancelled):
+            request = self._requests.get(call.handle)
             return request is not None and request.cancelled.is_set()
-        if method == "is_model_ready":
-            return self._runtime.is_model_ready(*args)
-        if method == "load_model":
-            return self._runtime.load_model(*args)
-        if method == "unload_model":
-            return self._runtime.unload_model(*args)
-        if method == "metric_family":
-            family = metrics.MetricFamily(*args)
+        if isinstance(call, msg.IsModelReady):
+            return runtime.is_model_ready(call.model_name, call.model_version)
+        if isinstance(call, msg.LoadModel):
+            return runtime.load_model(call.model_name, call.config, call.files)
+        if isinstance(call, msg.UnloadModel):
+            return runtime.unload_model(call.model_name)
+        if isinstance(call, msg.NewMetricFamily):
+            family = metrics.MetricFamily(call.name, call.description, call.kind)
             return self._keep(family), family.name(), family.description()
-        if method == "metric":
-            family_handle, labels, buckets = args
-            return self._keep(self._metric_objects[family_handle].Metric(labels, buckets))
-        if method == "metric_op":
-            handle, operation, values = args
-            target = self._metric_objects[handle]
-            if operation == "repr":
-                return repr(target)
-            return getattr(target, operation)(*values)
-        raise ServerError.internal(f"unknown stub call {method!r}")
+        if isinstance(call, msg.NewMetric):
+            family = self._metric_objects[call.family]
+            return self._keep(family.Metric(call.labels, call.buckets))
+        return _METRIC_OPERATIONS[call.operation](self._metric_objects[call.handle], call.value)
 
     def _keep(self, obj: Any) -> int:
         with self._lock:
@@ -676,19 +667,19 @@ class ProcessModelInstance:
             self._metric_objects[handle] = obj
         return handle
 
-    def _on_metric_release(self, message: tuple[Any, ...]) -> None:
+    def _on_metric_release(self, message: msg.MetricRelease) -> None:
         with self._lock:
-            self._metric_objects.pop(message[1], None)
+            self._metric_objects.pop(message.handle, None)
 
-    def _on_bls(self, message: tuple[Any, ...]) -> None:
-        _, call_id, packed = message
+    def _on_bls(self, message: msg.Bls) -> None:
+        call_id, packed = message
         stub = self._stub
         assert stub is not None
         try:
             request, _ = _ipc.unpack_request(packed, stub.link)
         except ServerError as exc:
             with contextlib.suppress(OSError):
-                stub.send(("bls_error", call_id, exc.kind.name, exc.message))
+                stub.send(msg.BlsError(call_id, exc.kind.name, exc.message))
             return
         self._bls[call_id] = request
         threading.Thread(
@@ -704,23 +695,34 @@ class ProcessModelInstance:
         try:
             try:
                 for response in self._runtime.infer(request):
-                    stub.send(("bls_response", call_id, _ipc.pack_response(response, stub.link)))
+                    stub.send(msg.BlsResponse(call_id, _ipc.pack_response(response, stub.link)))
                     if response.final:
                         return
-                stub.send(("bls_end", call_id))
+                stub.send(msg.BlsEnd(call_id))
             except ServerError as exc:
-                stub.send(("bls_error", call_id, exc.kind.name, exc.message))
+                stub.send(msg.BlsError(call_id, exc.kind.name, exc.message))
             except Exception as exc:
-                stub.send(("bls_error", call_id, "INTERNAL", f"{type(exc).__name__}: {exc}"))
+                stub.send(msg.BlsError(call_id, "INTERNAL", f"{type(exc).__name__}: {exc}"))
         except OSError:
             request.cancel()  # the stub is gone: stop the work it asked for
         finally:
             self._bls.pop(call_id, None)
 
-    def _on_bls_cancel(self, message: tuple[Any, ...]) -> None:
-        request = self._bls.get(message[1])
+    def _on_bls_cancel(self, message: msg.BlsCancel) -> None:
+        request = self._bls.get(message.call_id)
         if request is not None:
             request.cancel()
+
+
+#: What a :class:`~._messages.MetricOperation` does to the metric it names.
+_METRIC_OPERATIONS: dict[str, Callable[[Any, Any], Any]] = {
+    "increment": lambda metric, value: metric.increment(value),
+    "set": lambda metric, value: metric.set(value),
+    "observe": lambda metric, value: metric.observe(value),
+    "value": lambda metric, _: metric.value(),
+    "repr": lambda metric, _: repr(metric),
+}
+assert tuple(_METRIC_OPERATIONS) == msg.METRIC_OPERATIONS
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -2,7 +2,7 @@
 its own, as Triton's ``triton_python_backend_stub`` runs it.
 
 The stub runs the same backend code as the in-process mode
-(:class:`~mock_server.python_backend.backend.PythonBackendModel`), on these terms:
+(:class:`~mock_server.python_backend._inprocess.LocalModel`), on these terms:
 
 * the model file is imported as Triton's stub imports it: the version folder, then the model
   folder are appended to ``sys.path`` and the file is the module ``<version>.<file stem>``
@@ -36,14 +36,18 @@ import sys
 import threading
 import traceback
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any, ClassVar, NoReturn
 
+from ..core.backends import LoadSpec
 from ..core.errors import ErrorKind, ServerError
 from ..core.types import CancelFlag, InferRequest, InferResponse
 from . import _context, _ipc, _loader, _transfer
+from . import _messages as msg
 from . import metrics as _metrics
 from . import triton_python_backend_utils as pb_utils
+from ._inprocess import LocalModel, user_readiness
 from .runtime import SharedRegions
 
 __all__ = ["Metric", "MetricFamily", "StubRuntime", "main", "report_fatal", "run"]
@@ -57,11 +61,11 @@ class _Stub:
         self.regions = _transfer.MappedRegions()
         self.link = _transfer.Link("s", prefix, "p", peer_prefix, self.regions)
         channel.link = self.link
-        self.work: collections.deque[tuple[Any, ...]] = collections.deque()
+        self.work: collections.deque[msg.Message] = collections.deque()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._replies: dict[int, concurrent.futures.Future[Any]] = {}
-        self._bls: dict[int, queue.Queue[tuple[Any, ...]]] = {}
+        self._bls: dict[int, queue.Queue[msg.BlsResponse | msg.BlsError | msg.BlsEnd]] = {}
         self.finishing = False
         self.batch_responses: list[tuple[Any, ...]] | None = None
         self.executing_thread: int | None = None
@@ -71,30 +75,33 @@ class _Stub:
     def start(self) -> None:
         self.pump.start()
 
-    def _dispatch(self, message: tuple[Any, ...]) -> None:
-        kind = message[0]
-        if kind == "release":
-            self.link.on_release(message[1], message[2])
-        elif kind == "forget_region":
-            self.regions.forget(message[1])
-        elif kind == "reply":
+    def _dispatch(self, frame: tuple[Any, ...]) -> None:
+        message = msg.decode(frame)
+        if isinstance(message, msg.Release):
+            self.link.on_release(message.released, message.forgotten)
+        elif isinstance(message, msg.ForgetRegion):
+            self.regions.forget(message.token)
+        elif isinstance(message, msg.Reply):
             with self._lock:
-                future = self._replies.pop(message[1], None)
+                future = self._replies.pop(message.call_id, None)
             if future is not None:
-                if message[2]:
-                    future.set_result(message[3])
+                if message.ok:
+                    future.set_result(message.value)
                 else:
-                    future.set_exception(message[3])
-        elif kind in ("bls_response", "bls_error", "bls_end"):
+                    future.set_exception(message.value)
+        elif isinstance(message, msg.BlsResponse | msg.BlsError | msg.BlsEnd):
             with self._lock:
-                sink = self._bls.get(message[1])
+                sink = self._bls.get(message.call_id)
             if sink is not None:
                 sink.put(message)
-            elif kind == "bls_response":
-                _ipc.discard_response(message[2], self.link)
-        elif kind == "is_ready":
+            elif isinstance(message, msg.BlsResponse):
+                _ipc.discard_response(message.packed, self.link)
+        elif isinstance(message, msg.IsReady):
             # Answered beside whatever the main thread runs, as a readiness probe must be.
-            threading.Thread(target=self._answer_ready, args=(message[1],), daemon=True).start()
+            answer = threading.Thread(
+                target=self._answer_ready, args=(message.call_id,), daemon=True
+            )
+            answer.start()
         else:
             self.work.append(message)
 
@@ -108,7 +115,7 @@ class _Stub:
         if not self.finishing:
             os._exit(0)
 
-    def next_work(self) -> tuple[Any, ...]:
+    def next_work(self) -> msg.Message:
         """The next message for the main thread (``execute``, ``finalize``), reading the
         channel on this thread until one comes."""
         work = self.work
@@ -117,33 +124,36 @@ class _Stub:
         return work.popleft()
 
     def _answer_ready(self, call_id: int) -> None:
-        from .backend import user_readiness
-
         instance = self.instance
         ready = instance is not None and user_readiness(instance._model, instance.model_name)
-        self.notify(f"ready:{call_id}", ready)
+        self.notify(msg.Ready(call_id, ready))
 
     # -- calls to the server ---------------------------------------------------------------------
-    def call(self, method: str, *args: Any) -> Any:
-        """Run ``method`` in the server and return its result (or raise its exception)."""
+    def call(self, call: Callable[..., msg.Call], *args: Any) -> Any:
+        """Make the call ``call(call_id, *args)`` (one of :data:`~._messages.CALLS`) to the
+        server and return its result (or raise its exception)."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         with self._lock:
             call_id = next(self._ids)
             self._replies[call_id] = future
         with self.pump.expecting():
-            self.channel.send(("rpc", call_id, method, args))
+            self.send(call(call_id, *args))
             done = self.pump.pump_until(future.done)
         if not done:
             raise BrokenPipeError("the server is gone")
         return future.result()
 
-    def notify(self, *message: Any) -> None:
+    def send(self, message: msg.Message) -> None:
+        """Send ``message`` to the server."""
+        self.channel.send(msg.encode(message))
+
+    def notify(self, message: msg.Message) -> None:
         """Send a message that needs no answer (ignored once the server is gone)."""
         with contextlib.suppress(OSError):
-            self.channel.send(message)
+            self.send(message)
 
-    def open_bls(self) -> tuple[int, queue.Queue[tuple[Any, ...]]]:
-        sink: queue.Queue[tuple[Any, ...]] = queue.Queue()
+    def open_bls(self) -> tuple[int, queue.Queue[msg.BlsResponse | msg.BlsError | msg.BlsEnd]]:
+        sink: queue.Queue[msg.BlsResponse | msg.BlsError | msg.BlsEnd] = queue.Queue()
         with self._lock:
             call_id = next(self._ids)
             self._bls[call_id] = sink
@@ -162,7 +172,7 @@ class _Stub:
         if batch is not None and threading.get_ident() == self.executing_thread:
             batch.append((handle, packed))  # sent with the end of the execution, in one message
             return
-        self.channel.send(("response", handle, packed))
+        self.send(msg.Response(handle, packed))
 
 
 _stub: _Stub | None = None
@@ -182,7 +192,7 @@ class _RemoteCancel(CancelFlag):
         self._handle = handle
 
     def is_set(self) -> bool:
-        if not self._set and _the_stub().call("is_cancelled", self._handle):
+        if not self._set and _the_stub().call(msg.IsCancelled, self._handle):
             self._set = True
         return self._set
 
@@ -197,7 +207,7 @@ class _BlsCancel(CancelFlag):
 
     def set(self) -> None:
         if not self._set:
-            _the_stub().notify("bls_cancel", self._call_id)
+            _the_stub().notify(msg.BlsCancel(self._call_id))
         super().set()
 
 
@@ -216,18 +226,21 @@ class StubRuntime:
 
     @staticmethod
     def _responses(
-        stub: _Stub, call_id: int, sink: queue.Queue[tuple[Any, ...]], request: InferRequest
+        stub: _Stub,
+        call_id: int,
+        sink: queue.Queue[msg.BlsResponse | msg.BlsError | msg.BlsEnd],
+        request: InferRequest,
     ) -> Iterator[InferResponse]:
         try:
-            stub.channel.send(("bls", call_id, _ipc.pack_request(request, stub.link)))
+            stub.send(msg.Bls(call_id, _ipc.pack_request(request, stub.link)))
             while True:
                 stub.pump.pump_until(lambda: not sink.empty())
                 message = sink.get_nowait()
-                if message[0] == "bls_end":
+                if isinstance(message, msg.BlsEnd):
                     return
-                if message[0] == "bls_error":
-                    raise ServerError(ErrorKind[message[2]], message[3])
-                response = _ipc.unpack_response(message[2], stub.link)
+                if isinstance(message, msg.BlsError):
+                    raise ServerError(ErrorKind[message.kind], message.message)
+                response = _ipc.unpack_response(message.packed, stub.link)
                 yield response
                 if response.final:
                     return
@@ -235,19 +248,19 @@ class StubRuntime:
             stub.close_bls(call_id)
             while not sink.empty():  # responses nobody will read: their shared memory goes
                 message = sink.get_nowait()
-                if message[0] == "bls_response":
-                    _ipc.discard_response(message[2], stub.link)
+                if isinstance(message, msg.BlsResponse):
+                    _ipc.discard_response(message.packed, stub.link)
 
     def is_model_ready(self, model_name: str, model_version: str = "") -> bool:
-        return bool(_the_stub().call("is_model_ready", model_name, model_version))
+        return bool(_the_stub().call(msg.IsModelReady, model_name, model_version))
 
     def load_model(
         self, model_name: str, config: str = "", files: dict[str, bytes] | None = None
     ) -> None:
-        _the_stub().call("load_model", model_name, config, files)
+        _the_stub().call(msg.LoadModel, model_name, config, files)
 
     def unload_model(self, model_name: str) -> None:
-        _the_stub().call("unload_model", model_name)
+        _the_stub().call(msg.UnloadModel, model_name)
 
 
 # -- custom metrics, kept by the server ----------------------------------------------------------
@@ -264,10 +277,10 @@ class MetricFamily:  # named as pb_utils' class: models may print or compare typ
     def __init__(self, name: Any, description: Any, kind: Any) -> None:
         stub = _the_stub()
         self._handle, self._name, self._description = stub.call(
-            "metric_family", name, description, kind
+            msg.NewMetricFamily, name, description, kind
         )
         self._kind = kind
-        weakref.finalize(self, stub.notify, "metric_release", self._handle)
+        weakref.finalize(self, stub.notify, msg.MetricRelease(self._handle))
 
     def name(self) -> str:
         """Return the family's name."""
@@ -303,11 +316,11 @@ class Metric:
         stub = _the_stub()
         # Only the handle: as in Triton, a metric does not keep its family object alive.
         family_handle = family._handle if isinstance(family, MetricFamily) else family
-        self._handle = stub.call("metric", family_handle, labels, buckets)
-        weakref.finalize(self, stub.notify, "metric_release", self._handle)
+        self._handle = stub.call(msg.NewMetric, family_handle, labels, buckets)
+        weakref.finalize(self, stub.notify, msg.MetricRelease(self._handle))
 
-    def _op(self, method: str, *args: Any) -> Any:
-        return _the_stub().call("metric_op", self._handle, method, args)
+    def _op(self, operation: str, value: float | None = None) -> Any:
+        return _the_stub().call(msg.MetricOperation, self._handle, operation, value)
 
     def increment(self, value: float) -> None:
         """Add ``value`` to a counter or gauge."""
@@ -364,17 +377,18 @@ class _ForwardLogs(logging.Handler):
             self.handleError(record)
             return
         _the_stub().notify(
-            "log",
-            record.name,
-            record.levelno,
-            message,
-            record.pathname,
-            record.lineno,
-            record.funcName,
-            record.exc_text,
-            _exception_payload(record),
-            getattr(record, "model_name", None),
-            getattr(record, "model_version", None),
+            msg.Log(
+                record.name,
+                record.levelno,
+                message,
+                record.pathname,
+                record.lineno,
+                record.funcName,
+                record.exc_text,
+                _exception_payload(record),
+                getattr(record, "model_name", None),
+                getattr(record, "model_version", None),
+            )
         )
 
 
@@ -409,14 +423,14 @@ class _ForwardStream(io.TextIOBase):
             if "\n" not in text:
                 return len(text)
             chunk, self._pending = "".join(self._pending), []
-        self._stub.notify("print", self._name, chunk)
+        self._stub.notify(msg.Print(self._name, chunk))
         return len(text)
 
     def flush(self) -> None:
         with self._lock:
             chunk, self._pending = "".join(self._pending), []
         if chunk:
-            self._stub.notify("print", self._name, chunk)
+            self._stub.notify(msg.Print(self._name, chunk))
 
 
 # -- the main loop -------------------------------------------------------------------------------
@@ -425,25 +439,19 @@ def _error(exc: ServerError) -> tuple[str, str]:
 
 
 def _auto_complete(stub: _Stub, spec: dict[str, Any]) -> None:
-    from .backend import PythonBackendModel
-
     try:
         result: Any = (
             "ok",
-            PythonBackendModel.auto_complete(
-                spec["model_dir"],
-                spec["version"],
-                spec["config_json"],
-                spec["filename"],
-                isolation="thread",
+            LocalModel.auto_complete(
+                spec["model_dir"], spec["version"], spec["config_json"], spec["filename"]
             ),
         )
     except ServerError as exc:
         result = ("error", _error(exc))
-    stub.channel.send(("auto_completed", result))
+    stub.send(msg.AutoCompleted(result))
 
 
-def _execute(stub: _Stub, instance: Any, batch_id: int, packed: list[Any]) -> tuple[Any, ...]:
+def _execute(stub: _Stub, instance: Any, batch_id: int, packed: list[Any]) -> msg.Executed:
     """Run one batch; return the message that ends it (sent by the caller)."""
     requests: list[InferRequest] = []
     handles: dict[int, int] = {}
@@ -452,7 +460,7 @@ def _execute(stub: _Stub, instance: Any, batch_id: int, packed: list[Any]) -> tu
         try:
             request, placements = _ipc.unpack_request(request_data, stub.link)
         except ServerError as exc:  # an input's region cannot be viewed: that request fails
-            model, version, request_id = request_data[:3]
+            model, version, request_id = _ipc.request_identity(request_data)
             failed = InferResponse(model, str(version), request_id, error=exc)
             refused.append((handle, _ipc.pack_response(failed, stub.link)))
             continue
@@ -461,7 +469,7 @@ def _execute(stub: _Stub, instance: Any, batch_id: int, packed: list[Any]) -> tu
         handles[id(request)] = handle
         requests.append(request)
     if not requests:
-        return ("executed", batch_id, refused, [], None, None)
+        return msg.Executed(batch_id, refused, [], None, None)
     stub.batch_responses = [] if not instance._owner.decoupled else None
     stub.executing_thread = threading.get_ident()
     error: tuple[str, str] | None = None
@@ -475,7 +483,7 @@ def _execute(stub: _Stub, instance: Any, batch_id: int, packed: list[Any]) -> tu
         stub.executing_thread = None
     window = instance.compute_window()
     answered = refused + (responses or [])
-    return ("executed", batch_id, answered, [handles[id(r)] for r in again], window, error)
+    return msg.Executed(batch_id, answered, [handles[id(r)] for r in again], window, error)
 
 
 def _responder(stub: _Stub, handle: int, placements: dict[str, _transfer.RegionRef]) -> Any:
@@ -498,9 +506,9 @@ def main(fd: int) -> int:
     if "" in sys.path:
         sys.path.remove("")
     channel = _ipc.Channel(fd)
-    hello = channel.recv()
-    assert hello[0] == "start", hello
-    spec: dict[str, Any] = hello[1]
+    hello = msg.decode(channel.recv())
+    assert isinstance(hello, msg.Start), hello
+    spec: dict[str, Any] = hello.spec
     stub = _Stub(channel, spec["prefix"], spec.get("peer_prefix", spec["prefix"]))
     _stub = stub
     root = logging.getLogger()
@@ -518,48 +526,45 @@ def main(fd: int) -> int:
     pb_utils.Metric = Metric  # type: ignore[misc,assignment]
     _context.register_runtime(StubRuntime())
     stub.start()
-    channel.send(("started", os.getpid()))
+    stub.send(msg.Started(os.getpid()))
     if spec["what"] == "auto_complete":
         _auto_complete(stub, spec)
         return _finish(stub)
-    from .backend import PythonBackendModel
-
     try:
-        model = PythonBackendModel(
+        files = LoadSpec(
             spec["model_name"],
-            spec["model_dir"],
+            Path(spec["model_dir"]),
             spec["version"],
             spec["config_json"],
             spec["filename"],
-            StubRuntime(),
-            isolation="thread",
         )
+        model = LocalModel(files, StubRuntime())
         instance = model.create_instance(spec["instance_name"], spec["kind"], spec["device_id"])
     except ServerError as exc:
-        channel.send(("init_failed", _error(exc)))
+        stub.send(msg.InitFailed(_error(exc)))
         return _finish(stub)
     stub.instance = instance
     gc.freeze()  # the interpreter, its libraries and the model: never garbage (see __main__)
     has_ready_hook = getattr(instance._model, "is_model_ready", None) is not None
-    channel.send(("initialized", has_ready_hook))
-    reply: tuple[Any, ...] | None = None
+    stub.send(msg.Initialized(has_ready_hook))
+    reply: msg.Executed | None = None
     while True:
         # The end of a batch is sent with the channel already held for the next message, so
         # that the server's next batch, however quick, is read here, not by the background
         # thread (see _ipc.Pump).
         with stub.pump.expecting():
             if reply is not None:
-                channel.send(reply)
+                stub.send(reply)
             message = stub.next_work()
-        if message[0] == "execute":
-            reply = _execute(stub, instance, message[1], message[2])
-        elif message[0] == "finalize":
+        if isinstance(message, msg.Execute):
+            reply = _execute(stub, instance, message.batch_id, message.requests)
+        elif isinstance(message, msg.Finalize):
             # The model object outlives the reply: the metric families it still holds are
             # then kept by the server, as Triton keeps them, instead of being released by
             # the object's teardown before the server knows the instance is gone.
             model = instance._model
             instance.finalize()
-            channel.send(("finalized",))
+            stub.send(msg.Finalized())
             _finish(stub)
             del model
 
@@ -575,14 +580,15 @@ def run(fd: int) -> int:
 
 
 def report_fatal(exc: BaseException) -> None:
-    """Tell the server why this stub ends: ``exc`` and its traceback, in a ``("fatal", text)``
-    message it logs with the stub's exit; on the process's own stderr when the channel is gone.
-    Called around :func:`main` (:func:`run`), and when the channel breaks."""
+    """Tell the server why this stub ends: ``exc`` and its traceback, in a
+    :class:`~._messages.Fatal` message it logs with the stub's exit; on the process's own
+    stderr when the channel is gone.  Called around :func:`main` (:func:`run`), and when the
+    channel breaks."""
     text = "".join(traceback.format_exception(exc)).rstrip()
     stub = _stub
     if stub is not None:
         try:
-            stub.channel.send(("fatal", text))
+            stub.send(msg.Fatal(text))
             return
         except Exception:  # the channel is gone: the process's own stderr is what is left
             pass

@@ -49,6 +49,7 @@ from tritonclient._codec.types import SharedMemoryRef
 
 from ..core.errors import ServerError
 from ..core.shm import RegionShare
+from ._messages import Release, encode
 from .runtime import SharedRegions
 
 __all__ = [
@@ -464,14 +465,14 @@ class Link:
 
     # -- the peer's news -------------------------------------------------------------------
     def pending(self) -> tuple[Any, ...] | None:
-        """The ``("release", released, forgotten)`` message to send before the next one,
-        or None: the peer's blocks this side is done with, and the blocks of this side's
-        pool it let go of."""
+        """The :class:`~._messages.Release` message to send before the next one, encoded
+        (``("release", released, forgotten)``), or None: the peer's blocks this side is done
+        with, and the blocks of this side's pool it let go of."""
         if not self._released and not self._forgotten:
             return None
         released = _drain(self._released)
         forgotten = _drain(self._forgotten)
-        return ("release", released, forgotten)
+        return encode(Release(released, forgotten))
 
     def on_release(self, released: list[int], forgotten: list[int]) -> None:
         """The peer is done with these blocks of this side, and let go of these of its own."""

@@ -4,13 +4,17 @@
 :class:`~mock_server.core.server.CoreServer`.  The wire format (JSON bodies, the binary tensor
 extension, raw binary requests, compression, generate bodies) is :mod:`tritonclient._codec`
 (``http_server``, ``http_control``, ``http_body``, ``generate``), shared with the HTTP clients;
-this module only routes, moves bytes and maps errors.  The generate extension's endpoints are
-:mod:`mock_server.http_generate`.
+this module only routes, moves bytes and maps errors.  Inference is
+:mod:`mock_server.frontends.http_infer` (``/infer``) and
+:mod:`mock_server.frontends.http_generate` (``/generate``, ``/generate_stream``), both through
+the core's dataplane (:mod:`mock_server.core.dataplane`); request bodies are read by
+:class:`~mock_server.frontends.http_support.RequestBodies`.
 
 Threads and the event loop
-    Model code never runs on the event loop: :meth:`CoreServer.infer` validates and queues a
-    request, and the model's instance threads deliver responses through the request's callback,
-    which hands them to the loop through :mod:`mock_server._delivery` (one wake-up per burst).
+    Model code never runs on the event loop: the dataplane only checks and queues a request,
+    and the model's instance threads deliver responses through the request's callback, which
+    hands them to the loop through :mod:`mock_server.frontends._delivery` (one wake-up per
+    burst).
     Blocking core calls (load/unload, statistics, repository scans, shared-memory registration)
     run in a small thread pool, as does the decoding of large request bodies and the encoding of
     large responses.  When a client disconnects, its handler is cancelled and so is its request
@@ -32,7 +36,7 @@ Following Triton 2.51, as the differential suite (``tests/conformance``) checks
       does not inflate reaches the parser as what did inflate.
     * A non-UTF-8 BYTES output requested as JSON is written raw into the JSON string, as
       Triton does; the codec's JSON reader gives those bytes back exactly.
-    * ``/generate`` and ``/generate_stream``: see :mod:`mock_server.http_generate`.
+    * ``/generate`` and ``/generate_stream``: see :mod:`mock_server.frontends.http_generate`.
 
 Decisions of this server
     * ``--http-max-input-size`` (``max_input_size``) limits the JSON part of a request (the
@@ -47,66 +51,40 @@ import asyncio
 import logging
 import re
 import ssl
-import sys
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
-import numpy as np
 from aiohttp import web, web_protocol, web_runner
 
-from tritonclient._codec import (
-    errors,
-    http_body,
-    http_control,
-    http_server,
-    types,
-)
+from tritonclient._codec import errors, http_control
 
-from ._delivery import Responses, delivery_for
-from .core.config import datatype_of
-from .core.config_json import config_to_json
-from .core.errors import ServerError
-from .core.server import CoreServer
-from .core.types import InferRequest, InferResponse
-from .core.validation import compile_forward_pattern, forwarded_headers
+from ..core.config_json import config_to_json
+from ..core.dataplane import Dataplane
+from ..core.errors import ServerError
+from ..core.server import CoreServer
+from ..core.validation import compile_forward_pattern
+from .groups import API_GROUPS
 from .http_generate import GenerateEndpoints
+from .http_infer import InferEndpoint
 from .http_support import (
     JSON,
-    LARGE_BODY,
     PLAIN,
     HttpError,
+    RequestBodies,
     VerboseAccessLogger,
     empty,
     error_response,
     filter_kwargs,
     from_codec_error,
-    from_server_error,
     json_response,
-    large_buffer,
-    plain_errors,
     status_of,
 )
 
 __all__ = ["API_GROUPS", "FRONTEND_EXTENSIONS", "HttpFrontend"]
 
 log = logging.getLogger("mock_server.http")
-
-#: The API groups of ``--http-restricted-api``.
-API_GROUPS = frozenset(
-    {
-        "health",
-        "metadata",
-        "inference",
-        "shared-memory",
-        "model-config",
-        "model-repository",
-        "statistics",
-        "trace",
-        "logging",
-    }
-)
 
 #: Extensions this frontend implements on top of the core's.  Triton's server metadata lists
 #: the same extensions over both protocols and does not list ``generate``, which it serves.
@@ -121,20 +99,6 @@ FRONTEND_EXTENSIONS = (
 
 #: Bodies (or outputs) larger than this are decoded (encoded) off the event loop.
 _OFFLOAD_BYTES = 1 << 20
-#: The most a deflate stream inflates by (zlib's technical note): what a compressed body's size
-#: may stand for.
-_MAX_INFLATION = 1032
-#: Responses smaller than this are sent as one joined buffer.
-_JOIN_BYTES = 1 << 16
-#: Large response chunks are written in slices of this size, each awaited: the transport then
-#: sends them straight from the tensor instead of copying most of a large body into its buffer.
-_WRITE_SLICE = 1 << 20
-#: The largest body buffer kept for the next request.
-_MAX_SPARE = 1 << 30
-
-
-_HEADER_LENGTH = http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH
-_DECOUPLED_MESSAGE = "HTTP end point doesn't support models with decoupled transaction policy"
 
 _T = TypeVar("_T")
 
@@ -240,7 +204,7 @@ class HttpFrontend:
         worker_threads: int = 8,
         shutdown_timeout: float = 5.0,
     ) -> None:
-        unknown = set(restricted_apis or {}) - API_GROUPS
+        unknown = set(restricted_apis or {}) - set(API_GROUPS)
         if unknown:
             raise ValueError(
                 f"unknown restricted API group(s) {sorted(unknown)}; expected some of "
@@ -251,7 +215,7 @@ class HttpFrontend:
         self._port = port
         self._ssl_context = ssl_context
         self._restricted = dict(restricted_apis or {})
-        self._max_input_size = max_input_size
+        self._bodies = RequestBodies(max_input_size)
         try:
             self._forward = (
                 compile_forward_pattern(header_forward_pattern) if header_forward_pattern else None
@@ -263,7 +227,8 @@ class HttpFrontend:
         self._runner: web.ServerRunner | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._bound_port: int | None = None
-        self._spare: np.ndarray[Any, Any] | None = None
+        self._dataplane = Dataplane(core)
+        self._infer = InferEndpoint(self)
         self._generate = GenerateEndpoints(self)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -344,84 +309,6 @@ class HttpFrontend:
         if size > _OFFLOAD_BYTES:
             return await self._blocking(fn, *args)
         return fn(*args)
-
-    async def _read_body(self, request: web.BaseRequest) -> types.Buffer:
-        """The whole request body, read into one buffer (one copy from the socket).
-
-        The buffer is read-only whichever way it was assembled, so input arrays decoded from it
-        are consistently read-only.
-        """
-        length = request.content_length
-        if length is None:
-            pieces = []
-            while True:
-                piece = await request.content.readany()
-                if not piece:
-                    break
-                pieces.append(piece)
-            return b"".join(pieces)
-        if length == 0:
-            return b""
-        first = await request.content.readany()
-        if len(first) >= length:
-            return first[:length]
-        view = memoryview(self._body_buffer(length))
-        view[: len(first)] = first
-        position = len(first)
-        while position < length:
-            piece = await request.content.readany()
-            if not piece:
-                raise HttpError(400, "the request body is shorter than its Content-Length")
-            end = min(position + len(piece), length)
-            view[position:end] = piece[: end - position]
-            position = end
-        return view.toreadonly()
-
-    def _body_buffer(self, length: int) -> Any:
-        """A buffer for a request body of ``length`` bytes.
-
-        The last large buffer is used again once nothing refers to it any more (its request
-        was answered and no array made from it survives, as the reference count shows): its
-        pages are already in memory, while a new 64 MiB buffer costs thousands of page faults.
-        """
-        if length < LARGE_BODY:
-            return bytearray(length)
-        spare = self._spare
-        # References: the attribute, the local name and getrefcount's argument.
-        if spare is not None and spare.nbytes >= length and sys.getrefcount(spare) <= 3:
-            return spare[:length]
-        fresh = large_buffer(length)
-        self._spare = fresh if length <= _MAX_SPARE else None
-        return fresh
-
-    def _decompressed(
-        self, request: web.BaseRequest, body: types.Buffer, limit: bool
-    ) -> types.Buffer:
-        try:
-            return http_body.decompress(
-                body,
-                request.headers.get(http_body.HEADER_CONTENT_ENCODING),
-                max_size=self._max_input_size if limit else None,
-                lenient=True,
-            )
-        except errors.HttpCodecError as exc:
-            raise from_codec_error(exc) from None
-
-    async def _json_body(self, request: web.BaseRequest) -> types.Buffer:
-        """The body of a JSON-only endpoint, size-checked (Triton decompresses only inference
-        bodies: a compressed one here is parsed as it is, and fails as JSON)."""
-        body = await self._read_body(request)
-        self._check_size(len(body), "JSON")
-        return body
-
-    def _check_size(self, size: int, what: str) -> None:
-        if size > self._max_input_size:
-            raise HttpError(
-                400,
-                f"Request {what} size of {size} bytes exceeds the maximum allowed value of "
-                f"{self._max_input_size} bytes. Use --http-max-input-size to increase the "
-                "limit.",
-            )
 
     def _restricted_error(self, request: web.BaseRequest, group: str) -> web.Response | None:
         rule = self._restricted.get(group)
@@ -511,7 +398,7 @@ class HttpFrontend:
                 raise HttpError(404, "Not Found", content_type=PLAIN)
             return await self._trace(request, name)
         if action == "infer":
-            return await self._infer(request, name, number)
+            return await self._infer.handle(request, name, number)
         return await self._generate.handle(
             request, name, number, stream=action == "generate_stream"
         )
@@ -521,149 +408,10 @@ class HttpFrontend:
         stats = await self._blocking(self._core.statistics)
         return json_response({"model_stats": [asdict(each) for each in stats]})
 
-    # -- inference -----------------------------------------------------------------------
-    async def _infer(self, request: web.BaseRequest, name: str, version: int) -> web.StreamResponse:
-        # Until the body is parsed, and again for what the response carries, Triton's errors
-        # are text/plain; the rest (parsing, validation) are application/json.
-        with plain_errors():
-            model = self._core.model_version(name, version)
-            if model.config.model_transaction_policy.decoupled:
-                raise HttpError(501, _DECOUPLED_MESSAGE)
-            raw_body = await self._read_body(request)
-            # A compressed body may inflate to at most the input-size limit (decompression
-            # bombs stop as soon as they pass it); an uncompressed one is limited by its JSON.
-            # What decides is what it may inflate to (deflate reaches ~1032:1): a small
-            # compressed body can keep the loop, every client's, busy for a long time.
-            compressed = request.headers.get(http_body.HEADER_CONTENT_ENCODING, "identity")
-            size = len(raw_body) * (1 if compressed in ("", "identity") else _MAX_INFLATION)
-            body = await self._maybe_blocking(size, self._decompressed, request, raw_body, True)
-            header_length = http_body.parse_header_length(
-                request.headers.get(_HEADER_LENGTH), len(body)
-            )
-        if header_length == 0:
-            self._check_size(len(body), "raw input")
-            config = model.config
-            parsed = http_server.parse_raw_request(
-                body,
-                model_name=name,
-                inputs=[(i.name, datatype_of(i.data_type), list(i.dims)) for i in config.input],
-                max_batch_size=int(config.max_batch_size),
-            )
-        else:
-            self._check_size(header_length, "JSON")
-            parsed = await self._maybe_blocking(len(body), _parse_infer, body, header_length, name)
-        try:
-            core_request, output_views = await self._maybe_blocking(
-                len(body), self._core_request, request, parsed, name, version
-            )
-        except errors.HttpCodecError as exc:
-            if exc.in_response:  # Triton finds this one while running the request
-                raise from_codec_error(exc, PLAIN) from None
-            raise
-        final = await self._run(core_request)
-        with plain_errors():
-            if final.error is not None:
-                raise from_server_error(final.error)
-            size = sum(int(t.data.nbytes) for t in final.outputs if t.data.dtype != np.object_)
-            encoded = await self._maybe_blocking(
-                size, self._encode_response, final, parsed, output_views, name
-            )
-        encoding = http_body.negotiate_encoding(
-            request.headers.get(http_body.HEADER_ACCEPT_ENCODING)
-        )
-        if encoding is not None:
-            encoded = await self._maybe_blocking(encoded.nbytes, encoded.compressed, encoding)
-        return await self._send(request, encoded)
-
-    def _core_request(
-        self,
-        request: web.BaseRequest,
-        parsed: http_server.ParsedInferRequest,
-        name: str,
-        version: int,
-    ) -> tuple[InferRequest, dict[str, types.SharedMemoryRef]]:
-        """Decode a parsed request into a core request; check its output placements."""
-        decoded = http_server.decode_infer_request(
-            parsed, name, version, shm_resolver=self._core.shm.input_reader
-        )
-        self._core.shm.check_outputs(o.shared_memory for o in decoded.outputs)
-        forwarded = forwarded_headers(self._forward, request.headers.items())
-        return InferRequest.from_decoded(decoded, forwarded), decoded.output_placements()
-
-    def _submit(self, core_request: InferRequest) -> Responses[InferResponse]:
-        """Queue ``core_request`` in the core; its responses arrive on the returned inbox
-        (moved onto the loop by the loop's shared :class:`Delivery`, one wake-up per burst)."""
-        responses: Responses[InferResponse] = Responses(delivery_for(asyncio.get_running_loop()))
-        core_request.response_callback = responses.put  # called from model threads
-        self._core.infer(core_request)
-        return responses
-
-    async def _run(self, core_request: InferRequest) -> InferResponse:
-        """Run a non-decoupled request; return its response (the one with outputs, or the
-        final one)."""
-        responses = self._submit(core_request)
-        answer: InferResponse | None = None
-        try:
-            while True:
-                response = await responses.get()
-                if response.error is not None:
-                    return response
-                if response.outputs or answer is None:
-                    answer = response
-                if response.final:
-                    return answer
-        except BaseException:
-            core_request.cancel()
-            raise
-
-    def _encode_response(
-        self,
-        final: InferResponse,
-        parsed: http_server.ParsedInferRequest,
-        views: dict[str, types.SharedMemoryRef],
-        name: str,
-    ) -> http_body.EncodedBody:
-        written = self._core.shm.write_outputs(final.outputs, views) if views else {}
-        outputs = [
-            http_server.ResponseOutput(tensor.name, tensor.datatype, tensor.shape, None)
-            if tensor.name in written
-            else http_server.ResponseOutput(
-                tensor.name,
-                tensor.datatype,
-                tensor.shape,
-                tensor.data,
-                parsed.output_binary(tensor.name),
-            )
-            for tensor in final.outputs
-        ]
-        return http_server.encode_infer_response(
-            final.model_name or name,
-            final.model_version,
-            outputs,
-            request_id=final.id or parsed.id,
-            parameters=final.parameters,
-        )
-
-    async def _send(
-        self, request: web.BaseRequest, body: http_body.EncodedBody
-    ) -> web.StreamResponse:
-        headers = body.headers()
-        if len(body.chunks) == 1 or body.nbytes <= _JOIN_BYTES:
-            return web.Response(body=body.tobytes(), headers=headers)
-        response = web.StreamResponse(headers=headers)
-        response.content_length = body.nbytes
-        await response.prepare(request)
-        for chunk in body.chunks:
-            view = memoryview(chunk).cast("B")
-            for start in range(0, view.nbytes, _WRITE_SLICE):
-                await response.write(view[start : start + _WRITE_SLICE])
-        await response.write_eof()
-        return response
-
     # -- repository ----------------------------------------------------------------------
     async def _index(self, request: web.BaseRequest, repo: str | None = None) -> web.StreamResponse:
         self._check_method(request, "POST")
-        ready = http_control.parse_index_request(await self._json_body(request))
+        ready = http_control.parse_index_request(await self._bodies.json(request))
         rows = await self._blocking(self._core.repository_index, ready)
         cleaned = [{k: v for k, v in row.items() if v not in ("", None)} for row in rows]
         return json_response(cleaned)
@@ -675,7 +423,7 @@ class HttpFrontend:
         if repo is not None:
             raise HttpError(501, "'repository_name' specification is not supported")
         name = model
-        body = await self._json_body(request)
+        body = await self._bodies.json(request)
         if action == "load":
             config, files = http_control.parse_load_request(body)
             await self._blocking(self._core.load_model, name, config, files)
@@ -697,7 +445,7 @@ class HttpFrontend:
             return json_response([asdict(r) for r in shm.cuda_status(name)])
         self._check_method(request, "POST")
         if action == "unregister":
-            await self._read_body(request)
+            await self._bodies.read(request)
             if kind == "system":
                 await self._blocking(shm.unregister_system, name)
             else:
@@ -708,7 +456,7 @@ class HttpFrontend:
             raise HttpError(
                 400, f"'region name' is necessary to register {what} shared memory region"
             )
-        body = await self._json_body(request)
+        body = await self._bodies.json(request)
         if kind == "system":
             key, offset, byte_size = http_control.parse_system_shm_register(body)
             await self._blocking(shm.register_system, name, key, offset, byte_size)
@@ -726,7 +474,7 @@ class HttpFrontend:
         if request.method == "GET":
             return json_response(self._core.trace_settings(model))
         self._core.trace_settings(model)  # an unknown model is refused before the body is read
-        changes = http_control.parse_trace_setting_request(await self._json_body(request))
+        changes = http_control.parse_trace_setting_request(await self._bodies.json(request))
         return json_response(self._core.update_trace_settings(changes, model))
 
     async def _logging(self, request: web.BaseRequest) -> web.StreamResponse:
@@ -734,11 +482,5 @@ class HttpFrontend:
         settings = self._core.log_settings
         if request.method == "GET":
             return json_response(settings.get())
-        changes = http_control.parse_log_setting_request(await self._json_body(request))
+        changes = http_control.parse_log_setting_request(await self._bodies.json(request))
         return json_response(settings.update(changes))
-
-
-def _parse_infer(
-    body: types.Buffer, header_length: int | None, model_name: str
-) -> http_server.ParsedInferRequest:
-    return http_server.parse_infer_request(body, header_length, model_name=model_name)

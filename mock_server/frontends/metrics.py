@@ -8,15 +8,15 @@ other ``GET`` an empty 200, any other method ``405 Not Allowed`` with
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
-from prometheus_client.registry import CollectorRegistry
 
-from .core.server import CoreServer
-from .metrics import CONTENT_TYPE, TritonCollector, exposition
+__all__ = ["CONTENT_TYPE", "MetricsFrontend"]
 
-__all__ = ["MetricsFrontend"]
+#: The Content-Type of Triton's metrics answer.
+CONTENT_TYPE = "text/plain; charset=utf-8"
 
 _METRICS_PATH = re.compile(r"/metrics/?")
 
@@ -24,25 +24,26 @@ _METRICS_PATH = re.compile(r"/metrics/?")
 class MetricsFrontend:
     """Serves the metrics on their own port, as Triton's metrics service does.
 
-    ``GET /metrics`` (``/metrics/`` too, any query) answers :func:`render_metrics`; any other
+    ``GET /metrics`` (``/metrics/`` too, any query) answers what ``render`` writes; any other
     ``GET`` path answers 200 with an empty body; any other method 405.
 
     Parameters
     ----------
-    core : CoreServer
-        The server whose metrics are served.
+    render : callable
+        Writes the metrics in the Prometheus text format, at each scrape
+        (:func:`mock_server.metrics.metrics_renderer`, given by the composition root).
     host : str
         Address to listen on.
     port : int
         Port to listen on; 0 picks a free one.
     """
 
-    def __init__(self, core: CoreServer, *, host: str = "127.0.0.1", port: int = 8002) -> None:
-        self._core = core
+    def __init__(
+        self, render: Callable[[], bytes], *, host: str = "127.0.0.1", port: int = 8002
+    ) -> None:
+        self._render = render
         self._host = host
         self._port = port
-        self._registry = CollectorRegistry(auto_describe=False)
-        self._registry.register(TritonCollector(core))
         self._runner: web.AppRunner | None = None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
@@ -55,7 +56,7 @@ class MetricsFrontend:
             )
         body = b""
         if _METRICS_PATH.fullmatch(request.rel_url.raw_path):
-            body = exposition(self._registry.collect())
+            body = self._render()
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
     async def start(self) -> int:

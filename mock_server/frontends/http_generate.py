@@ -16,40 +16,19 @@ cancelled through the core (:meth:`InferRequest.cancel`), which a running model 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
-from tritonclient._codec import errors, generate, http_body, http_server, types
+from tritonclient._codec import errors, generate, http_body, http_server
 
+from ..core.types import InferRequest, InferResponse
 from ._delivery import Responses
-from .core.server import CoreServer
-from .core.types import InferRequest, InferResponse
+from .http_infer import decode, submit
+from .http_support import JSON, Frontend
 
 __all__ = ["GenerateEndpoints"]
 
-_T = TypeVar("_T")
-
-JSON = "application/json"
 _EVENT_STREAM = "text/event-stream; charset=utf-8"
-
-
-class _Frontend(Protocol):
-    """What the endpoints use of the HTTP frontend (reading bodies, building core requests)."""
-
-    _core: CoreServer
-
-    async def _blocking(self, fn: Callable[..., _T], *args: Any) -> _T: ...
-    async def _read_body(self, request: web.BaseRequest) -> types.Buffer: ...
-    def _check_size(self, size: int, what: str) -> None: ...
-    def _core_request(
-        self,
-        request: web.BaseRequest,
-        parsed: http_server.ParsedInferRequest,
-        name: str,
-        version: int,
-    ) -> tuple[InferRequest, dict[str, types.SharedMemoryRef]]: ...
-    def _submit(self, core_request: InferRequest) -> Responses[InferResponse]: ...
 
 
 def _payload(response: InferResponse, name: str, request_id: str) -> bytes:
@@ -81,7 +60,7 @@ def _is_flags_only(response: InferResponse) -> bool:
 class GenerateEndpoints:
     """``/generate`` and ``/generate_stream`` over one frontend's core and body reading."""
 
-    def __init__(self, frontend: _Frontend) -> None:
+    def __init__(self, frontend: Frontend) -> None:
         self._frontend = frontend
 
     async def handle(
@@ -103,12 +82,14 @@ class GenerateEndpoints:
             raise errors.HttpCodecError(
                 "Unsupported content-encoding, only 'identity' is supported.", 400
             )
-        body = await frontend._read_body(request)
-        frontend._check_size(len(body), "JSON")
+        body = await frontend._bodies.read(request)
+        frontend._bodies.check_size(len(body), "JSON")
         model_inputs = {i["name"]: (i["datatype"], i["shape"]) for i in metadata["inputs"]}
         parsed = generate.parse_generate_request(body, model_inputs=model_inputs)
-        core_request, _ = frontend._core_request(request, parsed, name, version)
-        responses = frontend._submit(core_request)
+        call, responses = submit(
+            frontend, request, decode(frontend._dataplane, parsed, name, version)
+        )
+        core_request = call.request
         try:
             if stream:
                 return await self._stream(request, core_request, responses, name)

@@ -15,8 +15,8 @@ from tritonclient._codec import errors, grpc_common, grpc_framing
 from tritonclient._proto import service_pb2 as pb
 from tritonclient.utils import InferenceServerException
 
+from ..core.errors import ErrorKind, ServerError
 from ._delivery import delivery_for
-from .core.errors import ErrorKind, ServerError
 
 log = logging.getLogger("mock_server.grpc")
 
@@ -96,6 +96,14 @@ def lenient(message_type: Any) -> Callable[[bytes], Any]:
             return Malformed(f"failed to parse the {name} message: {exc}")
 
     return parse
+
+
+def parts_size(parts: tuple[Any, list[Any]]) -> int:
+    """The size of the message serializing ``parts`` (a response and its raw contents) makes."""
+    message, raw = parts
+    return int(message.ByteSize()) + sum(
+        (b.nbytes if isinstance(b, memoryview) else len(b)) + 16 for b in raw
+    )
 
 
 def parse_infer_request(data: bytes) -> Parsed | Malformed:

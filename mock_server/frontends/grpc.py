@@ -1,15 +1,19 @@
 """The gRPC frontend: ``inference.GRPCInferenceService`` and ``grpc.health.v1.Health`` on grpc.aio.
 
 :class:`GrpcFrontend` serves every RPC of the protocol (``docs/protocol.md`` section 4) over the
-server core, on the running asyncio event loop.  Tensors and parameters go through the sans-I/O
-codec (:mod:`tritonclient._codec.grpc_server`, ``grpc_framing``, ``grpc_common``), which the
-clients share; core error kinds map to status codes through its table (section 8).
+server core, on the running asyncio event loop: the inference RPCs are
+:mod:`mock_server.frontends.grpc_infer` (one stream's state :mod:`.grpc_stream`), through the
+core's dataplane (:mod:`mock_server.core.dataplane`); the repository, shared-memory, trace and
+log RPCs :mod:`mock_server.frontends.grpc_control`; health and metadata are here.  Tensors and
+parameters go through the sans-I/O codec (:mod:`tritonclient._codec.grpc_server`,
+``grpc_framing``, ``grpc_common``), which the clients share; core error kinds map to status
+codes through its table (section 8).
 
 Threads
-    Handlers run on the event loop.  Model code never does: ``CoreServer.infer`` only validates
-    and queues, and responses arrive on the core's instance threads, where they are encoded
+    Handlers run on the event loop.  Model code never does: the dataplane only checks and
+    queues, and responses arrive on the core's instance threads, where they are encoded
     (and shared-memory outputs written) before being handed to the loop through
-    :mod:`mock_server._delivery` (one wake-up per burst).  Model loading and unloading,
+    :mod:`mock_server.frontends._delivery` (one wake-up per burst).  Model loading and unloading,
     repository scans and the decoding of large BYTES or typed-contents requests run in worker
     threads.
 Zero copy
@@ -41,8 +45,6 @@ Decisions where the protocol reference leaves room
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -55,21 +57,19 @@ from grpc_health.v1 import health_pb2  # type: ignore[import-untyped]  # ships n
 from tritonclient._codec import grpc_framing, grpc_server, types
 from tritonclient._proto import service_pb2 as pb
 
+from ..core.dataplane import Dataplane
+from ..core.errors import ServerError
+from ..core.server import CoreServer
+from ..core.validation import compile_forward_pattern
 from ._delivery import delivery_for
-from .core.errors import ServerError
-from .core.server import CoreServer
-from .core.types import InferRequest, InferResponse
-from .core.validation import compile_forward_pattern, forwarded_headers
-from .grpc_stream import END, Stream
+from .grpc_control import ControlRpcs
+from .grpc_infer import InferRpcs
 from .grpc_support import (
     Malformed,
-    Parsed,
-    call_soon,
     clip,
     lenient,
     metadata_value,
     parse_infer_request,
-    resolve,
     server_error,
     status,
 )
@@ -168,13 +168,6 @@ class KeepAliveOptions:
             ),
             ("grpc.http2.max_ping_strikes", self.http2_max_ping_strikes),
         ]
-
-
-def _parts_size(parts: tuple[Any, list[types.Buffer]]) -> int:
-    message, raw = parts
-    return int(message.ByteSize()) + sum(
-        (b.nbytes if isinstance(b, memoryview) else len(b)) + 16 for b in raw
-    )
 
 
 def _serialize(message: Any) -> bytes:
@@ -280,6 +273,14 @@ class GrpcFrontend:
         self._compression = None if compression == grpc.Compression.NoCompression else compression
         self._server: Any = None
         self.port: int | None = None
+        self._control = ControlRpcs(core)
+        self._infer = InferRpcs(
+            Dataplane(core),
+            forward=self._forward,
+            compression=self._compression,
+            max_message_bytes=max_message_bytes,
+            check_access=self._check_access,
+        )
 
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> int:
@@ -337,6 +338,7 @@ class GrpcFrontend:
 
     # -- handler table -------------------------------------------------------------------
     def _handlers(self) -> list[Any]:
+        control = self._control
         unary: dict[str, tuple[Any, Unary]] = {
             "ServerLive": (pb.ServerLiveRequest, self._server_live),
             "ServerReady": (pb.ServerReadyRequest, self._server_ready),
@@ -345,32 +347,32 @@ class GrpcFrontend:
             "ModelMetadata": (pb.ModelMetadataRequest, self._model_metadata),
             "ModelConfig": (pb.ModelConfigRequest, self._model_config),
             "ModelStatistics": (pb.ModelStatisticsRequest, self._model_statistics),
-            "RepositoryIndex": (pb.RepositoryIndexRequest, self._repository_index),
-            "RepositoryModelLoad": (pb.RepositoryModelLoadRequest, self._repository_load),
-            "RepositoryModelUnload": (pb.RepositoryModelUnloadRequest, self._repository_unload),
+            "RepositoryIndex": (pb.RepositoryIndexRequest, control.repository_index),
+            "RepositoryModelLoad": (pb.RepositoryModelLoadRequest, control.repository_load),
+            "RepositoryModelUnload": (pb.RepositoryModelUnloadRequest, control.repository_unload),
             "SystemSharedMemoryStatus": (
                 pb.SystemSharedMemoryStatusRequest,
-                self._system_shm_status,
+                control.system_shm_status,
             ),
             "SystemSharedMemoryRegister": (
                 pb.SystemSharedMemoryRegisterRequest,
-                self._system_shm_register,
+                control.system_shm_register,
             ),
             "SystemSharedMemoryUnregister": (
                 pb.SystemSharedMemoryUnregisterRequest,
-                self._system_shm_unregister,
+                control.system_shm_unregister,
             ),
-            "CudaSharedMemoryStatus": (pb.CudaSharedMemoryStatusRequest, self._cuda_shm_status),
+            "CudaSharedMemoryStatus": (pb.CudaSharedMemoryStatusRequest, control.cuda_shm_status),
             "CudaSharedMemoryRegister": (
                 pb.CudaSharedMemoryRegisterRequest,
-                self._cuda_shm_register,
+                control.cuda_shm_register,
             ),
             "CudaSharedMemoryUnregister": (
                 pb.CudaSharedMemoryUnregisterRequest,
-                self._cuda_shm_unregister,
+                control.cuda_shm_unregister,
             ),
-            "TraceSetting": (pb.TraceSettingRequest, self._trace_setting),
-            "LogSettings": (pb.LogSettingsRequest, self._log_settings),
+            "TraceSetting": (pb.TraceSettingRequest, control.trace_setting),
+            "LogSettings": (pb.LogSettingsRequest, control.log_settings),
         }
         methods: dict[str, Any] = {
             name: grpc.unary_unary_rpc_method_handler(
@@ -381,12 +383,12 @@ class GrpcFrontend:
             for name, (request_type, impl) in unary.items()
         }
         methods["ModelInfer"] = grpc.unary_unary_rpc_method_handler(
-            self._unary("ModelInfer", self._model_infer),
+            self._unary("ModelInfer", self._infer.model_infer),
             request_deserializer=parse_infer_request,
             response_serializer=_serialize_infer,
         )
         methods["ModelStreamInfer"] = grpc.stream_stream_rpc_method_handler(
-            self._model_stream_infer,
+            self._infer.model_stream_infer,
             request_deserializer=parse_infer_request,
             response_serializer=_serialize_stream,
         )
@@ -510,273 +512,3 @@ class GrpcFrontend:
             # The snapshot has the schema's field names and nesting: the JSON mapping fills it.
             json_format.ParseDict(asdict(stats), response.model_stats.add())
         return response
-
-    # -- model repository ----------------------------------------------------------------
-    @staticmethod
-    def _check_repository_name(name: str) -> None:
-        if name:
-            raise ServerError.unsupported("'repository_name' specification is not supported")
-
-    async def _repository_index(self, request: pb.RepositoryIndexRequest, context: Any) -> Any:
-        self._check_repository_name(request.repository_name)
-        rows = await asyncio.to_thread(self._core.repository_index, request.ready)
-        response = pb.RepositoryIndexResponse()
-        for row in rows:
-            response.models.add(
-                name=row["name"],
-                version=row.get("version", ""),
-                state=row.get("state", ""),
-                reason=row.get("reason", ""),
-            )
-        return response
-
-    async def _repository_load(self, request: pb.RepositoryModelLoadRequest, context: Any) -> Any:
-        self._check_repository_name(request.repository_name)
-        config: str | None = None
-        files: dict[str, bytes] = {}
-        for key in sorted(request.parameters):
-            param = request.parameters[key]
-            which = param.WhichOneof("parameter_choice")
-            if key == "config":
-                if which != "string_param":
-                    raise ServerError.invalid_arg(
-                        "invalid value type for load parameter 'config', expected string_param."
-                    )
-                config = param.string_param
-            elif key.startswith("file:"):
-                if which != "bytes_param":
-                    raise ServerError.invalid_arg(
-                        f"invalid value type for load parameter '{key}', expected bytes_param."
-                    )
-                files[key] = param.bytes_param
-            else:
-                raise ServerError.invalid_arg(f"unrecognized load parameter '{key}'.")
-        await asyncio.to_thread(self._core.load_model, request.model_name, config, files)
-        return pb.RepositoryModelLoadResponse()
-
-    async def _repository_unload(
-        self, request: pb.RepositoryModelUnloadRequest, context: Any
-    ) -> Any:
-        self._check_repository_name(request.repository_name)
-        unload_dependents = False
-        if "unload_dependents" in request.parameters:
-            param = request.parameters["unload_dependents"]
-            if param.WhichOneof("parameter_choice") != "bool_param":
-                raise ServerError.invalid_arg(
-                    "invalid value type for 'unload_dependents' parameter, expected bool_param."
-                )
-            unload_dependents = param.bool_param
-        await asyncio.to_thread(self._core.unload_model, request.model_name, unload_dependents)
-        return pb.RepositoryModelUnloadResponse()
-
-    # -- shared memory -------------------------------------------------------------------
-    async def _system_shm_status(
-        self, request: pb.SystemSharedMemoryStatusRequest, context: Any
-    ) -> Any:
-        response = pb.SystemSharedMemoryStatusResponse()
-        for region in self._core.shm.system_status(request.name or None):
-            entry = response.regions[region.name]
-            entry.name = region.name
-            entry.key = region.key
-            entry.offset = region.offset
-            entry.byte_size = region.byte_size
-        return response
-
-    async def _system_shm_register(
-        self, request: pb.SystemSharedMemoryRegisterRequest, context: Any
-    ) -> Any:
-        self._core.shm.register_system(request.name, request.key, request.offset, request.byte_size)
-        return pb.SystemSharedMemoryRegisterResponse()
-
-    async def _system_shm_unregister(
-        self, request: pb.SystemSharedMemoryUnregisterRequest, context: Any
-    ) -> Any:
-        self._core.shm.unregister_system(request.name or None)
-        return pb.SystemSharedMemoryUnregisterResponse()
-
-    async def _cuda_shm_status(
-        self, request: pb.CudaSharedMemoryStatusRequest, context: Any
-    ) -> Any:
-        response = pb.CudaSharedMemoryStatusResponse()
-        for region in self._core.shm.cuda_status(request.name or None):
-            entry = response.regions[region.name]
-            entry.name = region.name
-            entry.device_id = region.device_id
-            entry.byte_size = region.byte_size
-        return response
-
-    async def _cuda_shm_register(
-        self, request: pb.CudaSharedMemoryRegisterRequest, context: Any
-    ) -> Any:
-        self._core.shm.register_cuda(
-            request.name, request.raw_handle, request.device_id, request.byte_size
-        )
-        return pb.CudaSharedMemoryRegisterResponse()
-
-    async def _cuda_shm_unregister(
-        self, request: pb.CudaSharedMemoryUnregisterRequest, context: Any
-    ) -> Any:
-        self._core.shm.unregister_cuda(request.name or None)
-        return pb.CudaSharedMemoryUnregisterResponse()
-
-    # -- trace and logging ---------------------------------------------------------------
-    async def _trace_setting(self, request: pb.TraceSettingRequest, context: Any) -> Any:
-        model = request.model_name or None
-        if request.settings:
-            changes = grpc_server.parse_trace_setting_request(request)
-            settings = self._core.update_trace_settings(changes, model)
-        else:
-            settings = self._core.trace_settings(model)
-        response = pb.TraceSettingResponse()
-        for key, value in settings.items():
-            values = value if isinstance(value, list) else [value]
-            response.settings[key].value.extend(str(v) for v in values)
-        return response
-
-    async def _log_settings(self, request: pb.LogSettingsRequest, context: Any) -> Any:
-        if request.settings:
-            changes = grpc_server.parse_log_settings_request(request)
-            settings = self._core.log_settings.update(changes)
-        else:
-            settings = self._core.log_settings.get()
-        response = pb.LogSettingsResponse()
-        for key, value in settings.items():
-            entry = response.settings[key]
-            if isinstance(value, bool):
-                entry.bool_param = value
-            elif isinstance(value, int):
-                entry.uint32_param = value
-            else:
-                entry.string_param = str(value)
-        return response
-
-    # -- inference helpers ---------------------------------------------------------------
-    async def _prepare(
-        self, request: pb.ModelInferRequest, raw: list[memoryview], *, unary: bool
-    ) -> tuple[grpc_server.DecodedInferRequest, bool]:
-        """Look the model up, then decode the request; also says whether it is decoupled.
-
-        In Triton's order: the model first, then (``unary``) the refusal of decoupled models,
-        then the tensors.  Decoding runs in a worker thread when the request holds much
-        BYTES or typed data.
-        """
-        version = grpc_server.parse_model_version(request.model_version, request.model_name)
-        decoupled = bool(
-            self._core.model_config(request.model_name, version).model_transaction_policy.decoupled
-        )
-        if unary and decoupled:
-            raise ServerError.unsupported(
-                "ModelInfer RPC doesn't support models with decoupled transaction policy"
-            )
-        decode = functools.partial(
-            grpc_server.decode_infer_request, request, raw, shm_resolver=self._core.shm.input_reader
-        )
-        heavy = False
-        if any(i.datatype == "BYTES" or i.HasField("contents") for i in request.inputs):
-            size = sum(v.nbytes for v in raw)
-            if any(i.HasField("contents") for i in request.inputs):
-                size += request.ByteSize()
-            heavy = size >= _OFFLOAD_BYTES
-        decoded = await asyncio.to_thread(decode) if heavy else decode()
-        self._core.shm.check_outputs(o.shared_memory for o in decoded.outputs)
-        return decoded, decoupled
-
-    def _write_shm_outputs(
-        self, response: InferResponse, decoded: grpc_server.DecodedInferRequest
-    ) -> dict[str, types.SharedMemoryRef] | None:
-        """Write the outputs requested in shared memory; return where and how much."""
-        placements = decoded.output_placements()
-        return self._core.shm.write_outputs(response.outputs, placements) if placements else None
-
-    def _check_size(self, parts: tuple[Any, list[types.Buffer]]) -> None:
-        size = _parts_size(parts)
-        if size > self._max_message_bytes:
-            raise ServerError.invalid_arg(
-                f"Response has byte size {size} which exceeds gRPC's byte size limit "
-                f"{self._max_message_bytes}."
-            )
-
-    def _encode_unary(
-        self, response: InferResponse, decoded: grpc_server.DecodedInferRequest
-    ) -> tuple[pb.ModelInferResponse, list[types.Buffer]] | ServerError:
-        """Encode a unary response (runs on the thread that produced it)."""
-        try:
-            if response.error is not None:
-                return response.error
-            shm = self._write_shm_outputs(response, decoded)
-            parts = grpc_server.encode_infer_response_parts(response, shm_outputs=shm)
-            self._check_size(parts)
-            return parts
-        except Exception as exc:
-            return server_error(exc)
-
-    # -- ModelInfer ----------------------------------------------------------------------
-    async def _model_infer(self, parts: Parsed | Malformed, context: Any) -> Any:
-        if isinstance(parts, Malformed):
-            raise parts.error()
-        request, raw = parts
-        if self._compression is not None:
-            context.set_compression(self._compression)
-        decoded, _ = await self._prepare(request, raw, unary=True)
-        core_request = InferRequest.from_decoded(
-            decoded, forwarded_headers(self._forward, context.invocation_metadata() or ())
-        )
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[Any] = loop.create_future()
-
-        earlier = 0  # responses before the final one (a model's sender, then its error)
-
-        def on_response(response: InferResponse) -> None:  # an instance thread
-            nonlocal earlier
-            if not response.final:
-                earlier += 1
-                return
-            result = self._encode_unary(response, decoded)
-            if earlier and response.error is not None:
-                # Triton 2.51's unary handler counts them: the model's response did go out.
-                result = ServerError.internal(f"expected a single response, got {earlier + 1}")
-            call_soon(loop, resolve, done, result)
-
-        core_request.response_callback = on_response
-        self._core.infer(core_request)
-        try:
-            result = await done
-        except asyncio.CancelledError:
-            core_request.cancel()
-            raise
-        if isinstance(result, ServerError):
-            raise result
-        return result
-
-    # -- ModelStreamInfer ----------------------------------------------------------------
-    async def _model_stream_infer(self, request_iterator: Any, context: Any) -> None:
-        try:
-            self._check_access(context, "ModelStreamInfer")
-        except ServerError as exc:
-            await context.abort(status(exc.kind), exc.message)
-        if self._compression is not None:
-            context.set_compression(self._compression)
-        try:
-            forwarded = forwarded_headers(self._forward, context.invocation_metadata() or ())
-        except ServerError as exc:
-            await context.abort(status(exc.kind), exc.message)
-        stream = Stream(
-            self,
-            asyncio.get_running_loop(),
-            metadata_value(context, "triton_grpc_error"),
-            forwarded,
-        )
-        reader = asyncio.create_task(stream.read(request_iterator))
-        try:
-            while True:
-                item = await stream.queue.get()
-                if item is END:
-                    break
-                if isinstance(item, ServerError):
-                    await context.abort(status(item.kind), clip(item.message))
-                await context.write(item)
-        finally:
-            reader.cancel()
-            stream.cancel_all()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await reader

@@ -1,5 +1,6 @@
 """One ``ModelStreamInfer`` call of the gRPC frontend: its reader, its requests in flight and
-the queue its responses are written from (see :mod:`mock_server.grpc_frontend`, "Streams")."""
+the queue its responses are written from (see :mod:`mock_server.frontends.grpc`, "Streams").
+Requests go through the core's dataplane, as :mod:`.grpc_infer`'s unary calls do."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 from tritonclient._codec import grpc_server
 from tritonclient._proto import service_pb2 as pb
 
-from .core.errors import ServerError
-from .core.types import InferRequest, InferResponse, ParamValue
+from ..core.dataplane import Call
+from ..core.errors import ServerError
+from ..core.types import InferRequest, InferResponse, ParamValue
 from .grpc_support import Malformed, call_soon, log, server_error
 
 if TYPE_CHECKING:
-    from .grpc_frontend import GrpcFrontend
+    from .grpc_infer import InferRpcs
 
 __all__ = ["END", "Stream"]
 
@@ -29,12 +31,12 @@ class Stream:
 
     def __init__(
         self,
-        frontend: GrpcFrontend,
+        rpcs: InferRpcs,
         loop: asyncio.AbstractEventLoop,
         error_header: str | None,
         forwarded: dict[str, ParamValue] | None = None,
     ) -> None:
-        self._frontend = frontend
+        self._rpcs = rpcs
         self._forwarded = forwarded
         self._loop = loop
         self._error_mode = (error_header or "").lower() == "true"
@@ -83,17 +85,16 @@ class Stream:
             self.queue.put_nowait(END)
 
     async def _submit(self, request: pb.ModelInferRequest, raw: list[memoryview]) -> None:
-        core = self._frontend._core
+        dataplane = self._rpcs.dataplane
         key: int | None = None
         try:
-            decoded, decoupled = await self._frontend._prepare(request, raw, unary=False)
-            core_request = InferRequest.from_decoded(decoded, self._forwarded)
+            decoded, decoupled = await self._rpcs.decode(request, raw, unary=False)
+            call = dataplane.prepare(decoded, self._forwarded)
             key = next(self._keys)
-            core_request.response_callback = functools.partial(
-                self._on_response_thread, key, decoded, decoupled
+            self._in_flight[key] = call.request
+            dataplane.submit(
+                call, functools.partial(self._on_response_thread, key, call, decoded, decoupled)
             )
-            self._in_flight[key] = core_request
-            core.infer(core_request)
         except Exception as exc:
             if key is not None:
                 self._in_flight.pop(key, None)
@@ -105,7 +106,11 @@ class Stream:
             )
 
     def _encode(
-        self, decoded: grpc_server.DecodedInferRequest, decoupled: bool, response: InferResponse
+        self,
+        call: Call,
+        decoded: grpc_server.DecodedInferRequest,
+        decoupled: bool,
+        response: InferResponse,
     ) -> Any:
         """The stream message for ``response``: parts, None (nothing to send) or an error."""
         error = response.error
@@ -120,11 +125,11 @@ class Stream:
                 )
                 return (message, [])
             try:
-                shm = self._frontend._write_shm_outputs(response, decoded)
+                reply = self._rpcs.dataplane.reply(call, response)
                 parts = grpc_server.encode_stream_response_parts(
-                    response, final=response.final, shm_outputs=shm
+                    response, final=response.final, shm_outputs=reply.shm_outputs
                 )
-                self._frontend._check_size(parts)
+                self._rpcs.check_size(parts)
                 return parts
             except Exception as exc:
                 error = server_error(exc)
@@ -142,6 +147,7 @@ class Stream:
     def _on_response_thread(
         self,
         key: int,
+        call: Call,
         decoded: grpc_server.DecodedInferRequest,
         decoupled: bool,
         response: InferResponse,
@@ -153,7 +159,7 @@ class Stream:
             self._loop,
             self._on_response,
             key,
-            self._encode(decoded, decoupled, response),
+            self._encode(call, decoded, decoupled, response),
             response.final,
             decoupled,
         )
