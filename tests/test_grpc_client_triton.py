@@ -119,6 +119,63 @@ def test_aio_infer_and_stream(triton: RunningTritonServer) -> None:
     assert int(items[0][0].as_numpy("OUT")[0]) == 5
 
 
+def _slow_inputs(delay_ms: int) -> list[grpcclient.InferInput]:
+    value = np.array([7], np.int32)
+    delay = np.array([delay_ms], np.uint32)
+    return [
+        grpcclient.InferInput("INPUT0", [1], "INT32").set_data_from_numpy(value),
+        grpcclient.InferInput("DELAY_MS", [1], "UINT32").set_data_from_numpy(delay),
+    ]
+
+
+def _assert_nvidias_deadline_error(item: Any) -> None:
+    # Triton's QA tells errors from results with an exact type comparison.
+    assert type(item) == InferenceServerException  # noqa: E721 - what the QA test compares
+    assert item.status() == "StatusCode.DEADLINE_EXCEEDED"
+    assert item.message() == "Deadline Exceeded"
+
+
+def test_deadlines_reach_the_callbacks_as_nvidias(triton: RunningTritonServer) -> None:
+    """Triton's ``qa/L0_client_timeout/client_infer_timeout_test.py``: a request that takes
+    longer than ``client_timeout`` (``async_infer``) or ``stream_timeout`` (the stream) gives
+    the callback NVIDIA's "Deadline Exceeded" error, and a request in time its result."""
+    completed: queue.Queue[Any] = queue.Queue()
+
+    def callback(result: Any, error: Any) -> None:
+        completed.put(error if error else result)
+
+    with grpcclient.InferenceServerClient(triton.grpc_url) as c:
+        c.async_infer("slow", _slow_inputs(3000), callback, client_timeout=2.0)
+        _assert_nvidias_deadline_error(completed.get(timeout=T))
+        c.start_stream(callback, stream_timeout=1)
+        c.async_stream_infer("slow", _slow_inputs(3000))
+        _assert_nvidias_deadline_error(completed.get(timeout=T))
+        c.stop_stream()
+        c.async_infer("slow", _slow_inputs(0), callback, client_timeout=T)
+        result = completed.get(timeout=T)
+        assert type(result) != InferenceServerException  # noqa: E721
+        np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), [7])
+        with pytest.raises(InferenceServerException) as raised:
+            c.infer("slow", _slow_inputs(3000), client_timeout=0.5)
+        _assert_nvidias_deadline_error(raised.value)
+
+    async def aio() -> None:
+        async with aioclient.InferenceServerClient(triton.grpc_url) as c:
+            with pytest.raises(InferenceServerException) as raised:
+                await c.infer("slow", _slow_inputs(3000), client_timeout=0.5)
+            _assert_nvidias_deadline_error(raised.value)
+
+            async def requests() -> AsyncIterator[dict[str, Any]]:
+                yield {"model_name": "slow", "inputs": _slow_inputs(3000)}
+
+            with pytest.raises(InferenceServerException) as raised:
+                async for _ in c.stream_infer(requests(), stream_timeout=0.5):
+                    pytest.fail("a response after the stream's deadline")
+            _assert_nvidias_deadline_error(raised.value)
+
+    asyncio.run(asyncio.wait_for(aio(), 2 * T))
+
+
 def test_balanced_channel_against_a_real_triton(triton: RunningTritonServer) -> None:
     # Triton 2.51 answers grpc.health.v1 Check but not Watch: gRPC's health checking then
     # takes the replica as healthy (it logs one line), and calls go through.  A sequence's
