@@ -176,6 +176,33 @@ def test_deadlines_reach_the_callbacks_as_nvidias(triton: RunningTritonServer) -
     asyncio.run(asyncio.wait_for(aio(), 2 * T))
 
 
+def test_aio_stream_cancelled_raises_cancelled_error(triton: RunningTritonServer) -> None:
+    """Triton's ``qa/L0_request_cancellation/grpc_cancellation_test.py``
+    (``test_aio_grpc_stream_infer``): once ``cancel()`` returned True, iterating the responses
+    raises ``asyncio.CancelledError``; the next read ends the iteration, as with NVIDIA's."""
+
+    async def main() -> None:
+        async with aioclient.InferenceServerClient(triton.grpc_url) as c:
+            release = asyncio.Event()
+
+            async def requests() -> AsyncIterator[dict[str, Any]]:
+                yield {"model_name": "slow", "inputs": _slow_inputs(3000)}
+                await release.wait()
+
+            responses = c.stream_infer(requests())
+            assert responses.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                async for _ in responses:
+                    pytest.fail("a response after cancel()")
+            with pytest.raises(StopAsyncIteration):
+                await responses.__anext__()
+            release.set()
+            result = await c.infer("slow", _slow_inputs(0), client_timeout=T)
+            np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), [7])
+
+    asyncio.run(asyncio.wait_for(main(), 2 * T))
+
+
 def test_balanced_channel_against_a_real_triton(triton: RunningTritonServer) -> None:
     # Triton 2.51 answers grpc.health.v1 Check but not Watch: gRPC's health checking then
     # takes the replica as healthy (it logs one line), and calls go through.  A sequence's

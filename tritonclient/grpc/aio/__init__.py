@@ -118,11 +118,17 @@ class _ResponseIterator:
         return self
 
     def _end(self, error: BaseException | None) -> BaseException:
-        """Finish the iteration with ``error`` (the inputs iterator's own first), once."""
+        """Finish the iteration with ``error`` (the inputs iterator's own first), once.
+
+        After :meth:`cancel` succeeded it is ``asyncio.CancelledError``, as NVIDIA's
+        iterator raises it (grpc.aio's read of a cancelled call); later reads end the
+        iteration."""
         self._finished = True
+        if self._cancelled:
+            return asyncio.CancelledError()
         if self._state.failure:
             return self._state.failure[0]
-        if self._cancelled or error is None:
+        if error is None:
             return StopAsyncIteration()
         return error
 
@@ -164,15 +170,19 @@ class _ResponseIterator:
         return common.stream_item(parsed)
 
     def cancel(self) -> bool:
-        """Cancel the stream and every request still running on it.
+        """Cancel the stream and every request still running on it; the next read of the
+        iterator then raises ``asyncio.CancelledError`` (as NVIDIA's), and iteration ends.
 
         Returns
         -------
         bool
-            True if the stream was cancelled, False if it had already finished.
+            True if the stream was cancelled, False if it had already finished (the
+            responses it received can still be read).
         """
-        self._cancelled = True
-        return bool(self._call.cancel())
+        cancelled = bool(self._call.cancel())
+        if cancelled and not self._finished:
+            self._cancelled = True
+        return cancelled
 
 
 class InferenceServerClient(common.ClientBase):
