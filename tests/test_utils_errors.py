@@ -48,12 +48,14 @@ def test_per_status_errors_compare_equal_to_the_base_type() -> None:
     from tritonclient.utils import (
         InferenceServerDeadlineExceededError,
         InferenceServerNotFoundError,
+        InferenceServerValueError,
     )
 
     base = InferenceServerException
     for cls in (
         InferenceServerDeadlineExceededError,
         InferenceServerNotFoundError,
+        InferenceServerValueError,
         HttpCodecError,
     ):
         error = cls("m") if cls is not HttpCodecError else cls("m", 400)
@@ -61,7 +63,7 @@ def test_per_status_errors_compare_equal_to_the_base_type() -> None:
         assert (type(error) != base) is False  # noqa: E721
         assert type(error) is not base and hash(type(error)) == hash(base)
     assert InferenceServerNotFoundError != InferenceServerDeadlineExceededError
-    assert base != ValueError  # noqa: E721
+    assert base != ValueError and InferenceServerValueError != ValueError  # noqa: E721
 
     class Mine(InferenceServerException):
         pass

@@ -42,6 +42,8 @@ from .grpc_common import (
     FINAL_RESPONSE_PARAM,
     contents_array,
     get_parameters,
+    int64_value,
+    out_of_range,
     set_parameters,
     to_infer_parameter,
 )
@@ -132,9 +134,9 @@ def _set_shm_parameters(
     params: MutableMapping[str, service_pb2.InferParameter], ref: SharedMemoryRef
 ) -> None:
     params["shared_memory_region"].string_param = ref.region
-    params["shared_memory_byte_size"].int64_param = ref.byte_size
+    params["shared_memory_byte_size"].int64_param = int64_value(ref.byte_size, "byte_size")
     if ref.offset:
-        params["shared_memory_offset"].int64_param = ref.offset
+        params["shared_memory_offset"].int64_param = int64_value(ref.offset, "offset")
 
 
 def _header_message(
@@ -151,7 +153,11 @@ def _header_message(
             params["sequence_id"].string_param = sequence_id
         elif isinstance(sequence_id, int) and not isinstance(sequence_id, bool):
             if not INT64_MIN <= sequence_id <= UINT64_MAX:
-                raise_error(f"sequence_id {sequence_id} does not fit in 64 bits")
+                # NVIDIA's client refuses ids from 2**63 on too; Triton's correlation ids
+                # are uint64, which the two's complement below reaches.
+                raise out_of_range(
+                    sequence_id, "sequence_id", "a 64-bit integer: -2**63 .. 2**64-1"
+                )
             # The server reads int64 as uint64: ids >= 2**63 travel in two's complement.
             params["sequence_id"].int64_param = (
                 sequence_id - 2**64 if sequence_id > INT64_MAX else sequence_id
@@ -162,15 +168,17 @@ def _header_message(
         params["sequence_end"].bool_param = bool(options.sequence_end)
     if options.priority:
         if not 0 <= options.priority <= UINT64_MAX:
-            raise_error(f"priority must be between 0 and 2**64-1, got {options.priority}")
+            raise out_of_range(
+                options.priority, "priority", "an unsigned 64-bit integer: 0 .. 2**64-1"
+            )
         params["priority"].uint64_param = options.priority
     if options.timeout is not None:
-        params["timeout"].int64_param = options.timeout
+        params["timeout"].int64_param = int64_value(options.timeout, "timeout")
     if options.enable_empty_final_response:
         params[EMPTY_FINAL_RESPONSE_PARAM].bool_param = True
     for key, value in (options.parameters or {}).items():
         check_parameter_name(key)
-        to_infer_parameter(value, params[key], key)
+        to_infer_parameter(value, params[key], key, int64_only=True)
     return request
 
 
@@ -223,7 +231,7 @@ def input_tensor_field(tensor: InputTensor) -> bytes:
         name=tensor.name, datatype=tensor.datatype
     )
     message.shape.extend(int(d) for d in tensor.shape)
-    set_parameters(message.parameters, tensor.parameters)
+    set_parameters(message.parameters, tensor.parameters, int64_only=True)
     if tensor.shared_memory is not None:
         _set_shm_parameters(message.parameters, tensor.shared_memory)
     return len_field(REQUEST_INPUT_FIELD, message.SerializeToString())
@@ -232,9 +240,11 @@ def input_tensor_field(tensor: InputTensor) -> bytes:
 def requested_output_field(output: RequestedOutput) -> bytes:
     """The ``ModelInferRequest.outputs`` entry of ``output`` in wire form (tag included)."""
     message = service_pb2.ModelInferRequest.InferRequestedOutputTensor(name=output.name)
-    set_parameters(message.parameters, output.parameters)
+    set_parameters(message.parameters, output.parameters, int64_only=True)
     if output.class_count:
-        message.parameters["classification"].int64_param = output.class_count
+        message.parameters["classification"].int64_param = int64_value(
+            output.class_count, "class_count"
+        )
     if output.shared_memory is not None:
         _set_shm_parameters(message.parameters, output.shared_memory)
     return len_field(REQUEST_OUTPUT_FIELD, message.SerializeToString())

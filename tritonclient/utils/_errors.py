@@ -23,6 +23,7 @@ __all__ = [
     "InferenceServerUnauthenticatedError",
     "InferenceServerUnavailableError",
     "InferenceServerUnimplementedError",
+    "InferenceServerValueError",
     "RetryPolicy",
     "connection_hint",
     "exception_for_status",
@@ -320,6 +321,14 @@ class InferenceServerCancelledError(InferenceServerException):
 class InferenceServerProtocolError(InferenceServerException):
     """The server's answer could not be decoded: truncated, not JSON, sizes that do not match
     the body, unknown datatypes, corrupt compression."""
+
+
+@same_type_as_base
+class InferenceServerValueError(InferenceServerException, ValueError):
+    """An argument the client refuses before sending: a value out of the range its wire field
+    holds.  Also a :class:`ValueError` with the same text, as NVIDIA's gRPC client raises for
+    an integer beyond int64 (protobuf's ``Value out of range: N``); its :attr:`hint` names the
+    argument."""
 
 
 _BY_NAME: dict[str, type[InferenceServerException]] = {
