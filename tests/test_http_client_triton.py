@@ -150,6 +150,17 @@ def test_network_timeouts_as_nvidias(server: RunningTritonServer) -> None:
     asyncio.run(asyncio.wait_for(main(), 60))
 
 
+def test_bytes_of_python_objects_as_json(client: httpclient.InferenceServerClient) -> None:
+    """With ``binary_data=False`` a BYTES element that is not bytes or str is sent as its
+    ``str()``, as NVIDIA's client sends it (Triton's QA sends object arrays of ints)."""
+    data = np.array([[1, -2, 2**70, None, 1.5, b"b", "s"]], dtype=np.object_)
+    inp = httpclient.InferInput("INPUT0", [1, 7], "BYTES").set_data_from_numpy(data, False)
+    expected = ["1", "-2", str(2**70), "None", "1.5", "b", "s"]
+    assert inp._get_tensor()["data"] == expected
+    out = client.infer("identity_bytes", [inp]).as_numpy("OUTPUT0")
+    assert out is not None and out.reshape(-1).tolist() == [e.encode() for e in expected]
+
+
 def test_system_shared_memory(client: httpclient.InferenceServerClient) -> None:
     key = f"/tc_triton_{uuid.uuid4().hex[:8]}"
     region = posix.create(key, 192)
