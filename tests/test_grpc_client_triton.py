@@ -203,6 +203,47 @@ def test_aio_stream_cancelled_raises_cancelled_error(triton: RunningTritonServer
     asyncio.run(asyncio.wait_for(main(), 2 * T))
 
 
+def test_infer_over_stream_equals_the_unary_calls(triton: RunningTritonServer) -> None:
+    """``infer_over_stream`` (issue 33) on Triton 2.51: the results and errors of the unary
+    calls, the caller's request id included (``tests/test_grpc_client_over_stream.py`` has the
+    cases; Triton prefixes errors with the request id it saw, ``<id_unknown>`` for none)."""
+    from tests.test_grpc_client_over_stream import CALLS, ERRORS, _same_result, _sequence_kwargs
+
+    with (
+        grpcclient.InferenceServerClient(triton.grpc_url) as unary,
+        grpcclient.InferenceServerClient(triton.grpc_url, infer_over_stream=True) as streamed,
+    ):
+        for model, inputs, kwargs in CALLS:
+            extra = _sequence_kwargs(model, 51)
+            u = unary.infer(model, inputs(), client_timeout=T, **kwargs, **extra)
+            s = streamed.infer(model, inputs(), client_timeout=T, **kwargs, **extra)
+            _same_result(u, s)
+        for model, inputs, kwargs in ERRORS:
+            with pytest.raises(InferenceServerException) as u_error:
+                unary.infer(model, inputs(), client_timeout=T, **kwargs)
+            with pytest.raises(InferenceServerException) as s_error:
+                streamed.infer(model, inputs(), client_timeout=T, **kwargs)
+            u_, s_ = u_error.value, s_error.value
+            assert (type(s_), s_.status(), str(s_)) == (type(u_), u_.status(), str(u_))
+        with pytest.raises(InferenceServerException) as raised:
+            streamed.infer("slow", _slow_inputs(1000), client_timeout=0.2)
+        _assert_nvidias_deadline_error(raised.value)
+        result = streamed.infer("slow", _slow_inputs(0), request_id="next", client_timeout=T)
+        assert result.get_response().id == "next"
+
+    async def aio() -> None:
+        async with aioclient.InferenceServerClient(triton.grpc_url, infer_over_stream=True) as c:
+            results = await asyncio.gather(
+                *[c.infer("simple", _simple_inputs(), request_id=str(i)) for i in range(16)]
+            )
+            assert [r.get_response().id for r in results] == [str(i) for i in range(16)]
+            with pytest.raises(InferenceServerException) as raised:
+                await c.infer("no_such_model", _simple_inputs())
+            assert raised.value.status() == "StatusCode.NOT_FOUND"
+
+    asyncio.run(asyncio.wait_for(aio(), 2 * T))
+
+
 def test_balanced_channel_against_a_real_triton(triton: RunningTritonServer) -> None:
     # Triton 2.51 answers grpc.health.v1 Check but not Watch: gRPC's health checking then
     # takes the replica as healthy (it logs one line), and calls go through.  A sequence's

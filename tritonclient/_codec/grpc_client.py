@@ -9,6 +9,7 @@ its raw contents, plus the raw buffers: numpy inputs are not copied);
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -72,6 +73,9 @@ __all__ = [
     "request_message",
     "requested_output_field",
     "response_parameters",
+    "stream_error_status",
+    "streamed_infer_response",
+    "tag_request",
 ]
 
 
@@ -452,6 +456,98 @@ def _id_list(counts: Mapping[str, int]) -> str:
             text += f" ({counts[request_id]} requests)"
         parts.append(text)
     return ", ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Unary inferences carried over one ModelStreamInfer stream (the clients' infer_over_stream)
+# ---------------------------------------------------------------------------------------------
+
+#: The request ``id`` field (ModelInferRequest.id = 3), written after the request's fields: of
+#: a field given twice the last one counts (protobuf), so the server sees this one.
+_ID_TAG = varint((3 << 3) | WIRE_LEN)
+
+#: What Triton 2.51's unary ``ModelInfer`` answers, as a status, to the request errors it
+#: reports on a stream as text only (docs/protocol.md, sections 8 and 10).  Matched at the
+#: start of the message, after the ``[request id: ...]`` prefix.
+_STREAM_ERROR_STATUS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), status)
+    for pattern, status in (
+        (r"Request for unknown model", "NOT_FOUND"),
+        (
+            r"unexpected inference (input|output) |expected (\d+|number of) inputs? |"
+            r"inference input '.*' data-type is |inference request batch-size must be |"
+            r"input '.*' batch size does not match |unexpected shape for input |"
+            r"input byte size mismatch |expected \d+ string elements |incomplete string data |"
+            r"input '.*' already exists in request|input '.*' has no shape |"
+            r"inference request to model '.*' must specify a non-zero |"
+            r"inference request for sequence .* must specify the START flag |"
+            r"invalid value type for '.*' parameter",
+            "INVALID_ARGUMENT",
+        ),
+        (r"Exceeds maximum queue size|Request timeout expired", "UNAVAILABLE"),
+    )
+)
+
+#: What the unary ``ModelInfer`` answers for a decoupled model (Triton 2.51).
+DECOUPLED_UNARY_ERROR = "ModelInfer RPC doesn't support models with decoupled transaction policy"
+
+
+def tag_request(data: Buffer, tag: str) -> bytes:
+    """An encoded ``ModelInferRequest`` whose ``id`` is ``tag`` on the wire (the field is
+    appended; the request's own id, if any, is overridden), to match its answer on a stream."""
+    raw = tag.encode()
+    return bytes(data) + _ID_TAG + varint(len(raw)) + raw
+
+
+def _id_prefix(request_id: str) -> str:
+    """Triton's prefix of an error about a request: ``[request id: x] ``, ``<id_unknown>`` for
+    a request without an id (Triton 2.51)."""
+    return f"[request id: {request_id or '<id_unknown>'}] "
+
+
+def stream_error_status(message: str) -> str | None:
+    """The status name (``"NOT_FOUND"``, ...) the unary call would have failed with, for an
+    error Triton reported on a stream as ``message`` (text only); None when unknown."""
+    if message.startswith("[request id: "):
+        message = message.partition("] ")[2]
+    for pattern, status in _STREAM_ERROR_STATUS:
+        if pattern.match(message):
+            return status
+    return None
+
+
+def streamed_infer_response(
+    message: service_pb2.ModelStreamInferResponse, tag: str, request_id: str
+) -> service_pb2.ModelInferResponse:
+    """The ``ModelInferResponse`` the unary call would have answered, from the stream's answer
+    to a request sent with id ``tag`` for the caller's ``request_id``.
+
+    The caller's id goes back into the response and into an error's ``[request id: ...]``
+    prefix; the stream's ``triton_final_response`` parameter is removed (the unary answer has
+    none).
+
+    Raises
+    ------
+    InferenceServerException
+        The request's error, with the status the unary call gives where the message tells it
+        (:func:`stream_error_status`; otherwise no status); for a decoupled model's response
+        that is not its last, the unary call's UNIMPLEMENTED error (the model has run).
+    """
+    if message.error_message:
+        text = message.error_message
+        prefix = _id_prefix(tag)
+        if text.startswith(prefix):
+            text = _id_prefix(request_id) + text[len(prefix) :]
+        status = stream_error_status(text)
+        raise InferenceServerException(text, None if status is None else f"StatusCode.{status}")
+    response = message.infer_response
+    parameters = response.parameters
+    if FINAL_RESPONSE_PARAM in parameters:
+        if not parameters[FINAL_RESPONSE_PARAM].bool_param:
+            raise InferenceServerException(DECOUPLED_UNARY_ERROR, "StatusCode.UNIMPLEMENTED")
+        del parameters[FINAL_RESPONSE_PARAM]
+    response.id = request_id
+    return response
 
 
 def check_infer_response(
