@@ -269,8 +269,9 @@ class InferenceServerClient(common.ClientBase):
     infer_over_stream : bool, keyword-only
         (Not in NVIDIA's client.) Carry :meth:`infer` calls over one ``ModelStreamInfer``
         stream the client keeps open, instead of a unary ``ModelInfer`` call each: about 0.6x
-        the client CPU per small call (grpcio's unary machinery is most of a unary call's
-        cost; see the README and ``benchmarks/bench_hotpath.py``).  Results are those of the
+        the client CPU of a unary call per small call (asyncio client: 0.4x; grpcio's unary
+        machinery is most of a unary call's cost; see the README and
+        ``benchmarks/bench_hotpath.py``).  Results are those of the
         unary call for every model that is not decoupled (the caller's ``request_id``
         included: the client sends each request with an id of its own, ``~1``, ``~2``, ...,
         which is what the server and the model see, and gives the caller's back).  What
