@@ -21,6 +21,7 @@ requests), whose answer is dropped when it comes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import queue
 import threading
@@ -330,10 +331,12 @@ class _AioStream:
             pass  # ended already
 
     def close(self) -> None:
-        """Cancel the stream: the calls in flight fail with CANCELLED."""
-        self._call.cancel()
-        if not self._reader.done() and self.loop.is_running():
-            self._reader.cancel()
+        """Cancel the stream: the calls in flight fail with CANCELLED.  From another event
+        loop (the stream's is gone, or runs elsewhere) this is best effort."""
+        with contextlib.suppress(Exception):  # grpc.aio objects of a closed or other loop
+            self._call.cancel()
+            if not self._reader.done() and not self.loop.is_closed():
+                self.loop.call_soon_threadsafe(self._reader.cancel)
 
 
 def _expire(future: asyncio.Future[Any]) -> None:
