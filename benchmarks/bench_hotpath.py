@@ -38,8 +38,13 @@ Cases
     (HTTP: ``concurrency=8``, ``get_result`` in order; gRPC: callbacks and a semaphore).
     ``grpc-stream``, ``grpc-stream-aio``: ``stream_infer`` per message, 8 messages in flight
     on one stream (sync: ``async_stream_infer`` and the stream's callback; aio:
-    ``stream_infer`` over an async generator).  Every result has both outputs read with
-    ``as_numpy`` (a client may decode lazily).
+    ``stream_infer`` over an async generator).  ``grpc-over-stream``,
+    ``grpc-aio-over-stream``: ``infer`` (sync; asyncio, one awaited at a time) of a client made
+    with ``infer_over_stream=True`` (one persistent ``ModelStreamInfer`` stream carries the
+    calls); NVIDIA's client has no such option, so its side is its usual unary ``infer``, and
+    the sync case's floor is grpcio's unary call.  The canned server answers stream requests
+    as Triton does, with the request's id and ``triton_final_response``.  Every result has
+    both outputs read with ``as_numpy`` (a client may decode lazily).
 
 The ratio column is NVIDIA / ours (above 1: ours costs less); ``floor`` gives our distance to
 the floor on the same server (ours / floor).  ``--profile CASE`` prints a cProfile listing of
@@ -77,9 +82,16 @@ CASES = (
     "grpc-8",
     "grpc-stream",
     "grpc-stream-aio",
+    "grpc-over-stream",
+    "grpc-aio-over-stream",
 )
 #: The floor each case is compared with (on the same server).
-FLOOR_OF = {"http": "floor-http", "http-json": "floor-http-json", "grpc": "floor-grpc"}
+FLOOR_OF = {
+    "http": "floor-http",
+    "http-json": "floor-http-json",
+    "grpc": "floor-grpc",
+    "grpc-over-stream": "floor-grpc",
+}
 #: The goals of issue 33: NVIDIA / ours at least this (ours <= 1/goal x NVIDIA's).
 GOALS = {
     "http": 1 / 0.4,
@@ -88,6 +100,8 @@ GOALS = {
     "grpc-aio": 1 / 0.8,
     "grpc-stream": 1 / 0.7,
     "grpc-stream-aio": 1 / 0.7,
+    "grpc-over-stream": 1 / 0.75,
+    "grpc-aio-over-stream": 1 / 0.8,
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -185,6 +199,8 @@ def canned_server(port_file: str) -> None:
 
     import grpc
 
+    from tritonclient._proto import service_pb2
+
     binary, as_json = canned_http_responses()
     unary, streamed = canned_grpc_responses()
     listener = socket.create_server(("127.0.0.1", 0))
@@ -203,8 +219,13 @@ def canned_server(port_file: str) -> None:
         return unary
 
     def stream(requests: Any, context: Any) -> Any:
-        for _ in requests:
-            yield streamed
+        # As Triton answers on a stream: the request's id and triton_final_response (a
+        # client matches answers to requests by id: infer_over_stream).
+        for request in requests:
+            answer = service_pb2.ModelStreamInferResponse.FromString(streamed)
+            answer.infer_response.id = service_pb2.ModelInferRequest.FromString(request).id
+            answer.infer_response.parameters["triton_final_response"].bool_param = True
+            yield answer.SerializeToString()
 
     handlers = {
         "ModelInfer": grpc.unary_unary_rpc_method_handler(infer),
@@ -295,6 +316,16 @@ class _Window:
         return {"cpu_us": cpu / n * 1e6, "rps": n / wall}
 
 
+def _over_stream(mod: Any, url: str) -> Any:
+    """A gRPC client of ``mod`` with ``infer_over_stream=True``; NVIDIA's has no such option,
+    so its side of the ``*-over-stream`` cases is its usual (unary) client."""
+    import inspect
+
+    if "infer_over_stream" in inspect.signature(mod.InferenceServerClient).parameters:
+        return mod.InferenceServerClient(url, infer_over_stream=True)
+    return mod.InferenceServerClient(url)
+
+
 class Worker:
     """The clients of one side, made once, measured many times."""
 
@@ -320,6 +351,8 @@ class Worker:
             mod = importlib.import_module(f"tritonclient.{kind.partition('-')[0]}")
             if kind == "http-8":
                 self.clients[key] = mod.InferenceServerClient(url, concurrency=8)
+            elif kind == "grpc-over-stream":
+                self.clients[key] = _over_stream(mod, url)
             else:
                 self.clients[key] = mod.InferenceServerClient(url)
         return self.clients[key]
@@ -369,7 +402,7 @@ class Worker:
             "cpu_us": self._timed_sync(lambda: client.infer("simple", inputs, outputs=outputs), n)
         }
 
-    def _aio(self, kind: str, url: str, n: int) -> dict[str, Any]:
+    def _aio(self, kind: str, url: str, n: int, over_stream: bool = False) -> dict[str, Any]:
         import asyncio
         import importlib
 
@@ -378,11 +411,14 @@ class Worker:
         inputs, outputs = _inputs(mod)
         if self.loop is None:
             self.loop = asyncio.new_event_loop()
-        key = (kind + "-aio", url)
+        key = (kind + "-aio" + ("-over-stream" if over_stream else ""), url)
 
         async def main() -> float:
             if key not in self.clients:
-                self.clients[key] = aio.InferenceServerClient(url)
+                if over_stream:
+                    self.clients[key] = _over_stream(aio, url)
+                else:
+                    self.clients[key] = aio.InferenceServerClient(url)
             client = self.clients[key]
             r = None
             for _ in range(max(10, n // 10)):
@@ -404,6 +440,18 @@ class Worker:
 
     def case_grpc_aio(self, url: str, n: int) -> dict[str, Any]:
         return self._aio("grpc", url, n)
+
+    def case_grpc_over_stream(self, url: str, n: int) -> dict[str, Any]:
+        import tritonclient.grpc as mod
+
+        client = self.client("grpc-over-stream", url)
+        inputs, outputs = _inputs(mod)
+        return {
+            "cpu_us": self._timed_sync(lambda: client.infer("simple", inputs, outputs=outputs), n)
+        }
+
+    def case_grpc_aio_over_stream(self, url: str, n: int) -> dict[str, Any]:
+        return self._aio("grpc", url, n, over_stream=True)
 
     def case_http_8(self, url: str, n: int) -> dict[str, Any]:
         import collections
@@ -847,7 +895,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"ours vs NVIDIA tritonclient 2.73 ({os.cpu_count()} CPUs, --cpus {args.cpus})"
     )
     print(
-        f"{'server':7} {'case':16} {'NVIDIA':>8} {'ours':>8} {'NV/ours':>8} {'goal':>6} "
+        f"{'server':7} {'case':20} {'NVIDIA':>8} {'ours':>8} {'NV/ours':>8} {'goal':>6} "
         f"{'floor':>8} {'ours/floor':>10}  rounds (ours)"
     )
     misses = 0
@@ -864,13 +912,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         dist = f"{mine / statistics.median(cell['floor']):9.2f}x" if cell["floor"] else f"{'':10}"
         spread = "/".join(f"{v:.0f}" for v in cell["ours"])
         print(
-            f"{sname:7} {case:16} {nv:8.1f} {mine:8.1f} {ratio:7.2f}x {goal_text:>6} {fl} "
+            f"{sname:7} {case:20} {nv:8.1f} {mine:8.1f} {ratio:7.2f}x {goal_text:>6} {fl} "
             f"{dist}  {spread}{mark}"
         )
         rate = rates[(sname, case)]
         if rate["ours"] and rate["NVIDIA"]:
             r_nv, r_ours = statistics.median(rate["NVIDIA"]), statistics.median(rate["ours"])
-            print(f"{sname:7} {case + ' req/s':16} {r_nv:8.0f} {r_ours:8.0f} {r_ours / r_nv:7.2f}x")
+            print(f"{sname:7} {case + ' req/s':20} {r_nv:8.0f} {r_ours:8.0f} {r_ours / r_nv:7.2f}x")
     print(f"ours:   {sides['ours'].module}\nNVIDIA: {sides['NVIDIA'].module}")
     print(f"{misses} goal(s) missed (canned server); total {time.perf_counter() - t_start:.0f} s")
     return 0

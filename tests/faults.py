@@ -322,6 +322,17 @@ class TcpProxy:
         with contextlib.suppress(asyncio.CancelledError):  # the loop is closing
             await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
 
+    def drop_connections(self) -> None:
+        """Drop every connection open now (from any thread); new ones are relayed: what a
+        client sees when the network between it and the server breaks for a moment."""
+
+        async def drop() -> None:
+            transports, self._transports = self._transports, []
+            for transport in transports:
+                transport.abort()
+
+        self._loop.run(drop())
+
     def kill_now(self) -> None:
         """Drop every connection and refuse new ones (in the proxy's loop)."""
         self._server.close()

@@ -826,9 +826,11 @@ def test_encode_infer_errors() -> None:
         (("m", ["x"]), InferOptions(), "InferInput"),
         (("m", [inp], "", ["y"]), InferOptions(), "InferRequestedOutput"),
         (("m", [inp]), InferOptions(parameters={"sequence_id": 1}), "reserved parameter"),
-        (("m", [inp]), InferOptions(sequence_id=2**64), "does not fit in 64 bits"),
+        (("m", [inp]), InferOptions(sequence_id=2**64), "Value out of range: 18446744073709551616"),
         (("m", [inp]), InferOptions(sequence_id=1.5), "must be an int or a str"),  # type: ignore[arg-type]
-        (("m", [inp]), InferOptions(priority=-1), "priority must be between"),
+        (("m", [inp]), InferOptions(priority=-1), "Value out of range: -1"),
+        (("m", [inp]), InferOptions(timeout=2**63), "Value out of range: 9223372036854775808"),
+        (("m", [inp]), InferOptions(parameters={"p": -(2**63) - 1}), "range: -9223372036854775809"),
     ]
     for args, options, fragment in cases:
         with pytest.raises(InferenceServerException, match=fragment):
@@ -970,3 +972,48 @@ def test_header_forward_pattern(tmp_path: Path) -> None:
         with pytest.raises(InferenceServerException, match="reserved for Triton usage"):
             client.infer("echo_parameters", [value], headers={"x-a": "1", "triton_x": "2"})
         assert client.infer("echo_parameters", [value]).as_numpy("PARAMS") is not None
+
+
+def test_int64_arguments_out_of_range_are_refused_before_sending() -> None:
+    """NVIDIA's client sets these with protobuf, whose ``ValueError('Value out of range: N')``
+    reaches the caller before anything is sent (Triton's QA, ``L0_shared_memory``
+    ``test_infer_integer_overflow``, expects it); ours raises the same text, as a
+    ``ValueError`` that is also an ``InferenceServerException`` naming the argument."""
+    from tritonclient.utils import InferenceServerValueError
+
+    def check(error: BaseException, value: int, argument: str) -> None:
+        assert isinstance(error, ValueError) and isinstance(error, InferenceServerException)
+        assert str(error) == f"Value out of range: {value}" and error.status() is None
+        assert isinstance(error, InferenceServerValueError) and argument in str(error.hint)
+
+    output = grpcclient.InferRequestedOutput("OUTPUT0")
+    with pytest.raises(ValueError) as raised:
+        output.set_shared_memory("region", 2**64 - 32, 32)
+    check(raised.value, 2**64 - 32, "byte_size")
+    with pytest.raises(ValueError) as raised:
+        grpcclient.InferInput("INPUT0", [1], "INT32").set_shared_memory("region", 4, 2**63)
+    check(raised.value, 2**63, "offset")
+    with pytest.raises(ValueError) as raised:
+        grpcclient.InferRequestedOutput("OUTPUT0", class_count=2**63)
+    check(raised.value, 2**63, "class_count")
+
+    inputs = [
+        grpcclient.InferInput("INPUT0", [1], "INT32").set_data_from_numpy(np.zeros(1, np.int32))
+    ]
+    cases: list[tuple[dict[str, Any], int, str]] = [
+        ({"parameters": {"p": 2**63}}, 2**63, "'p'"),
+        ({"parameters": {"p": -(2**63) - 1}}, -(2**63) - 1, "'p'"),
+        ({"timeout": 2**63}, 2**63, "timeout"),
+        ({"priority": -1}, -1, "priority"),
+        ({"sequence_id": 2**64}, 2**64, "sequence_id"),
+    ]
+    # Nothing listens there: a request that was sent would fail with UNAVAILABLE instead.
+    with grpcclient.InferenceServerClient("127.0.0.1:1") as client:
+        for kwargs, value, argument in cases:
+            with pytest.raises(ValueError) as raised:
+                client.infer("m", inputs, **kwargs)
+            check(raised.value, value, argument)
+        # The limits themselves are sent (and refused by nobody here but the network).
+        with pytest.raises(InferenceServerException) as sent:
+            client.infer("m", inputs, parameters={"p": 2**63 - 1}, timeout=-(2**63))
+        assert sent.value.status() == "StatusCode.UNAVAILABLE"

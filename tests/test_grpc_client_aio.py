@@ -239,11 +239,17 @@ def test_stream_infer_cancel(server: MockServer) -> None:
 
         responses = c.stream_infer(requests())
         count = 0
-        async for _result, error in responses:
-            assert error is None
-            count += 1
-            if count == 2:
-                assert responses.cancel()
+        # As NVIDIA's: the read after a successful cancel() raises CancelledError (Triton's
+        # QA, L0_request_cancellation), the next one ends the iteration.
+        with pytest.raises(asyncio.CancelledError):
+            async for _result, error in responses:
+                assert error is None
+                count += 1
+                if count == 2:
+                    assert responses.cancel()
+        with pytest.raises(StopAsyncIteration):
+            await responses.__anext__()
+        assert not responses.cancel()  # already cancelled: nothing more to cancel
         stop.set()
         return count
 

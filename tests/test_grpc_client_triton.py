@@ -119,6 +119,131 @@ def test_aio_infer_and_stream(triton: RunningTritonServer) -> None:
     assert int(items[0][0].as_numpy("OUT")[0]) == 5
 
 
+def _slow_inputs(delay_ms: int) -> list[grpcclient.InferInput]:
+    value = np.array([7], np.int32)
+    delay = np.array([delay_ms], np.uint32)
+    return [
+        grpcclient.InferInput("INPUT0", [1], "INT32").set_data_from_numpy(value),
+        grpcclient.InferInput("DELAY_MS", [1], "UINT32").set_data_from_numpy(delay),
+    ]
+
+
+def _assert_nvidias_deadline_error(item: Any) -> None:
+    # Triton's QA tells errors from results with an exact type comparison.
+    assert type(item) == InferenceServerException  # noqa: E721 - what the QA test compares
+    assert item.status() == "StatusCode.DEADLINE_EXCEEDED"
+    assert item.message() == "Deadline Exceeded"
+
+
+def test_deadlines_reach_the_callbacks_as_nvidias(triton: RunningTritonServer) -> None:
+    """Triton's ``qa/L0_client_timeout/client_infer_timeout_test.py``: a request that takes
+    longer than ``client_timeout`` (``async_infer``) or ``stream_timeout`` (the stream) gives
+    the callback NVIDIA's "Deadline Exceeded" error, and a request in time its result."""
+    completed: queue.Queue[Any] = queue.Queue()
+
+    def callback(result: Any, error: Any) -> None:
+        completed.put(error if error else result)
+
+    with grpcclient.InferenceServerClient(triton.grpc_url) as c:
+        c.async_infer("slow", _slow_inputs(3000), callback, client_timeout=2.0)
+        _assert_nvidias_deadline_error(completed.get(timeout=T))
+        c.start_stream(callback, stream_timeout=1)
+        c.async_stream_infer("slow", _slow_inputs(3000))
+        _assert_nvidias_deadline_error(completed.get(timeout=T))
+        c.stop_stream()
+        c.async_infer("slow", _slow_inputs(0), callback, client_timeout=T)
+        result = completed.get(timeout=T)
+        assert type(result) != InferenceServerException  # noqa: E721
+        np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), [7])
+        with pytest.raises(InferenceServerException) as raised:
+            c.infer("slow", _slow_inputs(3000), client_timeout=0.5)
+        _assert_nvidias_deadline_error(raised.value)
+
+    async def aio() -> None:
+        async with aioclient.InferenceServerClient(triton.grpc_url) as c:
+            with pytest.raises(InferenceServerException) as raised:
+                await c.infer("slow", _slow_inputs(3000), client_timeout=0.5)
+            _assert_nvidias_deadline_error(raised.value)
+
+            async def requests() -> AsyncIterator[dict[str, Any]]:
+                yield {"model_name": "slow", "inputs": _slow_inputs(3000)}
+
+            with pytest.raises(InferenceServerException) as raised:
+                async for _ in c.stream_infer(requests(), stream_timeout=0.5):
+                    pytest.fail("a response after the stream's deadline")
+            _assert_nvidias_deadline_error(raised.value)
+
+    asyncio.run(asyncio.wait_for(aio(), 2 * T))
+
+
+def test_aio_stream_cancelled_raises_cancelled_error(triton: RunningTritonServer) -> None:
+    """Triton's ``qa/L0_request_cancellation/grpc_cancellation_test.py``
+    (``test_aio_grpc_stream_infer``): once ``cancel()`` returned True, iterating the responses
+    raises ``asyncio.CancelledError``; the next read ends the iteration, as with NVIDIA's."""
+
+    async def main() -> None:
+        async with aioclient.InferenceServerClient(triton.grpc_url) as c:
+            release = asyncio.Event()
+
+            async def requests() -> AsyncIterator[dict[str, Any]]:
+                yield {"model_name": "slow", "inputs": _slow_inputs(3000)}
+                await release.wait()
+
+            responses = c.stream_infer(requests())
+            assert responses.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                async for _ in responses:
+                    pytest.fail("a response after cancel()")
+            with pytest.raises(StopAsyncIteration):
+                await responses.__anext__()
+            release.set()
+            result = await c.infer("slow", _slow_inputs(0), client_timeout=T)
+            np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), [7])
+
+    asyncio.run(asyncio.wait_for(main(), 2 * T))
+
+
+def test_infer_over_stream_equals_the_unary_calls(triton: RunningTritonServer) -> None:
+    """``infer_over_stream`` (issue 33) on Triton 2.51: the results and errors of the unary
+    calls, the caller's request id included (``tests/test_grpc_client_over_stream.py`` has the
+    cases; Triton prefixes errors with the request id it saw, ``<id_unknown>`` for none)."""
+    from tests.test_grpc_client_over_stream import CALLS, ERRORS, _same_result, _sequence_kwargs
+
+    with (
+        grpcclient.InferenceServerClient(triton.grpc_url) as unary,
+        grpcclient.InferenceServerClient(triton.grpc_url, infer_over_stream=True) as streamed,
+    ):
+        for model, inputs, kwargs in CALLS:
+            extra = _sequence_kwargs(model, 51)
+            u = unary.infer(model, inputs(), client_timeout=T, **kwargs, **extra)
+            s = streamed.infer(model, inputs(), client_timeout=T, **kwargs, **extra)
+            _same_result(u, s)
+        for model, inputs, kwargs in ERRORS:
+            with pytest.raises(InferenceServerException) as u_error:
+                unary.infer(model, inputs(), client_timeout=T, **kwargs)
+            with pytest.raises(InferenceServerException) as s_error:
+                streamed.infer(model, inputs(), client_timeout=T, **kwargs)
+            u_, s_ = u_error.value, s_error.value
+            assert (type(s_), s_.status(), str(s_)) == (type(u_), u_.status(), str(u_))
+        with pytest.raises(InferenceServerException) as raised:
+            streamed.infer("slow", _slow_inputs(1000), client_timeout=0.2)
+        _assert_nvidias_deadline_error(raised.value)
+        result = streamed.infer("slow", _slow_inputs(0), request_id="next", client_timeout=T)
+        assert result.get_response().id == "next"
+
+    async def aio() -> None:
+        async with aioclient.InferenceServerClient(triton.grpc_url, infer_over_stream=True) as c:
+            results = await asyncio.gather(
+                *[c.infer("simple", _simple_inputs(), request_id=str(i)) for i in range(16)]
+            )
+            assert [r.get_response().id for r in results] == [str(i) for i in range(16)]
+            with pytest.raises(InferenceServerException) as raised:
+                await c.infer("no_such_model", _simple_inputs())
+            assert raised.value.status() == "StatusCode.NOT_FOUND"
+
+    asyncio.run(asyncio.wait_for(aio(), 2 * T))
+
+
 def test_balanced_channel_against_a_real_triton(triton: RunningTritonServer) -> None:
     # Triton 2.51 answers grpc.health.v1 Check but not Watch: gRPC's health checking then
     # takes the replica as healthy (it logs one line), and calls go through.  A sequence's

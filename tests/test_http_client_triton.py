@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ INSTALL = find_tritonserver()
 pytestmark = pytest.mark.triton_peer
 
 REPO = Path(__file__).resolve().parent.parent / "mock_server" / "models"
-MODELS = ["simple", "simple_string", "identity_bf16", "identity_bytes", "simple_sequence"]
+MODELS = ["simple", "simple_string", "identity_bf16", "identity_bytes", "simple_sequence", "slow"]
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +118,47 @@ def test_errors_compression_async(client: httpclient.InferenceServerClient) -> N
         assert np.array_equal(result.as_numpy("OUTPUT1"), a - 1)
     handles = [client.async_infer("simple", simple_inputs()[0]) for _ in range(20)]
     assert all(h.get_result(timeout=30).as_numpy("OUTPUT0") is not None for h in handles)
+
+
+def _slow_input(delay_ms: int) -> list[httpclient.InferInput]:
+    value, delay = np.array([7], np.int32), np.array([delay_ms], np.uint32)
+    return [
+        httpclient.InferInput("INPUT0", [1], "INT32").set_data_from_numpy(value),
+        httpclient.InferInput("DELAY_MS", [1], "UINT32").set_data_from_numpy(delay),
+    ]
+
+
+def test_network_timeouts_as_nvidias(server: RunningTritonServer) -> None:
+    """Triton's ``qa/L0_client_timeout/client_infer_timeout_test.py`` (HTTP cases): a request
+    that outlives ``network_timeout`` raises ``socket.timeout`` ("timed out"), from ``infer``
+    and from ``async_infer(...).get_result()``; the asyncio client's ``conn_timeout`` raises
+    a ``TimeoutError``."""
+    with httpclient.InferenceServerClient(server.http_url, network_timeout=1.0) as client:
+        with pytest.raises(socket.timeout, match="timed out"):
+            client.infer("slow", _slow_input(3000))
+        with pytest.raises(socket.timeout, match="timed out"):
+            client.async_infer("slow", _slow_input(3000)).get_result(timeout=30)
+    with httpclient.InferenceServerClient(server.http_url, network_timeout=30) as client:
+        result = client.async_infer("slow", _slow_input(0)).get_result(timeout=30)
+        np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), [7])
+
+    async def main() -> None:
+        async with aioclient.InferenceServerClient(server.http_url, conn_timeout=1.0) as client:
+            with pytest.raises(TimeoutError):
+                await client.infer("slow", _slow_input(3000))
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_bytes_of_python_objects_as_json(client: httpclient.InferenceServerClient) -> None:
+    """With ``binary_data=False`` a BYTES element that is not bytes or str is sent as its
+    ``str()``, as NVIDIA's client sends it (Triton's QA sends object arrays of ints)."""
+    data = np.array([[1, -2, 2**70, None, 1.5, b"b", "s"]], dtype=np.object_)
+    inp = httpclient.InferInput("INPUT0", [1, 7], "BYTES").set_data_from_numpy(data, False)
+    expected = ["1", "-2", str(2**70), "None", "1.5", "b", "s"]
+    assert inp._get_tensor()["data"] == expected
+    out = client.infer("identity_bytes", [inp]).as_numpy("OUTPUT0")
+    assert out is not None and out.reshape(-1).tolist() == [e.encode() for e in expected]
 
 
 def test_system_shared_memory(client: httpclient.InferenceServerClient) -> None:

@@ -1026,6 +1026,20 @@ def test_shared_memory_bodies_and_paths() -> None:
     assert http_body.model_path("a b", "2", "infer") == "/v2/models/a%20b/versions/2/infer"
 
 
+def test_json_bytes_elements_of_other_types_go_as_their_str() -> None:
+    """NVIDIA's client sends a BYTES element that is not bytes as ``str(element)`` with
+    ``binary_data=False`` (Triton's QA sends object arrays of Python ints); the server's rule
+    (``bytes_as="surrogateescape"``, model outputs) still refuses them."""
+    data = np.array([[1, -2, 2**70, None, 1.5, np.int64(3), b"b", "s"]], dtype=np.object_)
+    encoded = http_client.encode_input("X", "BYTES", [1, 8], data, binary_data=False)
+    expected = ["1", "-2", str(2**70), "None", "1.5", "3", "b", "s"]
+    assert encoded.data == expected
+    doc = json.loads(encode_request([encoded]).tobytes())
+    assert doc["inputs"][0]["data"] == expected
+    with pytest.raises(InferenceServerException, match="cannot be sent as JSON"):
+        jsontext.tensor_to_json("BYTES", data, bytes_as="surrogateescape")
+
+
 def test_codec_error_pickles() -> None:
     import pickle
 

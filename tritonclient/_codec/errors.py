@@ -12,6 +12,7 @@ faults are :class:`~tritonclient.utils.InferenceServerProtocolError` (no status)
 from __future__ import annotations
 
 from tritonclient.utils import InferenceServerException
+from tritonclient.utils._errors import same_type_as_base
 
 __all__ = ["CodecError", "GrpcCodecError", "HttpCodecError", "request_prefix"]
 
@@ -27,6 +28,7 @@ _KIND_TO_HTTP = {
 _HTTP_TO_KIND = {status: kind for kind, status in _KIND_TO_HTTP.items()}
 
 
+@same_type_as_base
 class CodecError(InferenceServerException):
     """A message that does not follow the protocol, found while decoding it.
 
@@ -53,6 +55,7 @@ class CodecError(InferenceServerException):
         return (CodecError, (self.message(), self.kind, self.http_status, self.in_response))
 
 
+@same_type_as_base
 class HttpCodecError(CodecError):
     """A :class:`CodecError` of the HTTP codec, made from the status Triton answers with.
 
@@ -73,6 +76,7 @@ class HttpCodecError(CodecError):
         return (HttpCodecError, (self.message(), self.http_status, self.in_response))
 
 
+@same_type_as_base
 class GrpcCodecError(CodecError):
     """A :class:`CodecError` of the gRPC codec, made from the server error kind.
 

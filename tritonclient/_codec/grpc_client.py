@@ -9,6 +9,7 @@ its raw contents, plus the raw buffers: numpy inputs are not copied);
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ from .grpc_common import (
     FINAL_RESPONSE_PARAM,
     contents_array,
     get_parameters,
+    int64_value,
+    out_of_range,
     set_parameters,
     to_infer_parameter,
 )
@@ -70,6 +73,9 @@ __all__ = [
     "request_message",
     "requested_output_field",
     "response_parameters",
+    "stream_error_status",
+    "streamed_infer_response",
+    "tag_request",
 ]
 
 
@@ -132,9 +138,9 @@ def _set_shm_parameters(
     params: MutableMapping[str, service_pb2.InferParameter], ref: SharedMemoryRef
 ) -> None:
     params["shared_memory_region"].string_param = ref.region
-    params["shared_memory_byte_size"].int64_param = ref.byte_size
+    params["shared_memory_byte_size"].int64_param = int64_value(ref.byte_size, "byte_size")
     if ref.offset:
-        params["shared_memory_offset"].int64_param = ref.offset
+        params["shared_memory_offset"].int64_param = int64_value(ref.offset, "offset")
 
 
 def _header_message(
@@ -151,7 +157,11 @@ def _header_message(
             params["sequence_id"].string_param = sequence_id
         elif isinstance(sequence_id, int) and not isinstance(sequence_id, bool):
             if not INT64_MIN <= sequence_id <= UINT64_MAX:
-                raise_error(f"sequence_id {sequence_id} does not fit in 64 bits")
+                # NVIDIA's client refuses ids from 2**63 on too; Triton's correlation ids
+                # are uint64, which the two's complement below reaches.
+                raise out_of_range(
+                    sequence_id, "sequence_id", "a 64-bit integer: -2**63 .. 2**64-1"
+                )
             # The server reads int64 as uint64: ids >= 2**63 travel in two's complement.
             params["sequence_id"].int64_param = (
                 sequence_id - 2**64 if sequence_id > INT64_MAX else sequence_id
@@ -162,15 +172,17 @@ def _header_message(
         params["sequence_end"].bool_param = bool(options.sequence_end)
     if options.priority:
         if not 0 <= options.priority <= UINT64_MAX:
-            raise_error(f"priority must be between 0 and 2**64-1, got {options.priority}")
+            raise out_of_range(
+                options.priority, "priority", "an unsigned 64-bit integer: 0 .. 2**64-1"
+            )
         params["priority"].uint64_param = options.priority
     if options.timeout is not None:
-        params["timeout"].int64_param = options.timeout
+        params["timeout"].int64_param = int64_value(options.timeout, "timeout")
     if options.enable_empty_final_response:
         params[EMPTY_FINAL_RESPONSE_PARAM].bool_param = True
     for key, value in (options.parameters or {}).items():
         check_parameter_name(key)
-        to_infer_parameter(value, params[key], key)
+        to_infer_parameter(value, params[key], key, int64_only=True)
     return request
 
 
@@ -223,7 +235,7 @@ def input_tensor_field(tensor: InputTensor) -> bytes:
         name=tensor.name, datatype=tensor.datatype
     )
     message.shape.extend(int(d) for d in tensor.shape)
-    set_parameters(message.parameters, tensor.parameters)
+    set_parameters(message.parameters, tensor.parameters, int64_only=True)
     if tensor.shared_memory is not None:
         _set_shm_parameters(message.parameters, tensor.shared_memory)
     return len_field(REQUEST_INPUT_FIELD, message.SerializeToString())
@@ -232,9 +244,11 @@ def input_tensor_field(tensor: InputTensor) -> bytes:
 def requested_output_field(output: RequestedOutput) -> bytes:
     """The ``ModelInferRequest.outputs`` entry of ``output`` in wire form (tag included)."""
     message = service_pb2.ModelInferRequest.InferRequestedOutputTensor(name=output.name)
-    set_parameters(message.parameters, output.parameters)
+    set_parameters(message.parameters, output.parameters, int64_only=True)
     if output.class_count:
-        message.parameters["classification"].int64_param = output.class_count
+        message.parameters["classification"].int64_param = int64_value(
+            output.class_count, "class_count"
+        )
     if output.shared_memory is not None:
         _set_shm_parameters(message.parameters, output.shared_memory)
     return len_field(REQUEST_OUTPUT_FIELD, message.SerializeToString())
@@ -442,6 +456,98 @@ def _id_list(counts: Mapping[str, int]) -> str:
             text += f" ({counts[request_id]} requests)"
         parts.append(text)
     return ", ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Unary inferences carried over one ModelStreamInfer stream (the clients' infer_over_stream)
+# ---------------------------------------------------------------------------------------------
+
+#: The request ``id`` field (ModelInferRequest.id = 3), written after the request's fields: of
+#: a field given twice the last one counts (protobuf), so the server sees this one.
+_ID_TAG = varint((3 << 3) | WIRE_LEN)
+
+#: What Triton 2.51's unary ``ModelInfer`` answers, as a status, to the request errors it
+#: reports on a stream as text only (docs/protocol.md, sections 8 and 10).  Matched at the
+#: start of the message, after the ``[request id: ...]`` prefix.
+_STREAM_ERROR_STATUS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), status)
+    for pattern, status in (
+        (r"Request for unknown model", "NOT_FOUND"),
+        (
+            r"unexpected inference (input|output) |expected (\d+|number of) inputs? |"
+            r"inference input '.*' data-type is |inference request batch-size must be |"
+            r"input '.*' batch size does not match |unexpected shape for input |"
+            r"input byte size mismatch |expected \d+ string elements |incomplete string data |"
+            r"input '.*' already exists in request|input '.*' has no shape |"
+            r"inference request to model '.*' must specify a non-zero |"
+            r"inference request for sequence .* must specify the START flag |"
+            r"invalid value type for '.*' parameter",
+            "INVALID_ARGUMENT",
+        ),
+        (r"Exceeds maximum queue size|Request timeout expired", "UNAVAILABLE"),
+    )
+)
+
+#: What the unary ``ModelInfer`` answers for a decoupled model (Triton 2.51).
+DECOUPLED_UNARY_ERROR = "ModelInfer RPC doesn't support models with decoupled transaction policy"
+
+
+def tag_request(data: Buffer, tag: str) -> bytes:
+    """An encoded ``ModelInferRequest`` whose ``id`` is ``tag`` on the wire (the field is
+    appended; the request's own id, if any, is overridden), to match its answer on a stream."""
+    raw = tag.encode()
+    return bytes(data) + _ID_TAG + varint(len(raw)) + raw
+
+
+def _id_prefix(request_id: str) -> str:
+    """Triton's prefix of an error about a request: ``[request id: x] ``, ``<id_unknown>`` for
+    a request without an id (Triton 2.51)."""
+    return f"[request id: {request_id or '<id_unknown>'}] "
+
+
+def stream_error_status(message: str) -> str | None:
+    """The status name (``"NOT_FOUND"``, ...) the unary call would have failed with, for an
+    error Triton reported on a stream as ``message`` (text only); None when unknown."""
+    if message.startswith("[request id: "):
+        message = message.partition("] ")[2]
+    for pattern, status in _STREAM_ERROR_STATUS:
+        if pattern.match(message):
+            return status
+    return None
+
+
+def streamed_infer_response(
+    message: service_pb2.ModelStreamInferResponse, tag: str, request_id: str
+) -> service_pb2.ModelInferResponse:
+    """The ``ModelInferResponse`` the unary call would have answered, from the stream's answer
+    to a request sent with id ``tag`` for the caller's ``request_id``.
+
+    The caller's id goes back into the response and into an error's ``[request id: ...]``
+    prefix; the stream's ``triton_final_response`` parameter is removed (the unary answer has
+    none).
+
+    Raises
+    ------
+    InferenceServerException
+        The request's error, with the status the unary call gives where the message tells it
+        (:func:`stream_error_status`; otherwise no status); for a decoupled model's response
+        that is not its last, the unary call's UNIMPLEMENTED error (the model has run).
+    """
+    if message.error_message:
+        text = message.error_message
+        prefix = _id_prefix(tag)
+        if text.startswith(prefix):
+            text = _id_prefix(request_id) + text[len(prefix) :]
+        status = stream_error_status(text)
+        raise InferenceServerException(text, None if status is None else f"StatusCode.{status}")
+    response = message.infer_response
+    parameters = response.parameters
+    if FINAL_RESPONSE_PARAM in parameters:
+        if not parameters[FINAL_RESPONSE_PARAM].bool_param:
+            raise InferenceServerException(DECOUPLED_UNARY_ERROR, "StatusCode.UNIMPLEMENTED")
+        del parameters[FINAL_RESPONSE_PARAM]
+    response.id = request_id
+    return response
 
 
 def check_infer_response(

@@ -16,6 +16,7 @@ from tritonclient.utils import (
     raise_error,
 )
 from tritonclient.utils._dtypes import DATATYPES
+from tritonclient.utils._errors import InferenceServerValueError
 
 from .numbers import INT64_MAX, INT64_MIN, UINT64_MAX
 from .raw import wire_dtype
@@ -36,6 +37,8 @@ __all__ = [
     "exception_from_stream_error",
     "from_infer_parameter",
     "get_parameters",
+    "int64_value",
+    "out_of_range",
     "set_parameters",
     "status_for_error_kind",
     "status_name",
@@ -216,8 +219,47 @@ def exception_from_stream_error(error_message: str) -> InferenceServerException:
     return InferenceServerException(msg=error_message)
 
 
+def int64_value(value: int, what: str) -> int:
+    """``value``, checked to fit an ``int64`` field of a request (``int64_param``).
+
+    Parameters
+    ----------
+    value : int
+        The integer.
+    what : str
+        The argument it comes from, named in the error's hint.
+
+    Returns
+    -------
+    int
+        ``value``.
+
+    Raises
+    ------
+    InferenceServerValueError
+        Outside -2**63 .. 2**63-1, with NVIDIA's text (``Value out of range: N``, protobuf's
+        ``ValueError``, which NVIDIA's gRPC client lets through); it is also a ``ValueError``.
+    """
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise out_of_range(value, what, "a signed 64-bit integer: -2**63 .. 2**63-1")
+    return value
+
+
+def out_of_range(value: int, what: str, field: str) -> InferenceServerValueError:
+    """The error for an integer that does not fit its request field: NVIDIA's text
+    (``Value out of range: N``, protobuf's ``ValueError``) and a hint naming the argument
+    ``what`` and the ``field``'s range."""
+    error = InferenceServerValueError(f"Value out of range: {value}")
+    error.with_hint(f"{what} travels as {field}")
+    return error
+
+
 def to_infer_parameter(
-    value: Any, out: service_pb2.InferParameter | None = None, key: str | None = None
+    value: Any,
+    out: service_pb2.InferParameter | None = None,
+    key: str | None = None,
+    *,
+    int64_only: bool = False,
 ) -> service_pb2.InferParameter:
     """Store a Python value in an ``InferParameter`` (the oneof member follows the type).
 
@@ -232,6 +274,9 @@ def to_infer_parameter(
     key : str, optional
         The request parameter's name: an unsupported type is then refused with the message
         of NVIDIA's client.
+    int64_only : bool, optional
+        Integers only as ``int64_param`` (what a client sends: NVIDIA's refuses larger ones,
+        and Triton refuses a ``uint64_param`` custom parameter); see :func:`int64_value`.
 
     Returns
     -------
@@ -241,7 +286,8 @@ def to_infer_parameter(
     Raises
     ------
     InferenceServerException
-        For another type, or an integer outside the int64/uint64 range.
+        For another type, or an integer outside the int64/uint64 range
+        (:class:`InferenceServerValueError` outside int64 with ``int64_only``).
     """
     param = service_pb2.InferParameter() if out is None else out
     if isinstance(value, np.generic):
@@ -249,7 +295,9 @@ def to_infer_parameter(
     if isinstance(value, bool):
         param.bool_param = value
     elif isinstance(value, int):
-        if INT64_MIN <= value <= INT64_MAX:
+        if int64_only:
+            param.int64_param = int64_value(value, f"parameter '{key}'" if key else "a parameter")
+        elif INT64_MIN <= value <= INT64_MAX:
             param.int64_param = value
         elif 0 <= value <= UINT64_MAX:
             param.uint64_param = value
@@ -291,7 +339,10 @@ def from_infer_parameter(param: service_pb2.InferParameter) -> ParamValue | None
 
 
 def set_parameters(
-    target: MutableMapping[str, service_pb2.InferParameter], values: Mapping[str, Any]
+    target: MutableMapping[str, service_pb2.InferParameter],
+    values: Mapping[str, Any],
+    *,
+    int64_only: bool = False,
 ) -> None:
     """Store every value of ``values`` in a protobuf parameter map with :func:`to_infer_parameter`.
 
@@ -301,9 +352,11 @@ def set_parameters(
         E.g. ``request.parameters``.
     values : mapping of str to bool, int, float or str
         The parameters.
+    int64_only : bool, optional
+        As for :func:`to_infer_parameter` (True for what a client sends).
     """
     for key, value in values.items():
-        to_infer_parameter(value, target[key])
+        to_infer_parameter(value, target[key], key if int64_only else None, int64_only=int64_only)
 
 
 def get_parameters(source: Mapping[str, service_pb2.InferParameter]) -> dict[str, ParamValue]:

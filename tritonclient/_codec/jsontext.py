@@ -380,10 +380,11 @@ def tensor_to_json(datatype: str, array: npt.NDArray[Any], *, bytes_as: str = "s
     array : numpy.ndarray
         The values (any shape; flattened row-major).
     bytes_as : {"str", "surrogateescape"}, optional
-        For BYTES: ``"str"`` requires UTF-8 elements (the client rule, raising
-        InferenceServerException otherwise); ``"surrogateescape"`` keeps non-UTF-8 bytes as
-        escape characters, which :func:`dumps` with ``raw_strings=True`` writes raw (Triton's
-        output rule).  Default ``"str"``.
+        For BYTES: ``"str"`` requires UTF-8 bytes elements (the client rule, raising
+        InferenceServerException otherwise) and sends other objects as their ``str()``;
+        ``"surrogateescape"`` keeps non-UTF-8 bytes as escape characters, which
+        :func:`dumps` with ``raw_strings=True`` writes raw (Triton's output rule).
+        Default ``"str"``.
 
     Returns
     -------
@@ -395,7 +396,8 @@ def tensor_to_json(datatype: str, array: npt.NDArray[Any], *, bytes_as: str = "s
     ------
     InferenceServerException
         For FP16/BF16 (an :class:`HttpCodecError` with status 400), or a BYTES element that
-        is not bytes/str or (with ``bytes_as="str"``) not UTF-8.
+        is not UTF-8 bytes (with ``bytes_as="str"``; other objects are sent as their
+        ``str()``) or, with ``"surrogateescape"``, neither bytes nor str.
     """
     if datatype in _NO_JSON_TYPES:
         raise http_bad(
@@ -417,6 +419,10 @@ def tensor_to_json(datatype: str, array: npt.NDArray[Any], *, bytes_as: str = "s
                     )
             elif isinstance(item, str):
                 out.append(item)
+            elif errors == "strict":
+                # The client rule: any other object goes as its str(), as NVIDIA's client
+                # sends it (and as the binary encoding, serialize_byte_tensor, does).
+                out.append(str(item))
             else:
                 raise_error(
                     f"BYTES element of type '{type(item).__name__}' cannot be sent as JSON; "

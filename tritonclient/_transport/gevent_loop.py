@@ -28,6 +28,7 @@ import gevent.pool  # type: ignore[import-untyped]  # gevent ships no type infor
 __all__ = ["GeventLoop", "Job"]
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 # Real OS threads and locks even when the program monkey-patched ``threading``.
 _start_new_thread: Callable[..., int] = gevent.monkey.get_original("_thread", "start_new_thread")
@@ -56,6 +57,13 @@ class Job(Generic[T]):
             self._error = exc
         finally:
             self._done.release()
+
+    @staticmethod
+    def run_now(fn: Callable[[], R]) -> Job[R]:
+        """A job of ``fn``, run at once in the calling thread."""
+        job: Job[R] = Job(fn)
+        job._run()
+        return job
 
     def _fail(self, error: BaseException) -> None:
         self._fn = None

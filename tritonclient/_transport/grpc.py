@@ -533,6 +533,11 @@ class GrpcTransport:
             requests, metadata=metadata, timeout=timeout, compression=compression
         )
 
+    def stream_method(self) -> Any:
+        """The channel's ``ModelStreamInfer`` (bytes in and out), for
+        :class:`~tritonclient._transport.grpc_infer_stream.InferStream`."""
+        return self._methods.stream
+
     def close(self) -> None:
         """Close the channel."""
         self.channel.close()
@@ -590,6 +595,11 @@ class GrpcAioTransport:
         return self._methods.stream(
             requests, metadata=metadata, timeout=timeout, compression=compression
         )
+
+    def stream_method(self) -> Any:
+        """The channel's ``ModelStreamInfer`` (bytes in and out), for
+        :class:`~tritonclient._transport.grpc_infer_stream.AioInferStream`."""
+        return self._methods.stream
 
     async def close(self) -> None:
         """Close the channel."""

@@ -32,7 +32,12 @@ T = TypeVar("T")
 @dataclass
 class HttpReply:
     """A response as received: status, headers (lower-case names) and the whole body (a
-    read-only ``memoryview`` of one buffer when a large body was read in place)."""
+    read-only ``memoryview`` of one buffer when a large body was read in place).
+
+    It also reads as the geventhttpclient response NVIDIA's sync client hands to its module
+    functions (``status_code``, ``get(name)``, ``read()``), for code that patches them (see
+    :mod:`tritonclient.http._seams`).
+    """
 
     status: int
     headers: dict[str, str]
@@ -41,6 +46,20 @@ class HttpReply:
     def header(self, name: str) -> str | None:
         """The value of header ``name`` (any case), or None."""
         return self.headers.get(name.lower())
+
+    @property
+    def status_code(self) -> int:
+        """The status (geventhttpclient's name)."""
+        return self.status
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        """The value of header ``name`` (any case), or ``default`` (geventhttpclient's
+        ``response.get``)."""
+        return self.headers.get(name.lower(), default)
+
+    def read(self) -> bytes:
+        """The whole body as ``bytes`` (geventhttpclient's ``response.read()``)."""
+        return bytes(self.body)
 
 
 @dataclass
@@ -64,6 +83,9 @@ class HttpCall(Generic[T]):
     #: Whether the call changes state that lives on one server (shared-memory
     #: registrations), which a client over several replicas refuses.
     per_server: bool = False
+    #: ``"infer"`` for an inference, whose answer NVIDIA's client reads with ``InferResult``
+    #: (see :mod:`tritonclient.http._seams`); ``""`` for the other calls.
+    kind: str = ""
 
     def payload(self) -> bytes | None:
         """The whole body as one ``bytes`` (joining :attr:`chunks`), or None."""

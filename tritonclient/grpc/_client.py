@@ -30,6 +30,7 @@ from tritonclient._transport.grpc import (
     compression_type,
     error_from_rpc,
 )
+from tritonclient._transport.grpc_infer_stream import InferStream
 from tritonclient.utils import (
     InferenceServerException,
     RetryPolicy,
@@ -265,6 +266,30 @@ class InferenceServerClient(common.ClientBase):
         statistics, repository index, settings and shared-memory status) that fail with
         UNAVAILABLE. Inference and state-changing calls are never retried (``infer`` outside
         sequences is, with ``RetryPolicy(retry_infer=True)``). Default None: no retries.
+    infer_over_stream : bool, keyword-only
+        (Not in NVIDIA's client.) Carry :meth:`infer` calls over one ``ModelStreamInfer``
+        stream the client keeps open, instead of a unary ``ModelInfer`` call each: about 0.6x
+        the client CPU of a unary call per small call (asyncio client: 0.4x; grpcio's unary
+        machinery is most of a unary call's cost; see the README and
+        ``benchmarks/bench_hotpath.py``).  Results are those of the
+        unary call for every model that is not decoupled (the caller's ``request_id``
+        included: the client sends each request with an id of its own, ``~1``, ``~2``, ...,
+        which is what the server and the model see, and gives the caller's back).  What
+        changes: ``client_timeout`` bounds the wait but does not cancel the request on the
+        server (it runs on; its late answer is dropped); a call with ``headers`` or
+        ``compression_algorithm`` goes unary (a stream has one set of headers, taken from the
+        plugin when it opens; the stream is opened again when they change); a failed
+        request's error has the unary call's message, and its status where the message
+        tells it (unknown model: NOT_FOUND, invalid request: INVALID_ARGUMENT, queue full or
+        timed out: UNAVAILABLE; otherwise none), no gRPC debug details; a decoupled model is
+        run (the unary call refuses it) and the call fails with the unary call's
+        UNIMPLEMENTED error when its first response is not its last (use
+        :meth:`start_stream` for decoupled models).  Any number of threads may call
+        :meth:`infer` at once: their requests share the stream.  A stream that breaks fails
+        the calls waiting on it with its status (UNAVAILABLE when the server ended it), as
+        unary calls on a broken connection fail; the next call opens a new stream.
+        :meth:`async_infer` and the other methods stay unary.  Not with a ``url`` naming
+        several replicas. Default False.
 
     ``url`` may also be a gRPC target with a scheme (``dns:///name:port``, e.g. a headless
     Kubernetes Service, ``ipv4:a:p,b:p``) or a list of ``host:port`` (IP addresses or
@@ -294,9 +319,11 @@ class InferenceServerClient(common.ClientBase):
         channel_args: Sequence[tuple[str, Any]] | None = None,
         *,
         retry_policy: RetryPolicy | None = None,
+        infer_over_stream: bool = False,
     ) -> None:
         super().__init__(verbose)
         self._retry_policy = check_retry_policy(retry_policy)
+        common.check_infer_over_stream(url, infer_over_stream)
         self._stream: _InferStream | None = None
         tls = (ssl, root_certificates, private_key, certificate_chain, creds)
         self._transport: GrpcTransport = self._open_transport(
@@ -305,6 +332,8 @@ class InferenceServerClient(common.ClientBase):
         self._channel = self._transport.channel
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._closed = False
+        if infer_over_stream:
+            self._infer_stream = InferStream(self._transport.stream_method(), common.parse_stream)
 
     def __enter__(self) -> InferenceServerClient:
         return self
@@ -329,6 +358,8 @@ class InferenceServerClient(common.ClientBase):
         """
         self.stop_stream()
         self._closed = True
+        if self._infer_stream is not None:
+            self._infer_stream.close()
         for pinned in self._pinned_transports():
             pinned.close()
         self._transport.close()
@@ -1153,6 +1184,14 @@ class InferenceServerClient(common.ClientBase):
             options,
         )
         requested = common.requested_outputs(outputs)
+        streamed = self._over_stream(headers, compression_algorithm)
+        if streamed is not None:
+            answer = retry_sync(
+                lambda: streamed.infer(parts, metadata=metadata, timeout=client_timeout),
+                common.infer_retry_policy(self._retry_policy, options),
+                common.is_retryable,
+            )
+            return self._streamed_result(answer, options, requested)
         compression = compression_type(compression_algorithm)
         transport, replica = self._route(options, self._transport)
         try:

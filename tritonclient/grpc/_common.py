@@ -33,6 +33,7 @@ from tritonclient.utils._errors import (
     InferenceServerProtocolError,
     InferenceServerUnavailableError,
     RetryPolicy,
+    server_error_with_hint,
     with_note,
 )
 
@@ -42,11 +43,13 @@ __all__ = [
     "Call",
     "ClientBase",
     "cancelled_error",
+    "check_infer_over_stream",
     "encode_infer",
     "infer_request_from_dict",
     "parse_infer",
     "parse_reply",
     "parse_stream",
+    "parse_streamed_infer",
     "requested_outputs",
     "serialize_request",
     "stream_item",
@@ -133,6 +136,8 @@ class ClientBase:
         self._counters: ChannelCounters | None = None
         #: Where the sequences of a balanced client run (unary calls of a sequence).
         self._pins: SequencePins | None = None
+        #: The stream that carries ``infer`` calls (``infer_over_stream``), or None.
+        self._infer_stream: Any = None
 
     # -- several replicas (gRPC balances; see tritonclient._transport.grpc_replicas) ----------
 
@@ -191,6 +196,24 @@ class ClientBase:
     def _pinned_transports(self) -> list[Any]:
         """The transports opened for sequences (the client closes them)."""
         return [] if self._pins is None else self._pins.transports()
+
+    def _over_stream(self, headers: Any, compression_algorithm: str | None) -> Any:
+        """The stream an ``infer`` call goes over (``infer_over_stream``), or None for a unary
+        call: always without the option, and for a call with its own ``headers`` or
+        compression (a stream has one set of headers and one compression)."""
+        if headers is None and compression_algorithm is None:
+            return self._infer_stream
+        return None
+
+    def _streamed_result(
+        self, answer: Any, options: InferOptions, requested: Requested
+    ) -> InferResult:
+        """The result of an ``infer`` call carried over the stream
+        (:func:`parse_streamed_infer`)."""
+        result = parse_streamed_infer(answer, options.request_id, requested)
+        if self._verbose:
+            print(result.get_response())
+        return result
 
     def _refuse_per_server(self, rpc: str) -> None:
         if self._balanced_target is not None:
@@ -610,6 +633,49 @@ def parse_infer(data: bytes, requested: Requested | None = None) -> InferResult:
         raise response_fault(f"the ModelInferResponse message does not parse ({exc})") from None
     outputs = grpc_client.check_infer_response(message, raw, requested)
     return InferResult(message, raw, outputs)
+
+
+def parse_streamed_infer(
+    answer: tuple[tuple[Any, list[memoryview] | None], str],
+    request_id: str,
+    requested: Requested | None = None,
+) -> InferResult:
+    """The :class:`InferResult` of an ``infer`` carried over a stream (``infer_over_stream``),
+    as the unary call gives it: the caller's request id, no ``triton_final_response``
+    parameter, the error of a failed request raised as the unary call would (see
+    :func:`grpc_client.streamed_infer_response`).
+
+    Parameters
+    ----------
+    answer : tuple
+        ``((ModelStreamInferResponse, raw contents), id the request was sent with)``, as
+        :meth:`tritonclient._transport.grpc_infer_stream.InferStream.infer` returns it.
+    request_id : str
+        The caller's request id.
+    requested : Requested, optional
+        The outputs the call asked for (see :func:`parse_infer`).
+    """
+    (message, raw), tag = answer
+    try:
+        response = grpc_client.streamed_infer_response(message, tag, request_id)
+    except InferenceServerException as error:
+        raise server_error_with_hint(error) from None
+    outputs = grpc_client.check_infer_response(response, raw, requested)
+    return InferResult(response, raw, outputs)
+
+
+def check_infer_over_stream(url: str | Sequence[str], enabled: bool) -> None:
+    """Refuse ``infer_over_stream`` for a ``url`` naming several replicas (a stream goes to
+    one), before the client opens anything."""
+    from tritonclient._transport.grpc import channel_target
+
+    if enabled:
+        target, balancing = channel_target(url)
+        if balancing:
+            raise_error(
+                "infer_over_stream=True needs one server: a stream goes to one replica, so the "
+                f"calls would not be balanced over {target}"
+            )
 
 
 def parse_stream(

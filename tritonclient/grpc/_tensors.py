@@ -165,10 +165,17 @@ class InferInput:
         -------
         InferInput
             The updated input.
+
+        Raises
+        ------
+        InferenceServerValueError
+            If ``byte_size`` or ``offset`` does not fit a signed 64-bit integer (also a
+            ``ValueError``, ``Value out of range: N``, as NVIDIA's client raises).
         """
         self._data = None
         self._shm = types.SharedMemoryRef(region_name, int(byte_size), int(offset))
         self._wire = None
+        self._wire_field()  # encoded now: a size out of range is refused here, as NVIDIA's
         return self
 
     def _get_tensor(self) -> service_pb2.ModelInferRequest.InferInputTensor:
@@ -228,6 +235,8 @@ class InferRequestedOutput:
         self._class_count = int(class_count)
         self._shm: types.SharedMemoryRef | None = None
         self._wire: bytes | None = None
+        if self._class_count:
+            self._wire_field()  # encoded now: a count out of range is refused here, as NVIDIA's
 
     def name(self) -> str:
         """Get the name of output associated with this object.
@@ -255,12 +264,16 @@ class InferRequestedOutput:
         Raises
         ------
         InferenceServerException
-            If failed to set shared memory for the tensor.
+            If failed to set shared memory for the tensor; an
+            :class:`~tritonclient.utils.InferenceServerValueError` (also a ``ValueError``,
+            ``Value out of range: N``, as NVIDIA's) if ``byte_size`` or ``offset`` does not
+            fit a signed 64-bit integer.
         """
         if self._class_count:
             raise_error("shared memory can't be set on classification output")
         self._shm = types.SharedMemoryRef(region_name, int(byte_size), int(offset))
         self._wire = None
+        self._wire_field()  # encoded now: a size out of range is refused here, as NVIDIA's
 
     def unset_shared_memory(self) -> None:
         """Clears the shared memory option set by the last call to

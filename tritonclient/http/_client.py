@@ -45,9 +45,11 @@ from tritonclient._retry import check_retry_policy, retry_sync
 from tritonclient._transport.gevent import GeventTransport
 from tritonclient._transport.gevent_loop import Job
 from tritonclient._transport.replicas import GeventReplicas, replica_urls
+from tritonclient.http import _seams
 from tritonclient.http._common import (
     ClientCore,
     HttpCall,
+    _parse_ok,
     is_retryable,
     not_ready_error,
     parse_url,
@@ -59,6 +61,19 @@ from tritonclient.http._requested_output import InferRequestedOutput
 from tritonclient.utils import BalancingPolicy, RetryPolicy, raise_error
 
 __all__ = ["GenerateStream", "InferAsyncRequest", "InferenceServerClient"]
+
+#: NVIDIA's module function, which tests patch; looked up here at call time, with
+#: ``InferResult``, once a client's seams are in use (see :mod:`tritonclient.http._seams`).
+_raise_if_error = _seams.raise_if_error
+_UNPATCHED_INFER_RESULT = InferResult
+
+
+def _seams_patched() -> bool:
+    """Whether ``_raise_if_error`` or ``InferResult`` of this module is patched."""
+    return (
+        _raise_if_error is not _seams.raise_if_error or InferResult is not _UNPATCHED_INFER_RESULT
+    )
+
 
 T = TypeVar("T")
 Headers = Mapping[str, Any] | None
@@ -230,16 +245,60 @@ class InferenceServerClient(ClientCore):
         """
         if self._transport is not None:
             self._transport.close()
+        _seams.close_seam(self._seam)  # a stub of the caller's, as NVIDIA's client closes its
+
+    @property
+    def _client_stub(self) -> Any:
+        """NVIDIA's geventhttpclient stub, kept as a compatibility seam for tests that replace
+        it: once read or set, every call goes through its ``get``/``post`` (by default
+        :class:`~tritonclient.http._seams.StubSeam`, over this client's transport).  See
+        :mod:`tritonclient.http._seams`."""
+        if self._seam is None:
+            self._seam = _seams.StubSeam(self._transport)
+        return self._seam
+
+    @_client_stub.setter
+    def _client_stub(self, stub: Any) -> None:
+        self._seam = stub
 
     def _submit(self, call: HttpCall[T]) -> Job[T]:
         if self._transport is None:  # pragma: no cover - only if __init__ failed
             raise_error("the client is closed")
+        if self._seam is not None:  # through the stub, in this thread (see _seams)
+            return Job.run_now(lambda: self._run_seamed(call, None))
+        if _seams_patched():
+            return self._transport.submit(call, lambda reply: self._read_seamed(call, reply))
         return self._transport.submit(call, lambda reply: self._finish(call, reply))
+
+    def _run_seamed(self, call: HttpCall[Any], timeout: float | None) -> Any:
+        """``call`` as NVIDIA's client makes it: through the stub when there is one."""
+        seam = self._seam
+        if seam is None:
+            assert self._transport is not None
+            response: Any = self._transport.send(call, timeout)
+        elif call.method == "GET":
+            response = seam.get(call.path, headers=_seams.stub_headers(call))
+        else:
+            headers = _seams.stub_headers(call)
+            response = seam.post(request_uri=call.path, body=call.payload(), headers=headers)
+        return self._read_seamed(call, response)
+
+    def _read_seamed(self, call: HttpCall[Any], response: Any) -> Any:
+        """The answer to ``call`` read as NVIDIA's client reads it, through this module's
+        ``_raise_if_error`` and ``InferResult`` (patched or not)."""
+        if call.parse is _parse_ok:  # health and readiness: the status alone
+            return response.status_code == 200
+        _raise_if_error(response)
+        if call.kind == "infer":
+            return InferResult(response, self._verbose)
+        return self._finish(call, _seams.reply_of(response))
 
     def _run(self, call: HttpCall[T], timeout: float | None = None) -> T:
         transport = self._transport
         if transport is None:  # pragma: no cover - only if __init__ failed
             raise_error("the client is closed")
+        if self._seam is not None or _seams_patched():
+            return self._run_seamed(call, timeout)  # type: ignore[no-any-return]
         if self._retry_policy is None or not call.idempotent:  # one attempt: the usual call
             return self._finish(call, transport.send(call, timeout))
         return retry_sync(

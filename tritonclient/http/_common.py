@@ -75,6 +75,7 @@ __all__ = [
     "is_retryable",
     "not_ready_error",
     "parse_url",
+    "reply_error",
     "transport_error",
 ]
 
@@ -113,7 +114,8 @@ def parse_url(url: str, ssl: bool) -> tuple[str, str, int, str]:
     return scheme, host, port, base
 
 
-def _reply_error(reply: HttpReply) -> InferenceServerException | None:
+def reply_error(reply: HttpReply) -> InferenceServerException | None:
+    """The exception of a reply that is not 200 (None for 200)."""
     if reply.status == 200:
         return None
     body: Buffer = reply.body
@@ -124,7 +126,7 @@ def _reply_error(reply: HttpReply) -> InferenceServerException | None:
 
 
 def _raise_if_error(reply: HttpReply) -> None:
-    error = _reply_error(reply)
+    error = reply_error(reply)
     if error is not None:
         raise error
 
@@ -217,6 +219,9 @@ class ClientCore:
         self._verbose = verbose
         #: The inference path of each (model, version) called (quoting is not free).
         self._infer_paths: dict[tuple[str, str], str] = {}
+        #: NVIDIA's stub once read or set (``_client_stub``, ``_stub``): see
+        #: :mod:`tritonclient.http._seams`.
+        self._seam: Any = None
 
     # -- request bodies (static, as in NVIDIA's client) -----------------------------------
 
@@ -626,6 +631,7 @@ class ClientCore:
             call.chunks = tuple(body.chunks)  # the binary data goes out from its buffers
             if self._verbose:
                 print(bytes(memoryview(body.chunks[0])[:1024]))
+        call.kind = "infer"
         if options.sequence_id:
             # A client over several replicas keeps a sequence on its replica; never retried.
             call.sequence = (options.sequence_id, options.sequence_start, options.sequence_end)

@@ -31,6 +31,7 @@ from ._errors import (
     InferenceServerUnauthenticatedError,
     InferenceServerUnavailableError,
     InferenceServerUnimplementedError,
+    InferenceServerValueError,
     RetryPolicy,
     raise_error,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "InferenceServerUnauthenticatedError",
     "InferenceServerUnavailableError",
     "InferenceServerUnimplementedError",
+    "InferenceServerValueError",
     "ReplicaStats",
     "RetryPolicy",
     "config_to_triton_dtype",

@@ -23,17 +23,80 @@ __all__ = [
     "InferenceServerUnauthenticatedError",
     "InferenceServerUnavailableError",
     "InferenceServerUnimplementedError",
+    "InferenceServerValueError",
     "RetryPolicy",
     "connection_hint",
     "exception_for_status",
     "raise_error",
+    "same_type_as_base",
     "server_error_with_hint",
     "specialize_exception",
     "with_note",
 ]
 
 
-class InferenceServerException(Exception):
+class _ExceptionType(type):
+    """The metaclass of :class:`InferenceServerException`: the package's subclasses of it
+    compare equal to it as types.
+
+    NVIDIA's clients raise only ``InferenceServerException`` itself, and code written for
+    them (Triton's own QA tests among it) tells an error from a result with
+    ``type(item) == InferenceServerException``.  The subclasses this package raises per
+    status (:class:`InferenceServerNotFoundError`, ...) would fail that comparison, so each
+    one marked with :func:`same_type_as_base` is equal, as a type, to
+    ``InferenceServerException`` (and hashes as it does, as equal objects must); two
+    different subclasses are not equal to each other, ``is`` still tells them apart, and
+    ``isinstance``, ``issubclass`` and ``except`` clauses never look at equality.  A user's own
+    subclass compares as any class does.
+    """
+
+    def __eq__(cls, other: object) -> bool:
+        if cls is other:
+            return True
+        if not isinstance(other, _ExceptionType):
+            return NotImplemented
+        base = InferenceServerException
+        return (cls is base and _is_alias(other)) or (other is base and _is_alias(cls))
+
+    def __ne__(cls, other: object) -> bool:
+        equal = _ExceptionType.__eq__(cls, other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(cls) -> int:
+        if cls is InferenceServerException or _is_alias(cls):
+            return type.__hash__(InferenceServerException)
+        return type.__hash__(cls)
+
+
+def _is_alias(cls: type) -> bool:
+    """Whether ``cls`` itself (not a class derived from it) was marked by
+    :func:`same_type_as_base`."""
+    return bool(cls.__dict__.get("_same_type_as_base", False))
+
+
+C = TypeVar("C", bound=type)
+
+
+def same_type_as_base(cls: C) -> C:
+    """Mark a subclass of :class:`InferenceServerException` defined by this package so that
+    ``type(error) == InferenceServerException`` holds for its instances, as for the plain
+    exceptions NVIDIA's clients raise (see :class:`_ExceptionType`).
+
+    Parameters
+    ----------
+    cls : type
+        A subclass of ``InferenceServerException``.
+
+    Returns
+    -------
+    type
+        ``cls``.
+    """
+    cls._same_type_as_base = True  # type: ignore[attr-defined]
+    return cls
+
+
+class InferenceServerException(Exception, metaclass=_ExceptionType):
     """Exception indicating a non-success status.
 
     ``message()``, ``status()``, ``debug_details()`` and ``str()`` are exactly what NVIDIA's
@@ -180,43 +243,53 @@ def with_note(error: E, detail: str | None) -> E:
 # ---------------------------------------------------------------------------------------------
 
 
+@same_type_as_base
 class InferenceServerInvalidArgumentError(InferenceServerException):
     """The server refused the request as invalid (gRPC INVALID_ARGUMENT, HTTP 400)."""
 
 
+@same_type_as_base
 class InferenceServerNotFoundError(InferenceServerException):
     """A model, version or shared-memory region does not exist (gRPC NOT_FOUND, HTTP 404)."""
 
 
+@same_type_as_base
 class InferenceServerAlreadyExistsError(InferenceServerException):
     """The object already exists (gRPC ALREADY_EXISTS, HTTP 409)."""
 
 
+@same_type_as_base
 class InferenceServerPermissionDeniedError(InferenceServerException):
     """The request is not allowed (gRPC PERMISSION_DENIED, HTTP 403)."""
 
 
+@same_type_as_base
 class InferenceServerUnauthenticatedError(InferenceServerException):
     """Missing or wrong credentials (gRPC UNAUTHENTICATED, HTTP 401)."""
 
 
+@same_type_as_base
 class InferenceServerResourceExhaustedError(InferenceServerException):
     """The server is out of a resource: queue full, message too large (gRPC
     RESOURCE_EXHAUSTED, HTTP 429)."""
 
 
+@same_type_as_base
 class InferenceServerInternalError(InferenceServerException):
     """The server failed (gRPC INTERNAL, HTTP 500)."""
 
 
+@same_type_as_base
 class InferenceServerUnimplementedError(InferenceServerException):
     """The server does not support the request (gRPC UNIMPLEMENTED, HTTP 501)."""
 
 
+@same_type_as_base
 class InferenceServerUnavailableError(InferenceServerException):
     """The server cannot be reached or is not serving (gRPC UNAVAILABLE, HTTP 502/503)."""
 
 
+@same_type_as_base
 class InferenceServerConnectionError(InferenceServerUnavailableError, ConnectionError):
     """The connection to the server failed: refused, reset, or closed mid-response.
 
@@ -225,11 +298,13 @@ class InferenceServerConnectionError(InferenceServerUnavailableError, Connection
     """
 
 
+@same_type_as_base
 class InferenceServerSSLError(InferenceServerConnectionError, ssl.SSLError):
     """The TLS handshake failed (bad certificate, wrong host name...); also an
     :class:`ssl.SSLError`, as NVIDIA's HTTP client raises."""
 
 
+@same_type_as_base
 class InferenceServerDeadlineExceededError(InferenceServerException, TimeoutError):
     """The call did not finish in time (gRPC DEADLINE_EXCEEDED, HTTP 504, client timeouts).
 
@@ -237,13 +312,23 @@ class InferenceServerDeadlineExceededError(InferenceServerException, TimeoutErro
     """
 
 
+@same_type_as_base
 class InferenceServerCancelledError(InferenceServerException):
     """The call was cancelled (gRPC CANCELLED, HTTP 499)."""
 
 
+@same_type_as_base
 class InferenceServerProtocolError(InferenceServerException):
     """The server's answer could not be decoded: truncated, not JSON, sizes that do not match
     the body, unknown datatypes, corrupt compression."""
+
+
+@same_type_as_base
+class InferenceServerValueError(InferenceServerException, ValueError):
+    """An argument the client refuses before sending: a value out of the range its wire field
+    holds.  Also a :class:`ValueError` with the same text, as NVIDIA's gRPC client raises for
+    an integer beyond int64 (protobuf's ``Value out of range: N``); its :attr:`hint` names the
+    argument."""
 
 
 _BY_NAME: dict[str, type[InferenceServerException]] = {

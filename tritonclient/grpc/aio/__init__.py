@@ -28,6 +28,7 @@ from tritonclient._transport.grpc import (
     compression_type,
     error_from_rpc,
 )
+from tritonclient._transport.grpc_infer_stream import AioInferStream
 from tritonclient.grpc import (
     MAX_GRPC_MESSAGE_SIZE,
     InferInput,
@@ -118,11 +119,17 @@ class _ResponseIterator:
         return self
 
     def _end(self, error: BaseException | None) -> BaseException:
-        """Finish the iteration with ``error`` (the inputs iterator's own first), once."""
+        """Finish the iteration with ``error`` (the inputs iterator's own first), once.
+
+        After :meth:`cancel` succeeded it is ``asyncio.CancelledError``, as NVIDIA's
+        iterator raises it (grpc.aio's read of a cancelled call); later reads end the
+        iteration."""
         self._finished = True
+        if self._cancelled:
+            return asyncio.CancelledError()
         if self._state.failure:
             return self._state.failure[0]
-        if self._cancelled or error is None:
+        if error is None:
             return StopAsyncIteration()
         return error
 
@@ -164,15 +171,19 @@ class _ResponseIterator:
         return common.stream_item(parsed)
 
     def cancel(self) -> bool:
-        """Cancel the stream and every request still running on it.
+        """Cancel the stream and every request still running on it; the next read of the
+        iterator then raises ``asyncio.CancelledError`` (as NVIDIA's), and iteration ends.
 
         Returns
         -------
         bool
-            True if the stream was cancelled, False if it had already finished.
+            True if the stream was cancelled, False if it had already finished (the
+            responses it received can still be read).
         """
-        self._cancelled = True
-        return bool(self._call.cancel())
+        cancelled = bool(self._call.cancel())
+        if cancelled and not self._finished:
+            self._cancelled = True
+        return cancelled
 
 
 class InferenceServerClient(common.ClientBase):
@@ -206,6 +217,12 @@ class InferenceServerClient(common.ClientBase):
         given here overrides the default of the same key. Default is None.
     retry_policy : tritonclient.utils.RetryPolicy, keyword-only
         Retry idempotent calls failing with UNAVAILABLE (see the sync client). Default None.
+    infer_over_stream : bool, keyword-only
+        Carry :meth:`infer` calls over one ``ModelStreamInfer`` stream the client keeps open
+        (see the sync client for what changes). Any number of tasks may call :meth:`infer`
+        at once; the stream belongs to the event loop that opened it (another loop opens its
+        own). Cancelling a task that awaits :meth:`infer` stops its wait, not the request on
+        the server. Default False.
 
     ``url`` may be a list of addresses or a ``dns:///`` / ``ipv4:`` target for round-robin
     load balancing, as with the sync client.
@@ -224,15 +241,20 @@ class InferenceServerClient(common.ClientBase):
         channel_args: Sequence[tuple[str, Any]] | None = None,
         *,
         retry_policy: RetryPolicy | None = None,
+        infer_over_stream: bool = False,
     ) -> None:
         super().__init__(verbose)
         self._retry_policy = check_retry_policy(retry_policy)
+        common.check_infer_over_stream(url, infer_over_stream)
         tls = (ssl, root_certificates, private_key, certificate_chain, creds)
         self._transport: GrpcAioTransport = self._open_transport(
             grpc.aio, GrpcAioTransport, url, tls, keepalive_options, channel_args
         )
         self._channel = self._transport.channel
         self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        if infer_over_stream:
+            method = self._transport.stream_method()
+            self._infer_stream = AioInferStream(method, common.parse_stream)
 
     async def __aenter__(self) -> InferenceServerClient:
         return self
@@ -242,6 +264,8 @@ class InferenceServerClient(common.ClientBase):
 
     async def close(self) -> None:
         """Close the client. Any future calls to server will result in an Error."""
+        if self._infer_stream is not None:
+            await self._infer_stream.close()
         for pinned in self._pinned_transports():
             await pinned.close()
         await self._transport.close()
@@ -522,6 +546,14 @@ class InferenceServerClient(common.ClientBase):
             options,
         )
         requested = common.requested_outputs(outputs)
+        streamed = self._over_stream(headers, compression_algorithm)
+        if streamed is not None:
+            answer = await retry_async(
+                lambda: streamed.infer(parts, metadata=metadata, timeout=client_timeout),
+                common.infer_retry_policy(self._retry_policy, options),
+                common.is_retryable,
+            )
+            return self._streamed_result(answer, options, requested)
         compression = compression_type(compression_algorithm)
         transport, replica = self._route(options, self._transport)
         try:

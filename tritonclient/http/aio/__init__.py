@@ -9,6 +9,7 @@ may be constructed outside a coroutine.  Errors are those of the sync client.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import ssl as _ssl
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
@@ -29,10 +30,12 @@ from tritonclient._retry import check_retry_policy, retry_async
 from tritonclient._transport.aiohttp import AiohttpTransport
 from tritonclient._transport.replicas import AiohttpReplicas, replica_urls
 from tritonclient.http import _client as _sync
+from tritonclient.http import _seams
 from tritonclient.http._client import InferAsyncRequest
 from tritonclient.http._common import (
     ClientCore,
     HttpCall,
+    _parse_ok,
     is_retryable,
     not_ready_error,
     parse_url,
@@ -64,6 +67,21 @@ Query = Mapping[str, Any] | None
 
 
 _Sync = _sync.InferenceServerClient
+
+#: NVIDIA's module function (a coroutine function here), which tests patch; looked up at call
+#: time, with ``InferResult``, once a client's seams are in use (see
+#: :mod:`tritonclient.http._seams`).
+_raise_if_error = _seams.aio_raise_if_error
+_UNPATCHED_INFER_RESULT = InferResult
+
+
+def _seams_patched() -> bool:
+    """Whether ``_raise_if_error`` or ``InferResult`` of this module is patched."""
+    return (
+        _raise_if_error is not _seams.aio_raise_if_error
+        or InferResult is not _UNPATCHED_INFER_RESULT
+    )
+
 
 #: The base class of the clients (NVIDIA's name for it, re-exported here as NVIDIA's module does).
 InferenceServerClientBase = ClientCore
@@ -130,6 +148,9 @@ class InferenceServerClient(ClientCore):
             self._transport = make(*servers[0])
         else:
             self._transport = AiohttpReplicas(servers, base, balancing, make)
+        host, port = servers[0]
+        #: The URLs handed to a stub start with this (NVIDIA's ``_url``, without the base path).
+        self._seam_origin = f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}"
 
     async def __aenter__(self) -> InferenceServerClient:
         return self
@@ -141,9 +162,49 @@ class InferenceServerClient(ClientCore):
         """Close the client and its connections. Any future calls to server will result in
         an Error."""
         await self._transport.close()
+        closing = _seams.close_seam(self._seam)  # a stub of the caller's, as NVIDIA's closes its
+        if inspect.isawaitable(closing):
+            await closing
+
+    @property
+    def _stub(self) -> Any:
+        """NVIDIA's ``aiohttp.ClientSession``, kept as a compatibility seam for tests that set
+        its ``get``/``post`` (or replace it): once read or set, every call goes through them
+        (by default :class:`~tritonclient.http._seams.SessionSeam`, over this client's
+        transport).  See :mod:`tritonclient.http._seams`."""
+        if self._seam is None:
+            self._seam = _seams.SessionSeam(self._transport)
+        return self._seam
+
+    @_stub.setter
+    def _stub(self, stub: Any) -> None:
+        self._seam = stub
 
     async def _send(self, call: HttpCall[T]) -> T:
+        if self._seam is not None or _seams_patched():
+            return await self._send_seamed(call)  # type: ignore[no-any-return]
         return self._finish(call, await self._transport.send(call))
+
+    async def _send_seamed(self, call: HttpCall[Any]) -> Any:
+        """``call`` made and read as NVIDIA's client does: through the stub when there is one,
+        the answer through this module's ``_raise_if_error`` and ``InferResult``."""
+        seam = self._seam
+        if seam is None:
+            response: Any = _seams.AioResponse(await self._transport.send(call))
+        elif call.method == "GET":
+            url = self._seam_origin + call.path
+            response = await seam.get(url=url, headers=_seams.stub_headers(call))
+        else:
+            url, headers = self._seam_origin + call.path, _seams.stub_headers(call)
+            response = await seam.post(url=url, data=call.payload(), headers=headers)
+        if call.parse is _parse_ok:  # health and readiness: the status alone
+            return response.status == 200
+        await _raise_if_error(response)
+        if call.kind == "infer":
+            header_length, encoding = _seams.infer_result_args(response.headers)
+            body = await response.read()
+            return InferResult.from_response_body(body, self._verbose, header_length, encoding)
+        return self._finish(call, await _seams.aio_reply_of(response))
 
     async def _run(self, call: HttpCall[T]) -> T:
         return await retry_async(
