@@ -40,7 +40,8 @@ PLAIN_TEMPLATE = (
     "{% if message.content is string %}{{ message.content }}"
     "{% elif message.content %}{% for part in message.content %}{{ part.text }}{% endfor %}"
     "{% endif %}"
-    "{% if message.tool_calls %}{{ message.tool_calls | tojson }}{% endif %}\n"
+    # Newlines as expressions: templates render with trim_blocks, as Hugging Face's do.
+    '{% if message.tool_calls %}{{ message.tool_calls | tojson }}{% endif %}{{ "\\n" }}'
     "{% endfor %}"
     "{% if add_generation_prompt %}assistant:{% endif %}"
 )
