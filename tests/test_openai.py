@@ -12,15 +12,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,8 +23,8 @@ import pytest
 
 import tritonclient.http as httpclient
 from mock_server.app import BUNDLED_MODELS
+from tests.test_cli import serve
 
-ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("vllm_model", "embedding_model", "tool_model", "simple")
 #: The canned sentence vllm_model's words come from.
 SENTENCE = (
@@ -61,35 +55,11 @@ WEATHER = {
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """``python -m mock_server`` with the OpenAI frontend (and the llama3 tool parser)."""
     tmp = tmp_path_factory.mktemp("openai")
-    repo = tmp / "repo"
-    for name in MODELS:
-        shutil.copytree(BUNDLED_MODELS / name, repo / name)
-    port_file = tmp / "ports.json"
-    command = [sys.executable, "-m", "mock_server", "--model-repository", str(repo)]
-    command += ["--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"]
-    command += ["--openai-port", "0", "--tool-call-parser", "llama3"]
-    command += ["--port-file", str(port_file)]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    log = (tmp / "server.log").open("w")
-    process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 120
-        while not port_file.exists() or not port_file.read_text():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError("server did not start:\n" + (tmp / "server.log").read_text())
-            time.sleep(0.1)
-        time.sleep(0.05)
-        info: dict[str, Any] = json.loads(port_file.read_text())
+    for name in MODELS:  # the repository serve() uses
+        shutil.copytree(BUNDLED_MODELS / name, tmp / "repo" / name)
+    with serve(tmp, "--openai-port", "0", "--tool-call-parser", "llama3", timeout=120) as info:
         info["base"] = f"http://127.0.0.1:{info['openai']}"
         yield info
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-        log.close()
 
 
 @pytest.fixture(scope="module")
