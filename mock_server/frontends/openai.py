@@ -412,24 +412,25 @@ class OpenAIFrontend:
         await stream.prepare(request)
         piece: Generated | None = first
         try:
-            while piece is not None:
-                for chunk in chunks(piece):
-                    await stream.write(chunk)
-                try:
-                    piece = await iterator.__anext__()
-                except StopAsyncIteration:
-                    piece = None
-        except ServerFailure as exc:
-            await stream.write(
-                event({"error": {"message": str(exc), "type": "server_error", "code": 500}})
-            )
+            try:
+                while piece is not None:
+                    for chunk in chunks(piece):
+                        await stream.write(chunk)
+                    try:
+                        piece = await iterator.__anext__()
+                    except StopAsyncIteration:
+                        piece = None
+            except ServerFailure as exc:
+                error = {"message": str(exc), "type": "server_error", "code": 500}
+                await stream.write(event({"error": error}))
+            if usage_of is not None and (last := usage_of.usage_chunk()) is not None:
+                await stream.write(last)
+            await stream.write(done_event())
+            await stream.write_eof()
         except ConnectionResetError:
-            await iterator.aclose()  # the client went away: the request is cancelled
-            return stream
-        if usage_of is not None and (last := usage_of.usage_chunk()) is not None:
-            await stream.write(last)
-        await stream.write(done_event())
-        await stream.write_eof()
+            # The client went away (an ended stream is not a server error): closing the
+            # responses cancels the request, which the model sees as is_cancelled().
+            await iterator.aclose()
         return stream
 
 
