@@ -246,6 +246,8 @@ def test_the_in_process_api_calls_tritons_openai_frontend_makes(tmp_path: Path) 
     explicit mode with startup models, list ready models, read configs, build a vLLM request
     from plain lists and numpy flags, ``async_infer`` it and read the outputs through their
     pointers, load and unload, metrics and readiness."""
+    # Its annotations name the response type by tritonserver's private path.
+    assert tritonserver._api._response.InferenceResponse is tritonserver.InferenceResponse
     repo = tmp_path / "repo"
     shutil.copytree(BUNDLED_MODELS / "vllm_model", repo / "vllm_model")
     shutil.copytree(BUNDLED_MODELS / "embedding_model", repo / "embedding_model")
