@@ -108,6 +108,12 @@ def __getattr__(name: str) -> object:
         value = getattr(api, name)
         globals()[name] = value
         return value
+    if name == "_api":
+        # tritonserver's own name for its API package: code written for it (Triton's OpenAI
+        # frontend) names types as tritonserver._api._response.InferenceResponse.
+        from . import api
+
+        return api
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -23,6 +23,7 @@ from .app import BUNDLED_MODELS, FrontendOptions, MockServer, parse_restricted
 from .core.errors import ServerError
 from .core.server import ModelControlMode, ServerOptions
 from .core.settings import TraceSettings
+from .frontends.openai_groups import parse_openai_restricted
 
 
 def _bool(text: str) -> bool:
@@ -161,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="largest HTTP request body (after decompression), bytes (default 64 MiB)",
     )
     p.add_argument("--http-thread-count", type=int, default=8, help="HTTP frontend worker threads")
+    _openai_arguments(p)
     p.add_argument(
         "--disable-auto-complete-config",
         action="store_true",
@@ -190,6 +192,48 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             ignored.add_argument(f"--{flag}", help=argparse.SUPPRESS)
     return p
+
+
+def _openai_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of the OpenAI-compatible frontend (Triton's ``openai_frontend/main.py``)."""
+    group = p.add_argument_group(
+        "OpenAI-compatible frontend",
+        "Triton's OpenAI frontend's routes (/v1/models, /v1/completions, /v1/chat/completions, "
+        "/v1/embeddings) over the same models; see mock_server/frontends/openai.py.",
+    )
+    group.add_argument(
+        "--openai-port", type=int, help="serve the OpenAI API on this port (0: a free one)"
+    )
+    group.add_argument("--openai-address", help="address of the OpenAI API (default: --host)")
+    group.add_argument(
+        "--openai-restricted-api",
+        nargs=3,
+        action="append",
+        default=[],
+        metavar=("APIs", "KEY", "VALUE"),
+        help="restrict OpenAI API groups (inference, model-repository, metrics, health; "
+        "comma-separated) to requests with header KEY: VALUE (repeatable)",
+    )
+    group.add_argument(
+        "--tokenizer",
+        metavar="DIR",
+        help="local tokenizer folder (tokenizer_config.json's chat template, tokenizer.json's "
+        "token counts); nothing is downloaded",
+    )
+    group.add_argument(
+        "--chat-template", metavar="FILE", help="Jinja chat template for every model"
+    )
+    group.add_argument(
+        "--default-max-tokens",
+        type=int,
+        default=16,
+        help="max_tokens of a request that gives none (default 16)",
+    )
+    group.add_argument(
+        "--tool-call-parser",
+        choices=["llama3"],
+        help="parse tool calls out of generated text (Llama 3's JSON form)",
+    )
 
 
 #: tritonserver flags (2.73) with no meaning here, by how they take a value: one ("value"),
@@ -334,6 +378,13 @@ def options_from_args(args: argparse.Namespace) -> tuple[ServerOptions, Frontend
         grpc_header_forward_pattern=args.grpc_header_forward_pattern,
         http_max_input_size=args.http_max_input_size,
         http_thread_count=args.http_thread_count,
+        openai_port=args.openai_port,
+        openai_host=args.openai_address,
+        openai_restricted_api=parse_openai_restricted(args.openai_restricted_api),
+        tokenizer=args.tokenizer,
+        chat_template=args.chat_template,
+        default_max_tokens=args.default_max_tokens,
+        tool_call_parser=args.tool_call_parser,
     )
     return core, frontends
 
@@ -393,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Started GRPCInferenceService at {server.grpc_url}", flush=True)
     if server.metrics_port is not None:
         print(f"Started Metrics Service at {server.metrics_url}", flush=True)
+    if server.openai_port is not None:
+        print(f"Started OpenAI-compatible API at http://{server.openai_url}/v1", flush=True)
     # One parseable line with every bound port (useful with port 0).
     print(
         f"mock_server ready: http={server.http_port or '-'} grpc={server.grpc_port or '-'} "
@@ -409,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
                     "http": server.http_port,
                     "grpc": server.grpc_port,
                     "metrics": server.metrics_port,
+                    "openai": server.openai_port,
                     "ready": server.core.ready(),
                 }
             )

@@ -110,6 +110,19 @@ class FrontendOptions:
         The largest HTTP request body, after decompression (``--http-max-input-size``).
     http_thread_count : int
         The HTTP frontend's worker threads (``--http-thread-count``).
+    openai_port : int or None
+        Port of the OpenAI-compatible frontend (:mod:`mock_server.frontends.openai`); None
+        (the default) does not start it, 0 picks a free port.
+    openai_host : str or None
+        Its address (default: ``host``).
+    openai_restricted_api : dict
+        ``{api group: (header key, value)}`` of its APIs (``--openai-restricted-api``).
+    tokenizer, chat_template : str or None
+        A local tokenizer folder and a Jinja chat template file for its chat endpoint.
+    default_max_tokens : int
+        ``max_tokens`` of an OpenAI request that gives none (16, as Triton's frontend).
+    tool_call_parser : str or None
+        ``"llama3"`` to parse tool calls out of generated text (tools with "auto" choice).
     grpc_response_delay_s : float
         Every gRPC answer but inference's is written this many seconds late: Triton's test
         hook for client deadlines, read by default from the environment variable
@@ -148,6 +161,13 @@ class FrontendOptions:
     event_loop: str = "auto"
     http_max_input_size: int = 2**26
     http_thread_count: int = 8
+    openai_port: int | None = None
+    openai_host: str | None = None
+    openai_restricted_api: dict[str, tuple[str, str]] = field(default_factory=dict)
+    tokenizer: str | None = None
+    chat_template: str | None = None
+    default_max_tokens: int = 16
+    tool_call_parser: str | None = None
     grpc_response_delay_s: float = field(default_factory=lambda: _env_seconds(_DELAY_VARIABLE))
 
 
@@ -216,6 +236,7 @@ class MockServer:
         self.http_port: int | None = None
         self.grpc_port: int | None = None
         self.metrics_port: int | None = None
+        self.openai_port: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._services: list[Any] = []
@@ -240,6 +261,12 @@ class MockServer:
     def metrics_url(self) -> str:
         """``host:port`` of the metrics service (empty if not running)."""
         return self._url(self.frontend_options.metrics_host, self.metrics_port)
+
+    @property
+    def openai_url(self) -> str:
+        """``host:port`` of the OpenAI-compatible frontend (empty if not running); its API
+        is under ``http://<openai_url>/v1``."""
+        return self._url(self.frontend_options.openai_host, self.openai_port)
 
     # -- lifecycle -----------------------------------------------------------------------
     def _run(self, coro: Any, timeout: float) -> Any:
@@ -313,6 +340,28 @@ class MockServer:
             )
             self.metrics_port = await metrics.start()
             self._services.append(metrics)
+        if fo.openai_port is not None:
+            await self._start_openai(fo)
+
+    async def _start_openai(self, fo: FrontendOptions) -> None:
+        from .frontends.openai import OpenAIFrontend
+        from .metrics import metrics_renderer
+        from .python_backend import collect_metrics
+
+        openai = OpenAIFrontend(
+            self.core,
+            host=fo.openai_host or fo.host,
+            port=fo.openai_port or 0,
+            metrics=metrics_renderer(self.core, collect_metrics),
+            restricted_apis=fo.openai_restricted_api or None,
+            max_input_size=fo.http_max_input_size,
+            tokenizer=fo.tokenizer,
+            chat_template=fo.chat_template,
+            default_max_tokens=fo.default_max_tokens,
+            tool_call_parser=fo.tool_call_parser,
+        )
+        self.openai_port = await openai.start()
+        self._services.append(openai)
 
     async def _stop_services(self) -> None:
         for service in reversed(self._services):
@@ -339,7 +388,7 @@ class MockServer:
                 self._thread = None
         if self.core.live():
             self.core.stop()
-        self.http_port = self.grpc_port = self.metrics_port = None
+        self.http_port = self.grpc_port = self.metrics_port = self.openai_port = None
 
     def __enter__(self) -> MockServer:
         return self.start()

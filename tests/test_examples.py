@@ -50,6 +50,7 @@ CASES: dict[str, tuple[str, tuple[str | None, ...]]] = {
     "auth_plugin_client.py": ("auth", BOTH),
     "generate_client.py": ("default", ("http", "aio")),
     "chat_stream_client.py": ("default", ("http", "aio")),
+    "openai_client.py": ("none", (None,)),
 }
 
 PARAMS = [

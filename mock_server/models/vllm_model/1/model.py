@@ -5,10 +5,11 @@ optional ``stream`` (BOOL ``[1]``), ``sampling_parameters`` (BYTES ``[1]``, a JS
 ``exclude_input_in_output`` (BOOL ``[1]``); output ``text_output`` (BYTES ``[-1]``). Decoupled.
 
 What it generates: the words of a canned text, starting at a place chosen by the prompt
-(CRC-32 of its UTF-8 bytes), one token per word (each with its leading space), ``max_tokens``
-of them (default 16, as vLLM's; from ``sampling_parameters``, or from the request parameters
-when that input is absent, as the vLLM backend reads them). The same prompt always gives the
-same text, on any server.
+(CRC-32 of its UTF-8 bytes, and of ``seed`` when the sampling parameters have one), one token
+per word (each with its leading space), ``max_tokens`` of them (default 16, as vLLM's; from
+``sampling_parameters``, or from the request parameters when that input is absent, as the vLLM
+backend reads them). The same prompt (and seed) always gives the same text, on any server.
+Its "tokenizer" is as plain: a prompt has one token per whitespace-separated word.
 
 As the vLLM backend:
 
@@ -17,12 +18,20 @@ As the vLLM backend:
   refused ("When streaming, `exclude_input_in_output` = False is not allowed.").
 * ``stream`` false (the default): one response with the whole text, the prompt in front of it
   unless ``exclude_input_in_output`` is true.
+* ``stop`` (a string or a list of them): generation ends where one first appears in the
+  generated text, which is cut before it.
+* ``structured_outputs`` (``{"json": schema}``, as a JSON string or object) or ``guided_json``
+  (a schema): the text is a JSON object made from the schema (its required properties, or all
+  of them; strings from the canned text, numbers 1, booleans true), streamed a few characters
+  per token. This is how a named tool choice reaches a vLLM model from an OpenAI frontend.
+* ``return_num_input_tokens`` / ``return_num_output_tokens`` true: outputs
+  ``num_input_tokens`` / ``num_output_tokens`` (UINT32 ``[1]``; per response when streaming:
+  the tokens of that response).
+* ``return_logprobs`` true with ``logprobs: k`` in the sampling parameters: output
+  ``logprobs``, a JSON list with one object per token, ``{token id: {"logprob", "rank",
+  "decoded_token"}}`` for the token and its ``k - 1`` runners-up (made-up, fixed values).
 * Other sampling parameters (temperature, top_p, ...) are accepted and make no difference.
 
-When the request is cancelled (the client went away) it stops and ends the stream with a
-CANCELLED error. Used by the generate examples, tests and benchmark (``generate_stream`` with
-``{"text_input": ..., "stream": true, "max_tokens": N}`` streams N events), and over gRPC
-``stream_infer`` as any decoupled model.
 """
 
 import json
@@ -59,16 +68,83 @@ def _sampling(request):
     return params
 
 
-def _tokens(prompt, count):
-    """The ``count`` tokens for ``prompt``, made one at a time (a long stream costs no
+def _start(prompt, seed):
+    key = prompt.encode("utf-8")
+    if seed is not None:
+        key += b"\0" + str(seed).encode()
+    return zlib.crc32(key) % len(_TEXT)
+
+
+def _tokens(start, count):
+    """The ``count`` tokens from ``start``, made one at a time (a long stream costs no
     memory up front)."""
-    start = zlib.crc32(prompt.encode("utf-8")) % len(_TEXT)
-    return (" " + _TEXT[(start + i) % len(_TEXT)] for i in range(count))
+    return ((start + i) % len(_TEXT) for i in range(count))
 
 
-def _response(text):
+def _schema_value(schema, word):
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if "enum" in (schema or {}) and schema["enum"]:
+        return schema["enum"][0]
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        names = schema.get("required") or list(properties)
+        return {name: _schema_value(properties.get(name, {}), word) for name in names}
+    if kind == "array":
+        return [_schema_value(schema.get("items") or {}, word)]
+    if kind in ("integer", "number"):
+        return 1
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    return word
+
+
+def _json_schema(params):
+    guide = params.get("structured_outputs")
+    if isinstance(guide, str):
+        guide = json.loads(guide)
+    if isinstance(guide, dict) and guide.get("json") is not None:
+        schema = guide["json"]
+    else:
+        schema = params.get("guided_json")
+    if isinstance(schema, str):
+        schema = json.loads(schema)
+    return schema
+
+
+def _json_tokens(schema, start, count):
+    """A JSON object made from ``schema``, cut into tokens of up to 8 characters."""
+    text = json.dumps(_schema_value(schema, _TEXT[start]))
+    return [text[i : i + 8] for i in range(0, len(text), 8)][:count]
+
+
+def _logprobs(index, k):
+    """Made-up logprobs of one token: the token first, then ``k - 1`` runners-up."""
+    return {
+        str((index + rank) % len(_TEXT)): {
+            "logprob": -0.25 * (rank + 1),
+            "rank": rank + 1,
+            "decoded_token": " " + _TEXT[(index + rank) % len(_TEXT)],
+        }
+        for rank in range(max(k, 1))
+    }
+
+
+def _response(text, counts=None, logprobs=None):
     out = np.array([text.encode("utf-8")], dtype=np.object_)
-    return pb_utils.InferenceResponse([pb_utils.Tensor("text_output", out)])
+    tensors = [pb_utils.Tensor("text_output", out)]
+    for name, value in (counts or {}).items():
+        tensors.append(pb_utils.Tensor(name, np.array([value], dtype=np.uint32)))
+    if logprobs is not None:
+        packed = np.array([json.dumps(logprobs).encode("utf-8")], dtype=np.object_)
+        tensors.append(pb_utils.Tensor("logprobs", packed))
+    return pb_utils.InferenceResponse(tensors)
+
+
+def _stops(params):
+    stop = params.get("stop") or []
+    return [stop] if isinstance(stop, str) else [s for s in stop if s]
 
 
 def _error(message, code=None):
@@ -100,15 +176,60 @@ class TritonPythonModel:
         max_tokens = params.get("max_tokens", 16)
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}.")
-        tokens = _tokens(prompt, max_tokens)
+        start = _start(prompt, params.get("seed"))
+        schema = _json_schema(params)
+        if schema is not None:
+            pieces = [(None, t) for t in _json_tokens(schema, start, max_tokens)]
+        else:
+            pieces = ((i, " " + _TEXT[i]) for i in _tokens(start, max_tokens))
+        want_input = _flag(request, "return_num_input_tokens", False)
+        want_output = _flag(request, "return_num_output_tokens", False)
+        top = params.get("logprobs") if _flag(request, "return_logprobs", False) else None
+        stops = _stops(params)
+
+        def counts(n):
+            out = {}
+            if want_input:
+                out["num_input_tokens"] = len(prompt.split())
+            if want_output:
+                out["num_output_tokens"] = n
+            return out
+
+        def probs(indices):
+            if not isinstance(top, int) or isinstance(top, bool):
+                return None
+            return [_logprobs(i if i is not None else start, top) for i in indices]
+
         if not stream:
-            sender.send(_response((prompt if prepend else "") + "".join(tokens)), flags=final)
+            text, indices = "", []
+            for index, token in pieces:
+                text, ended = _cut(text + token, stops)
+                indices.append(index)
+                if ended:
+                    break
+            body = (prompt if prepend else "") + text
+            sender.send(_response(body, counts(len(indices)), probs(indices)), flags=final)
             return
-        for index, token in enumerate(tokens):
+        text = ""
+        for number, (index, token) in enumerate(pieces):
             if sender.is_cancelled():
                 sender.send(
                     _error("vllm_model: request cancelled", pb_utils.TritonError.CANCELLED),
                     flags=final,
                 )
                 return
-            sender.send(_response(token), flags=final if index == max_tokens - 1 else 0)
+            cut, ended = _cut(text + token, stops)
+            delta, text = cut[len(text) :], cut
+            last = ended or number == max_tokens - 1
+            sender.send(_response(delta, counts(1), probs([index])), flags=final if last else 0)
+            if last:
+                return
+        sender.send(None, flags=final)  # a JSON text shorter than max_tokens ended early
+
+
+def _cut(text, stops):
+    """``text`` cut before the first stop string in it, and whether one was found."""
+    found = [text.index(s) for s in stops if s in text]
+    if found:
+        return text[: min(found)], True
+    return text, False
