@@ -522,6 +522,7 @@ class MockServer:
             "0",
             "--port-file",
             str(port_file),
+            "--allow-client-shm=true",  # the shared-memory cases, as Triton 2.73 needs it
             *self.args,
         ]
 

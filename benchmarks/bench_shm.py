@@ -269,6 +269,7 @@ def profile_worker(spec: dict[str, Any]) -> dict[str, Any]:
         model_repository=[REPO / "mock_server" / "models"],
         model_control_mode=ModelControlMode.EXPLICIT,
         startup_models=[MODEL],
+        allow_client_shm=True,
     )
     fronts = FrontendOptions(http_port=0, grpc_port=0, metrics_port=0, allow_metrics=False)
     texts = {}

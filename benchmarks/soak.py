@@ -5,15 +5,15 @@ Usage
 ``python benchmarks/soak.py [--requests N] [--chunk-seconds S] [--big-mib N]
 [--tolerance F] [--workloads a,b,...]``
 
-Starts ``python -m mock_server`` (default settings) on free loopback ports and runs every
-workload of ``tests/loadgen.py`` at once (each in a client process of its own, every answer
-checked) in chunks of ``--chunk-seconds``, until ``--requests`` requests (default 100,000) have
-been answered.  After each chunk it reads, from ``/proc``, the server's resident memory, open
-descriptors and threads, each stub process's resident memory, the number of stub processes and
-of their ``/dev/shm`` objects (:mod:`tests.resources`).  The first chunk is the warm-up; the
-soak passes when, at the end, every resident size is within ``--tolerance`` (default 10%) of
-its value after the warm-up (the highest reading of the warm-up; the end is the lower of the
-last two readings: see :meth:`tests.resources.SoakResult.verdict`), descriptors, threads,
+Starts ``python -m mock_server`` (default settings but ``--allow-client-shm=true``) on free
+loopback ports and runs every workload of ``tests/loadgen.py`` at once (each in a client process of
+its own, every answer checked) in chunks of ``--chunk-seconds``, until ``--requests`` requests
+(default 100,000) have been answered.  After each chunk it reads, from ``/proc``, the server's
+resident memory, open descriptors and threads, each stub process's resident memory, the number of
+stub processes and of their ``/dev/shm`` objects (:mod:`tests.resources`).  The first chunk is the
+warm-up; the soak passes when, at the end, every resident size is within ``--tolerance`` (default
+10%) of its value after the warm-up (the highest reading of the warm-up; the end is the lower of
+the last two readings: see :meth:`tests.resources.SoakResult.verdict`), descriptors, threads,
 shared-memory objects and stub processes have not grown, and every request was answered right.
 
 It prints one line per chunk (the curve) and the verdict; exit status 0 when it passed.

@@ -6,14 +6,15 @@ Usage
 ``python benchmarks/stress.py [--runs N] [--seconds S] [--big-mib N] [--burn N]
 [--server-python PATH] [--workloads a,b,...]``
 
-Each run starts ``python -m mock_server`` (the bundled models, default settings: models in stub
-processes, uvloop when installed) on free loopback ports, keeps ``--burn`` processes spinning
-(default: one per core), and runs every workload of ``tests/loadgen.py`` at once, each in a
-client process of its own, for ``--seconds``: small requests over both protocols, ensembles and
-BLS, ``--big-mib`` tensors over the wire and through system shared memory (HTTP and gRPC), BYTES,
-decoupled gRPC streams, sequences and generate.  A run fails when any request failed or got a
-wrong answer, when the server's log reports a stub process that ended (or any traceback), when
-the server stops answering, or when its stubs or shared-memory objects outlive it.
+Each run starts ``python -m mock_server`` (the bundled models, default settings but
+``--allow-client-shm=true``: models in stub processes, uvloop when installed) on free loopback
+ports, keeps ``--burn`` processes spinning (default: one per core), and runs every workload of
+``tests/loadgen.py`` at once, each in a client process of its own, for ``--seconds``: small
+requests over both protocols, ensembles and BLS, ``--big-mib`` tensors over the wire and through
+system shared memory (HTTP and gRPC), BYTES, decoupled gRPC streams, sequences and generate.  A run
+fails when any request failed or got a wrong answer, when the server's log reports a stub process
+that ended (or any traceback), when the server stops answering, or when its stubs or shared-memory
+objects outlive it.
 
 ``--server-python`` runs the server on another interpreter (an older checkout's virtual
 environment, to show a failure a fix removed); the clients always run this checkout's client.

@@ -2,8 +2,10 @@
 
 Allocates GPU buffers, shares them with the server through CUDA IPC handles and runs ``simple``
 on them.  Needs a CUDA GPU and cuda-python on the client and the server's machine; without them
-it prints why and exits 0.
+it prints why and exits 0.  The server must allow client shared memory (as Triton 2.73 needs
+``--allow-client-shm=true``)::
 
+    python -m mock_server --allow-client-shm=true
     python examples/cuda_shm_client.py -i grpc -u localhost:8001
 """
 

@@ -1,8 +1,10 @@
 """BYTES tensors in system shared memory: ``simple_string`` reads and writes serialized strings.
 
 Strings are stored serialized (4-byte little-endian length + bytes per element); the output
-region must be large enough for the longest result the model can write.
+region must be large enough for the longest result the model can write.  The server must allow
+client shared memory (as Triton 2.73 needs ``--allow-client-shm=true``)::
 
+    python -m mock_server --allow-client-shm=true
     python examples/shm_string_client.py -i http -u localhost:8000
 """
 

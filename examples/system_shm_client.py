@@ -2,8 +2,10 @@
 
 Creates one POSIX shared-memory region for both inputs and one for both outputs, registers them
 with the server, runs ``simple`` on them and reads the results straight from the output region.
-The server must run on the same machine.
+The server must run on the same machine, started with client shared memory allowed (as Triton
+2.73 is: it refuses client shared memory by default)::
 
+    python -m mock_server --allow-client-shm=true
     python examples/system_shm_client.py -i grpc -u localhost:8001
 """
 

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 import tritonclient.grpc as grpcclient
-from mock_server.app import FrontendOptions, MockServer
+from mock_server.app import BUNDLED_MODELS, FrontendOptions, MockServer
+from mock_server.core.server import ServerOptions
 from shm import posix
 from tritonclient.utils import HAVE_SPEEDUPS, InferenceServerException
 
@@ -189,7 +190,10 @@ def tour_http(url: str) -> None:
 def main() -> None:
     print(f"BYTES codec: {'C accelerator' if HAVE_SPEEDUPS else 'numpy fallback'}")
     ports = FrontendOptions(http_port=0, grpc_port=0, metrics_port=0)
-    with MockServer(frontends=ports) as server:
+    # The tour uses system shared memory: the server allows it, as Triton 2.73 started with
+    # --allow-client-shm=true does (it refuses client shared memory by default).
+    options = ServerOptions(model_repository=[BUNDLED_MODELS], allow_client_shm=True)
+    with MockServer(options, ports) as server:
         print(
             f"bundled server: HTTP {server.http_url}, gRPC {server.grpc_url}, "
             f"metrics {server.metrics_url}"

@@ -69,10 +69,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="require complete config.pbtxt files (no auto-completion)",
     )
     p.add_argument(
+        "--triton-compat",
+        choices=["2.73", "2.51"],
+        default="2.73",
+        help="which Triton release to behave as where releases differ in what a client sees "
+        "(default 2.73: client shared memory off unless allowed, reserved headers and "
+        "duplicate outputs refused, HTTP input limits, graceful gRPC shutdown, ...; 2.51: as "
+        "the real Triton 2.51 answers)",
+    )
+    p.add_argument(
         "--allow-client-shm",
         type=_bool,
-        default=True,
-        help="allow clients to register shared-memory regions (default true)",
+        default=None,
+        help="allow clients to register system and CUDA shared-memory regions (default: false "
+        "as in Triton 2.73; true with --triton-compat 2.51, which has no such gate)",
     )
     p.add_argument(
         "--shm-copy-inputs",
@@ -345,6 +355,7 @@ def options_from_args(args: argparse.Namespace) -> tuple[ServerOptions, Frontend
         trace_settings=trace_settings,
         log_file=args.log_file,
         strict_model_config=args.strict_model_config or args.disable_auto_complete_config,
+        triton_compat=args.triton_compat,
         allow_client_shm=args.allow_client_shm,
         shm_copy_inputs=args.shm_copy_inputs,
         python_backend_isolation=args.python_backend_isolation,

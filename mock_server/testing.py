@@ -21,6 +21,14 @@ The repository is, in order of precedence: the ``triton_model_repository`` marke
 ``triton_model_repository`` ini value (relative to the ini file), and finally the models bundled
 with the package.  Servers listen on free ports of 127.0.0.1 and are shared by every test that
 asks for the same repository and options; all of them stop at the end of the session.
+
+The server behaves as Triton 2.73 unless told otherwise: client shared memory is refused as
+Triton 2.73 refuses it unless the marker says ``allow_client_shm=True`` (Triton's
+``--allow-client-shm=true``), and ``triton_compat="2.51"`` (marker) or ``--triton-compat 2.51``
+(command line) makes it behave as Triton 2.51 (see :mod:`mock_server.core.compat`)::
+
+    @pytest.mark.triton_model_repository("models", allow_client_shm=True)
+    def test_shm(triton_server): ...
 """
 
 from __future__ import annotations
@@ -138,6 +146,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="model repository for the triton_server fixture (several separated by "
         f"'{os.pathsep}'); default: the models bundled with mock_server",
     )
+    group.addoption(
+        "--triton-compat",
+        action="store",
+        default=None,
+        choices=["2.73", "2.51"],
+        help="which Triton release the triton_server fixture behaves as (default 2.73)",
+    )
     parser.addini(
         _INI,
         type="paths",
@@ -149,8 +164,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{_MARKER}(*paths, model_control_mode=None, startup_models=()): model repository "
-        "(relative to the test file) and options of the triton_server fixture",
+        f"{_MARKER}(*paths, model_control_mode=None, startup_models=(), "
+        "allow_client_shm=None, triton_compat=None): model repository (relative to the test "
+        "file) and options of the triton_server fixture",
     )
 
 
@@ -161,13 +177,19 @@ class _ServerPool:
         self._servers: dict[tuple[Any, ...], tuple[contextlib.ExitStack, MockServer]] = {}
 
     def get(
-        self, repositories: list[Path], mode: ModelControlMode, startup_models: list[str]
+        self,
+        repositories: list[Path],
+        mode: ModelControlMode,
+        startup_models: list[str],
+        **options: Any,
     ) -> MockServer:
-        key = (tuple(repositories), mode, tuple(startup_models))
+        key = (tuple(repositories), mode, tuple(startup_models), tuple(sorted(options.items())))
         if key not in self._servers:
             stack = contextlib.ExitStack()
             server = stack.enter_context(
-                serve(repositories, model_control_mode=mode, startup_models=startup_models)
+                serve(
+                    repositories, model_control_mode=mode, startup_models=startup_models, **options
+                )
             )
             self._servers[key] = (stack, server)
         return self._servers[key][1]
@@ -212,13 +234,25 @@ def triton_server(request: pytest.FixtureRequest, _triton_server_pool: _ServerPo
     """
     marker = request.node.get_closest_marker(_MARKER)
     kwargs = dict(marker.kwargs) if marker is not None else {}
-    unknown = set(kwargs) - {"model_control_mode", "startup_models"}
+    unknown = set(kwargs) - {
+        "model_control_mode",
+        "startup_models",
+        "allow_client_shm",
+        "triton_compat",
+    }
     if unknown:
         raise pytest.UsageError(
             f"{_MARKER} marker: unknown argument(s) {', '.join(sorted(unknown))}"
         )
+    options: dict[str, Any] = {}
+    compat = kwargs.get("triton_compat") or request.config.getoption("--triton-compat")
+    if compat:
+        options["triton_compat"] = str(compat)
+    if kwargs.get("allow_client_shm") is not None:
+        options["allow_client_shm"] = bool(kwargs["allow_client_shm"])
     return _triton_server_pool.get(
         _configured_repositories(request),
         _control_mode(kwargs.get("model_control_mode")),
         list(kwargs.get("startup_models", ())),
+        **options,
     )

@@ -501,6 +501,8 @@ def start_server(python: str | None = None, extra: Sequence[str] = ()) -> Iterat
         f"--http-port={http_port}",
         f"--grpc-port={grpc_port}",
         f"--metrics-port={metrics_port}",
+        # The traffic includes shared memory: started as Triton 2.73 is started for it.
+        "--allow-client-shm=true",
         *extra,
     ]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -31,7 +31,7 @@ PROTOCOLS = ["http", "grpc"]
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[MockServer]:
-    options = ServerOptions(model_repository=[BUNDLED_MODELS], has_gpu=True)
+    options = ServerOptions(model_repository=[BUNDLED_MODELS], has_gpu=True, allow_client_shm=True)
     frontends = FrontendOptions(http_port=0, grpc_port=0, metrics_port=0)
     with MockServer(options, frontends) as srv:
         yield srv
@@ -333,7 +333,7 @@ def test_in_process_fallback_for_own_handles(client: Any, fake: FakeCudaRuntime)
 
 
 def test_without_gpu_registration_is_refused(fake_cudart: FakeCudaRuntime) -> None:
-    options = ServerOptions(model_repository=[BUNDLED_MODELS], has_gpu=False)
+    options = ServerOptions(model_repository=[BUNDLED_MODELS], has_gpu=False, allow_client_shm=True)
     frontends = FrontendOptions(http_port=0, allow_grpc=False, allow_metrics=False)
     region = cudashm.create_shared_memory_region("nogpu", 64, 0)
     try:

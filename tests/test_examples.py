@@ -1,8 +1,10 @@
 """Every script in examples/ runs against the bundled server and exits 0 (each checks its results).
 
-One bundled server serves the module; the scripts that need something else get their own:
-model control an EXPLICIT-mode server, TLS a server with certificates, the auth plugin a server
-restricting the model-repository API.  ``tour.py`` and ``inprocess_client.py`` start their own.
+One bundled server serves the module; the scripts that need something else get their own,
+started as a user would start Triton 2.73 for them: model control an EXPLICIT-mode server,
+shared memory a server allowing client shared memory (``--allow-client-shm=true``), TLS a server
+with certificates, the auth plugin a server restricting the model-repository API.  ``tour.py``
+and ``inprocess_client.py`` start their own.
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ CASES: dict[str, tuple[str, tuple[str | None, ...]]] = {
     "keepalive_client.py": ("default", (None,)),
     "health_metadata_client.py": ("default", BOTH),
     "statistics_client.py": ("default", BOTH),
-    "system_shm_client.py": ("default", BOTH),
-    "shm_string_client.py": ("default", BOTH),
-    "cuda_shm_client.py": ("default", BOTH),
+    "system_shm_client.py": ("shm", BOTH),
+    "shm_string_client.py": ("shm", BOTH),
+    "cuda_shm_client.py": ("shm", BOTH),
     "custom_parameters_client.py": ("default", BOTH),
     "compression_client.py": ("default", BOTH),
     "classification_client.py": ("default", BOTH),
@@ -65,6 +67,13 @@ PORTS = {"http_port": 0, "grpc_port": 0, "metrics_port": 0}
 @pytest.fixture(scope="module")
 def default_server() -> Iterator[MockServer]:
     with MockServer(frontends=FrontendOptions(**PORTS)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def shm_server() -> Iterator[MockServer]:
+    options = ServerOptions(model_repository=[BUNDLED_MODELS], allow_client_shm=True)
+    with MockServer(options, FrontendOptions(**PORTS)) as server:
         yield server
 
 

@@ -41,7 +41,9 @@ def _frontend(**kw: Any) -> FrontendOptions:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[MockServer]:
-    with MockServer(ServerOptions(model_repository=[BUNDLED_MODELS]), _frontend()) as s:
+    with MockServer(
+        ServerOptions(model_repository=[BUNDLED_MODELS], allow_client_shm=True), _frontend()
+    ) as s:
         yield s
 
 

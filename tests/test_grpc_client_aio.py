@@ -27,7 +27,9 @@ def server() -> Iterator[MockServer]:
     frontend = FrontendOptions(
         http_port=0, grpc_port=0, metrics_port=0, allow_http=False, allow_metrics=False
     )
-    with MockServer(ServerOptions(model_repository=[BUNDLED_MODELS]), frontend) as s:
+    with MockServer(
+        ServerOptions(model_repository=[BUNDLED_MODELS], allow_client_shm=True), frontend
+    ) as s:
         yield s
 
 

@@ -79,7 +79,7 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
 
 @pytest.fixture(scope="module")
 def core() -> Iterator[CoreServer]:
-    server = build_core(ServerOptions(model_repository=[MODELS]))
+    server = build_core(ServerOptions(model_repository=[MODELS], allow_client_shm=True))
     server.start()
     yield server
     server.stop()

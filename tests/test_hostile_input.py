@@ -38,7 +38,7 @@ MAX_INPUT = 1 << 20  # the HTTP frontend's default is 64 MiB; bombs inflate far 
 @pytest.fixture(scope="module")
 def server() -> Iterator[MockServer]:
     srv = MockServer(
-        ServerOptions(model_repository=[BUNDLED_MODELS]),
+        ServerOptions(model_repository=[BUNDLED_MODELS], allow_client_shm=True),
         FrontendOptions(http_port=0, grpc_port=0, metrics_port=0),
     )
     srv.start()

@@ -39,7 +39,9 @@ def frontend(**kw: Any) -> FrontendOptions:
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    with MockServer(ServerOptions(model_repository=[BUNDLED_MODELS]), frontend()) as server:
+    with MockServer(
+        ServerOptions(model_repository=[BUNDLED_MODELS], allow_client_shm=True), frontend()
+    ) as server:
         yield server.http_url.split("://")[-1]
 
 

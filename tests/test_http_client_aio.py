@@ -27,7 +27,9 @@ from tritonclient.utils import InferenceServerException
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    with MockServer(ServerOptions(model_repository=[BUNDLED_MODELS]), frontend()) as server:
+    with MockServer(
+        ServerOptions(model_repository=[BUNDLED_MODELS], allow_client_shm=True), frontend()
+    ) as server:
         yield server.http_url.split("://")[-1]
 
 

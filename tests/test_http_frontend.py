@@ -139,7 +139,9 @@ def loop() -> Iterator[LoopThread]:
 
 @pytest.fixture(scope="module")
 def core() -> Iterator[CoreServer]:
-    server = build_core(ServerOptions(model_repository=[MODELS], has_gpu=False))
+    server = build_core(
+        ServerOptions(model_repository=[MODELS], has_gpu=False, allow_client_shm=True)
+    )
     server.start()
     yield server
     server.stop()

@@ -2,9 +2,9 @@
 the soak (``benchmarks/stress.py`` and ``benchmarks/soak.py`` run the long ones), and the
 suite's hostile inputs sent while good traffic runs.
 
-Each starts ``python -m mock_server`` with the bundled models (default settings: models in stub
-processes) on free loopback ports and drives it from several client processes at once, every
-answer checked.
+Each starts ``python -m mock_server`` with the bundled models (default settings but
+``--allow-client-shm=true``: models in stub processes) on free loopback ports and drives it from
+several client processes at once, every answer checked.
 """
 
 from __future__ import annotations

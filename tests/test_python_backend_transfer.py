@@ -285,7 +285,7 @@ def test_the_stub_reads_the_clients_region_and_lets_go_when_unregistered(
     nbytes = 4 * MiB
     key_in = f"/tcng_where_in_{uuid.uuid4().hex[:8]}"
     key_out = f"/tcng_where_out_{uuid.uuid4().hex[:8]}"
-    options = ServerOptions(model_repository=[where_repo])
+    options = ServerOptions(model_repository=[where_repo], allow_client_shm=True)
     frontends = FrontendOptions(http_port=0, grpc_port=0, metrics_port=0)
     with MockServer(options, frontends) as server:
         client = httpclient.InferenceServerClient(server.http_url)
@@ -346,6 +346,7 @@ def test_the_server_finds_an_output_in_place(tmp_path: Path) -> None:
             model_control_mode=ModelControlMode.EXPLICIT,
             startup_models=["identity_uint8"],
             python_backend_isolation="process",
+            allow_client_shm=True,
         )
     )
     core.start()
@@ -386,7 +387,7 @@ def test_a_region_whose_name_the_client_removed_still_serves(where_repo: Path) -
     are written by the server."""
     nbytes = MiB
     keys = [f"/tcng_unnamed_{uuid.uuid4().hex[:8]}" for _ in range(2)]
-    options = ServerOptions(model_repository=[where_repo])
+    options = ServerOptions(model_repository=[where_repo], allow_client_shm=True)
     frontends = FrontendOptions(http_port=0, grpc_port=0, metrics_port=0)
     with MockServer(options, frontends) as server:
         client = httpclient.InferenceServerClient(server.http_url)

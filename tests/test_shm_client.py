@@ -42,7 +42,8 @@ def no_leftovers() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[MockServer]:
-    options = ServerOptions(model_repository=[BUNDLED_MODELS])
+    # The server started as a user starts Triton 2.73 for shared memory.
+    options = ServerOptions(model_repository=[BUNDLED_MODELS], allow_client_shm=True)
     frontends = FrontendOptions(http_port=0, grpc_port=0, metrics_port=0)
     with MockServer(options, frontends) as srv:
         yield srv

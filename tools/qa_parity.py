@@ -2,7 +2,9 @@
 
 Give it a checkout (or a partial copy) of the ``qa`` folder of Triton's server repository
 (``triton-inference-server/server``): the folders ``qa/python_models`` and
-``qa/L0_backend_python`` are read, nothing is written there. For each chosen subtest it builds
+``qa/L0_backend_python`` are read, nothing is written there (from a clone or a bare mirror of
+that repository: ``git -C MIRROR archive HEAD qa | tar -x -C DIR`` gives ``DIR/qa``; older and
+newer ``qa`` folders both work). For each chosen subtest it builds
 the model repository that subtest's ``test.sh`` builds (the layout is written down below, as
 data), starts each server on it on free loopback ports, runs the subtest's unittest client
 and the server-log checks of its ``test.sh``, and prints one row per case::
@@ -66,6 +68,10 @@ class Model:
     subs: tuple[tuple[str, str], ...] = ()  # regex substitutions in the config, per line
     append: str = ""  # text test.sh appends to the config
     extra_files: tuple[str, ...] = ()  # more files of ``src`` copied next to model.py
+    #: A config (relative to ``src``) used where ``config`` is missing from an older ``qa``.
+    config_fallback: str | None = None
+    #: Only in newer ``qa`` folders: left out where its source is missing.
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,18 @@ _DECOUPLED = "model_transaction_policy { decoupled: True }\n"
 _BATCHING = "dynamic_batching { max_queue_delay_microseconds: 500000 }\n"
 
 
+def _batched_error_model(name: str, delay_us: int, optional: bool = False) -> Model:
+    """lifecycle/test.sh's error models: renamed, batch 8, one preferred batch of 8."""
+    return Model(
+        name,
+        f"{PM}/{name}",
+        subs=((r"^name:.*", f'name: "{name}"'), (r"^max_batch_size:.*", "max_batch_size: 8")),
+        append="dynamic_batching { preferred_batch_size: [8], "
+        f"max_queue_delay_microseconds: {delay_us} }}\n",
+        optional=optional,
+    )
+
+
 def _response_sender_models() -> tuple[Model, ...]:
     models = []
     for batching in (False, True):
@@ -164,17 +182,11 @@ SUBTESTS: tuple[Subtest, ...] = (
         (
             Model("error_code", f"{PM}/error_code"),
             Model("execute_cancel", f"{PM}/execute_cancel"),
-            Model(
-                "execute_error",
-                f"{PM}/execute_error",
-                subs=(
-                    (r"^name:.*", 'name: "execute_error"'),
-                    (r"^max_batch_size:.*", "max_batch_size: 8"),
-                ),
-                append="dynamic_batching { preferred_batch_size: [8], "
-                "max_queue_delay_microseconds: 12000000 }\n",
-            ),
+            _batched_error_model("execute_error", 12000000),
             Model("execute_return_error", f"{PM}/execute_return_error"),
+            # triton_grpc_error mode (2.67 on; newer qa folders only).
+            _batched_error_model("execute_grpc_error", 1200000, optional=True),
+            Model("decoupled_grpc_error", f"{PM}/decoupled_grpc_error", optional=True),
             Model(
                 "wrong_model",
                 f"{PM}/wrong_model",
@@ -196,7 +208,7 @@ SUBTESTS: tuple[Subtest, ...] = (
             Model(
                 "async_execute_decouple",
                 f"{PM}/async_execute_decouple",
-                config="../async_execute_decouple_bls/config.pbtxt",
+                config_fallback="../async_execute_decouple_bls/config.pbtxt",
             ),
             Model("async_execute_decouple_bls", f"{PM}/async_execute_decouple_bls"),
         ),
@@ -231,6 +243,22 @@ SUBTESTS: tuple[Subtest, ...] = (
                     "decoupled_bls_stream",
                 )
             ),
+            # Newer qa folders: BLS cancellation models and what they call.
+            *(
+                Model(name, f"{L0}/decoupled/models/{name}", versioned=True, optional=True)
+                for name in (
+                    "decoupled_bls_async_cancel",
+                    "decoupled_bls_cancel",
+                    "decoupled_bls_cancel_after_complete",
+                    "decoupled_send_after_close_error",
+                )
+            ),
+            Model("identity_fp32", f"{PM}/identity_fp32", optional=True),
+            Model(
+                "response_sender_until_cancelled",
+                f"{PM}/response_sender_until_cancelled",
+                optional=True,
+            ),
             Model("execute_cancel", f"{PM}/execute_cancel", append=_DECOUPLED),
             # test.sh takes it from python_backend's examples (a checkout beside qa/).
             Model(
@@ -244,13 +272,7 @@ SUBTESTS: tuple[Subtest, ...] = (
             ClientRun(
                 f"{L0}/decoupled/decoupled_test.py",
                 server_log="decoupled_server.log",
-                not_run=(
-                    ("DecoupledTest.test_decoupled_bls", "its model needs torch"),
-                    (
-                        "DecoupledTest.test_decoupled_send_after_close_error",
-                        "model left out (its stored copy lacks its imports)",
-                    ),
-                ),
+                not_run=(("DecoupledTest.test_decoupled_bls", "its model needs torch"),),
             ),
         ),
     ),
@@ -296,6 +318,64 @@ _SHIMS = {
         '    def Probe(self, debug_str=""):\n'
         "        yield self\n"
     ),
+    # Newer clients import pytest only for pytest.exit (NVIDIA's client venv has no pytest).
+    "pytest.py": (
+        '"""Stand-in for pytest in the QA clients: only pytest.exit is used."""\n\n\n'
+        "def exit(reason, returncode=1):\n"
+        "    raise AssertionError(reason)\n"
+    ),
+}
+
+#: Stand-ins written only where the client's interpreter lacks the module (NVIDIA's client venv
+#: has no ``requests``; lifecycle_test reads the metrics page with ``requests.get``).
+_OPTIONAL_SHIMS = {
+    "requests": (
+        '"""Stand-in for requests in the QA clients: get/post over urllib."""\n\n'
+        "import json as _json\n"
+        "import urllib.error\n"
+        "import urllib.request\n\n\n"
+        "class Response:\n"
+        "    def __init__(self, status, headers, content):\n"
+        "        self.status_code, self.headers, self.content = status, headers, content\n"
+        '        self.text = content.decode("utf-8", "replace")\n\n'
+        "    def json(self):\n"
+        "        return _json.loads(self.text)\n\n\n"
+        "def request(method, url, data=None, json=None, headers=None, timeout=60):\n"
+        "    headers = dict(headers or {})\n"
+        "    if json is not None:\n"
+        "        data = _json.dumps(json).encode()\n"
+        '        headers.setdefault("Content-Type", "application/json")\n'
+        "    if isinstance(data, str):\n"
+        "        data = data.encode()\n"
+        "    req = urllib.request.Request(url, data=data, headers=headers, method=method)\n"
+        "    try:\n"
+        "        with urllib.request.urlopen(req, timeout=timeout) as r:\n"
+        "            return Response(r.status, dict(r.headers), r.read())\n"
+        "    except urllib.error.HTTPError as e:\n"
+        "        return Response(e.code, dict(e.headers), e.read())\n\n\n"
+        "def get(url, **kw):\n"
+        '    return request("GET", url, **kw)\n\n\n'
+        "def post(url, **kw):\n"
+        '    return request("POST", url, **kw)\n'
+    ),
+}
+
+_HAS_MODULE: dict[tuple[str, str], bool] = {}
+
+
+def _has_module(python: str, module: str) -> bool:
+    key = (python, module)
+    if key not in _HAS_MODULE:
+        probe = subprocess.run(
+            [python, "-c", f"import {module}"], capture_output=True, timeout=60, check=False
+        )
+        _HAS_MODULE[key] = probe.returncode == 0
+    return _HAS_MODULE[key]
+
+
+#: Client files Triton renamed: newer ``qa`` folders (2.52 on) have the right-hand one.
+_RENAMED = {
+    f"{L0}/python_unittest.py": f"{L0}/test_infer_shm_leak.py",
 }
 
 # Runs one client file's unittest cases and writes {case: [status, detail]} as JSON.
@@ -308,6 +388,14 @@ mod = importlib.util.module_from_spec(spec)
 sys.modules["qa_client"] = mod
 spec.loader.exec_module(mod)
 suite = unittest.defaultTestLoader.loadTestsFromModule(mod)
+# pytest-style classes (Test*, not TestCase) of newer clients, one case per test_ method
+for cls_name, cls in sorted(vars(mod).items()):
+    if (cls_name.startswith("Test") and isinstance(cls, type)
+            and not issubclass(cls, unittest.TestCase)):
+        for meth in sorted(m for m in vars(cls) if m.startswith("test")):
+            case = unittest.FunctionTestCase(getattr(cls(), meth))
+            case.id = lambda c=cls_name, m=meth: f"qa_client.{c}.{m}"
+            suite.addTest(case)
 def ids(s):
     for t in s:
         if isinstance(t, unittest.TestSuite):
@@ -332,6 +420,8 @@ def build_repository(qa: Path, models: Sequence[Model], dst: Path) -> None:
     dst.mkdir(parents=True)
     for m in models:
         src = qa / m.src
+        if m.optional and not src.is_dir():
+            continue  # an older qa folder: its test.sh does not build this model either
         target = dst / m.name
         (target / "1").mkdir(parents=True)
         if m.versioned:
@@ -342,21 +432,32 @@ def build_repository(qa: Path, models: Sequence[Model], dst: Path) -> None:
             shutil.copy2(src / extra, target / "1" / extra)
         if m.config is None:
             continue
-        lines = (src / m.config).read_text().splitlines(keepends=True)
+        config = src / m.config
+        if not config.exists() and m.config_fallback is not None:
+            config = src / m.config_fallback
+        lines = config.read_text().splitlines(keepends=True)
         for pattern, repl in m.subs:
             lines = [re.sub(pattern, repl, line) for line in lines]
         (target / "config.pbtxt").write_text("".join(lines) + m.append)
 
 
-def prepare_client(qa: Path, run: ClientRun, ports: dict[int, int], workdir: Path) -> Path:
+def prepare_client(
+    qa: Path, run: ClientRun, ports: dict[int, int], workdir: Path, python: str
+) -> Path:
     """Copy the client next to the shims, its fixed ports replaced by the server's."""
     workdir.mkdir(parents=True, exist_ok=True)
     for name, text in _SHIMS.items():
         (workdir / name).write_text(text)
-    text = (qa / run.script).read_text()
+    for module, text in _OPTIONAL_SHIMS.items():
+        if not _has_module(python, module):
+            (workdir / f"{module}.py").write_text(text)
+    script = run.script
+    if not (qa / script).exists() and script in _RENAMED:
+        script = _RENAMED[script]
+    text = (qa / script).read_text()
     for fixed, port in ports.items():
         text = re.sub(rf"(?<=[\w}}]):{fixed}\b", f":{port}", text)  # host:8001, {ip}:8001
-    client = workdir / Path(run.script).name
+    client = workdir / Path(script).name
     client.write_text(text)
     return client
 
@@ -472,7 +573,7 @@ def run_client(
     client_python: str, qa: Path, run: ClientRun, started: Started, workdir: Path, timeout: float
 ) -> dict[str, list[str]]:
     assert started.ports is not None
-    client = prepare_client(qa, run, started.ports, workdir)
+    client = prepare_client(qa, run, started.ports, workdir, client_python)
     if run.server_log:
         with contextlib.suppress(FileExistsError):
             (workdir / run.server_log).symlink_to(started.log_path)

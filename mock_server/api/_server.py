@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compose import build_core
+from ..core.compat import compat_profile
 from ..core.server import CoreServer, ServerOptions
 from ..core.server import ModelControlMode as CoreControlMode
 from ._enums import InstanceGroupKind, LogFormat, MetricFormat, ModelControlMode, RateLimitMode
@@ -183,6 +184,12 @@ class Options:
         Python-backend model instance in a stub process of its own, as Triton does;
         ``"thread"`` runs models in this process (quicker per request, easier to debug). A
         model's ``python_backend_isolation`` config parameter overrides it.
+    triton_compat : str, default "2.73"
+        This server's own option (``--triton-compat``): which Triton release the server
+        behaves as where releases differ, ``"2.73"`` or ``"2.51"``.  In process it decides
+        whether reserved request parameters (``triton_*``, ``timeout`` ...) and a requested
+        output named twice are refused (2.73) or delivered (2.51); see
+        :mod:`mock_server.core.compat`.
     """
 
     model_repository: str | list[str] = field(default_factory=list)
@@ -222,6 +229,7 @@ class Options:
     host_policies: dict[str, dict[str, str]] = field(default_factory=dict)
     metrics_configuration: dict[str, dict[str, str]] = field(default_factory=dict)
     python_backend_isolation: str = "process"
+    triton_compat: str = "2.73"
 
     def _core_options(self) -> ServerOptions:
         """Validate the options and build the core's.
@@ -259,6 +267,10 @@ class Options:
                 "python_backend_isolation must be 'process' or 'thread', got "
                 f"{self.python_backend_isolation!r}"
             )
+        try:
+            compat = compat_profile(self.triton_compat)
+        except ValueError as exc:
+            raise InvalidArgumentError(str(exc)) from None
         return ServerOptions(
             model_repository=[Path(path) for path in repositories],
             model_control_mode=mode,
@@ -269,6 +281,7 @@ class Options:
             server_id=self.server_id,
             log_file=self.log_file or "",
             python_backend_isolation=self.python_backend_isolation,
+            triton_compat=compat,
         )
 
     def _log_settings(self) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .compat import TritonCompat
+
 __all__ = ["ModelControlMode", "ServerOptions"]
 
 
@@ -56,8 +58,12 @@ class ServerOptions:
     strict_model_config : bool
         True: every model needs a complete config.pbtxt; models' ``auto_complete_config`` is
         not called (Triton's ``--strict-model-config``).
-    allow_client_shm : bool
-        Whether clients may register shared-memory regions (Triton's ``--allow-client-shm``).
+    triton_compat : str or TritonCompat
+        Which Triton release the server behaves as, where releases differ in what a client
+        sees: ``"2.73"`` (the default) or ``"2.51"`` (see :mod:`mock_server.core.compat`).
+    allow_client_shm : bool or None
+        Whether clients may register shared-memory regions (Triton's ``--allow-client-shm``);
+        None takes the profile's default (2.73: no; 2.51: yes).
     shm_copy_inputs : bool
         Copy shared-memory inputs out of the client's region instead of handing models
         zero-copy views (see :mod:`mock_server.core.shm`).
@@ -80,6 +86,7 @@ class ServerOptions:
     trace_settings: dict[str, Any] = field(default_factory=dict)
     log_file: str = ""
     strict_model_config: bool = False
-    allow_client_shm: bool = True
+    triton_compat: str | TritonCompat = "2.73"
+    allow_client_shm: bool | None = None
     shm_copy_inputs: bool = False
     python_backend_isolation: str = "process"

@@ -23,6 +23,7 @@ from tritonclient._proto import model_config_pb2 as mc
 from .._version import __version__
 from . import config as cfg
 from .backends import ModelBackend
+from .compat import TritonCompat, compat_profile
 from .errors import ErrorKind, ServerError
 from .lifecycle import LoadedVersion, ModelLifecycle, ModelState
 from .options import ModelControlMode, ServerOptions
@@ -101,6 +102,8 @@ class CoreServer:
         self, options: ServerOptions, backends: Mapping[str, ModelBackend] | None = None
     ) -> None:
         self.options = options
+        #: Which Triton release this server behaves as (one field per behaviour that differs).
+        self.compat: TritonCompat = compat_profile(options.triton_compat)
         self.has_gpu = detect_gpu() if options.has_gpu is None else options.has_gpu
         self.stats = StatsRegistry()
         self._started = False
@@ -112,7 +115,11 @@ class CoreServer:
         #: Client shared-memory regions (system and CUDA).
         self.shm = SharedMemoryRegistry(
             has_gpu=self.has_gpu,
-            allow_client_shm=options.allow_client_shm,
+            allow_client_shm=(
+                not self.compat.client_shm_off_by_default
+                if options.allow_client_shm is None
+                else options.allow_client_shm
+            ),
             copy_inputs=options.shm_copy_inputs,
         )
         #: Log settings (logging extension).

@@ -159,8 +159,9 @@ class SharedMemoryRegistry:
     has_gpu : bool
         Whether CUDA regions can be registered.
     allow_client_shm : bool
-        False refuses every register, unregister, status and use of client regions, as Triton
-        does without ``--allow-client-shm=true`` (Triton >= 2.69).
+        False refuses every register and unregister of client regions, as Triton does without
+        ``--allow-client-shm=true`` (Triton >= 2.68); status then answers as for a registry
+        with no region (empty, or not found).
     copy_inputs : bool
         True copies every input out of its region instead of handing the model a zero-copy
         view (see the module docstring).
@@ -179,7 +180,14 @@ class SharedMemoryRegistry:
         self._watchers: list[Callable[[int], None]] = []
 
     # -- system --------------------------------------------------------------------------
-    def _check_allowed(self) -> None:
+    @property
+    def allowed(self) -> bool:
+        """Whether clients may register and unregister regions (``--allow-client-shm``)."""
+        return self._allowed
+
+    def check_allowed(self) -> None:
+        """Raise Triton's UNSUPPORTED error when client shared memory is disabled (its
+        frontends check this first, before anything else of a register or unregister)."""
         if not self._allowed:
             raise ServerError.unsupported(
                 "Client shared memory is disabled. Start the server with "
@@ -187,12 +195,11 @@ class SharedMemoryRegistry:
             )
 
     def register_system(self, name: str, key: str, offset: int, byte_size: int) -> None:
-        """Map ``byte_size`` bytes at ``offset`` of the POSIX object ``key`` as ``name``."""
-        self._check_allowed()
-        if not name:
-            raise ServerError.invalid_arg(
-                "'region name' is necessary to register system shared memory region"
-            )
+        """Map ``byte_size`` bytes at ``offset`` of the POSIX object ``key`` as ``name``.
+
+        An empty ``name`` is a name like any other (Triton's gRPC frontend registers it; its
+        HTTP routes cannot carry one)."""
+        self.check_allowed()
         if key.startswith(_RESERVED_KEY_PREFIX):
             raise ServerError.invalid_arg(
                 f"cannot register shared memory region '{name}' with key '{key}' as the key "
@@ -231,7 +238,7 @@ class SharedMemoryRegistry:
 
     def unregister_system(self, name: str | None = None) -> None:
         """Unregister one system region, or all of them (unknown names are not an error)."""
-        self._check_allowed()
+        self.check_allowed()
         gone: list[int] = []
         with self._lock:
             names = [name] if name else list(self._system)
@@ -244,7 +251,6 @@ class SharedMemoryRegistry:
 
     def system_status(self, name: str | None = None) -> list[SystemRegionStatus]:
         """One system region, or every one in name order (each frontend renders its form)."""
-        self._check_allowed()
         with self._lock:
             if name:
                 if name in self._cuda:
@@ -272,7 +278,7 @@ class SharedMemoryRegistry:
             INVALID_ARG for a malformed handle or a server without GPUs, ALREADY_EXISTS for a
             name in use, INTERNAL when the handle cannot be opened.
         """
-        self._check_allowed()
+        self.check_allowed()
         with self._lock:
             if name in self._system or name in self._cuda:
                 raise ServerError(
@@ -306,7 +312,7 @@ class SharedMemoryRegistry:
         ServerError
             INTERNAL if a handle cannot be closed (its region is unregistered all the same).
         """
-        self._check_allowed()
+        self.check_allowed()
         with self._lock:
             regions = [
                 self._cuda.pop(each, None) for each in ([name] if name else list(self._cuda))
@@ -329,7 +335,6 @@ class SharedMemoryRegistry:
 
     def cuda_status(self, name: str | None = None) -> list[CudaRegionStatus]:
         """One CUDA region, or every one in name order (each frontend renders its form)."""
-        self._check_allowed()
         with self._lock:
             if name:
                 if name in self._system:
@@ -368,7 +373,6 @@ class SharedMemoryRegistry:
             '<name>'`` when the tensor's last byte is (a ``byte_size`` of 0 at offset 0 counts
             as past it: Triton's unsigned arithmetic wraps there).
         """
-        self._check_allowed()
         with self._lock:
             last = max(self._region(name).byte_size - 1, 0)
         if offset > last:
@@ -381,7 +385,6 @@ class SharedMemoryRegistry:
     def _checked(self, name: str, offset: int, byte_size: int) -> MappedRegion | _CudaRegion:
         """The region holding ``byte_size`` bytes at ``offset``, after checking the bounds and,
         for a system region, the object's *current* size."""
-        self._check_allowed()
         with self._lock:
             region = self._region(name)
             if offset < 0 or byte_size < 0 or offset + byte_size > region.byte_size:

@@ -444,6 +444,7 @@ class HttpFrontend:
                 return json_response([asdict(r) for r in shm.system_status(name)])
             return json_response([asdict(r) for r in shm.cuda_status(name)])
         self._check_method(request, "POST")
+        shm.check_allowed()  # before anything else of a register or unregister, as Triton
         if action == "unregister":
             await self._bodies.read(request)
             if kind == "system":

@@ -1,7 +1,8 @@
 """Run the real Triton 2.51 and ``mock_server`` side by side on one model repository.
 
-Both get the same command-line flags (``mock_server`` takes ``tritonserver``'s names) and the
-same copy of the repository, made by :func:`tests.peers.copy_repository_for_triton` so that the
+Both get the same command-line flags (``mock_server`` takes ``tritonserver``'s names, and is
+also told ``--triton-compat 2.51`` to behave as the release it is compared with) and the same
+copy of the repository, made by :func:`tests.peers.copy_repository_for_triton` so that the
 one Triton 2.51 workaround applied to it applies to both. ``mock_server`` runs as its own
 process, like Triton, so a crash or a hang in it cannot take the test process with it.
 """
@@ -23,6 +24,9 @@ from tests import peers
 ROOT = Path(__file__).resolve().parent.parent.parent
 BUNDLED = ROOT / "mock_server" / "models"
 CONFORMANCE_MODELS = Path(__file__).resolve().parent / "models"
+
+#: What mock_server is told on top of the pair's flags: behave as the peer, Triton 2.51.
+MOCK_COMPAT_ARGS = ("--triton-compat=2.51",)
 
 
 @dataclass(frozen=True)
@@ -145,7 +149,8 @@ def run_pair(
         peers.run_tritonserver(
             install, repo, list(args), startup_timeout=120, may_exit=triton_may_exit
         ) as triton,
-        run_mock_server(repo, list(args)) as mock,
+        # mock_server behaves as the peer's release (Triton's flags otherwise, for both).
+        run_mock_server(repo, [*MOCK_COMPAT_ARGS, *args]) as mock,
     ):
         yield Pair(
             Endpoint("triton", triton.http_url, triton.grpc_url, triton.metrics_url, triton.pid),

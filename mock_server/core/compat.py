@@ -1,0 +1,158 @@
+"""Which Triton release the server behaves as: the compatibility profile.
+
+This server copies Triton's behaviour down to its error texts.  Where Triton 2.51 (the newest
+release that runs on a CPU-only machine, which the differential suite compares with) and
+Triton 2.73 (the release that pairs with the client this project replaces) differ in what a
+client can observe, the difference is decided here, once: a :class:`TritonCompat` holds one
+field per behaviour, and the core and the frontends read that field instead of a version
+number.  ``--triton-compat 2.73`` (the default) or ``--triton-compat 2.51`` on the command line,
+``ServerOptions.triton_compat`` or the in-process API's ``Options.triton_compat`` choose it.
+
+Each field names where its 2.73 behaviour is written in Triton's server repository (``src/``
+at the 2.73.0 branch point); the 2.51 behaviour is what the real Triton 2.51 answers (the
+differential suite in ``tests/conformance`` runs this server with ``--triton-compat 2.51``
+against it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+__all__ = ["DEFAULT_COMPAT", "TRITON_2_51", "TRITON_2_73", "TritonCompat", "compat_profile"]
+
+
+@dataclass(frozen=True)
+class TritonCompat:
+    """The behaviours that differ between the Triton releases this server can act as.
+
+    Every field but ``version`` is True where the server behaves as Triton 2.73.
+
+    Attributes
+    ----------
+    version : str
+        ``"2.73"`` or ``"2.51"``.
+    client_shm_off_by_default : bool
+        Whether client shared memory is refused when ``--allow-client-shm`` is not given:
+        register and unregister answer UNSUPPORTED "Client shared memory is disabled..."
+        (``src/command_line_parser.h``, ``allow_client_shm_{false}``; ``src/http_server.cc``
+        ``HandleSystemSharedMemory``; #8721).  2.51 has no such gate.
+    refuse_reserved_parameters : bool
+        Whether a request parameter with a reserved name (``triton_*`` but the allowed ones,
+        ``sequence_id`` ... ``timeout``) that reaches the core as a custom parameter is refused
+        (the generate endpoint's unknown keys, in-process and BLS requests).  2.51 delivers
+        them to the model.
+    refuse_reserved_headers : bool
+        Whether a forwarded header (``--http-header-forward-pattern``,
+        ``--grpc-header-forward-pattern``) named like a reserved parameter is refused with
+        "Header 'X' is reserved for Triton usage and cannot be forwarded." (``src/common.h``
+        ``kReservedParameterKeys``; ``src/http_server.cc`` ``ForEachHeader``;
+        ``src/grpc/infer_handler.h``; #8763).  2.51 forwards it.
+    refuse_duplicate_outputs : bool
+        Whether a request that names an output twice is refused ("output 'X' already exists
+        in request", #8741).  2.51 keeps requested outputs in a set: the output comes back
+        once.
+    http_input_limits : bool
+        Whether ``--http-max-input-size`` (default 64 MiB) limits HTTP request bodies, with the
+        texts of ``src/http_server.cc`` (``EVBufferToJson``, ``EVBufferToRawInput``,
+        ``ParseJsonTritonIO``, ``ExactMappingInput``) and ``src/data_compressor.h``; and
+        whether a chunked body may have at most 65,536 non-empty chunks
+        (``kMaxChunkedChunks``, ``HTTPServer::ChunkCountIncrement``).  2.51 has neither.
+    json_depth_limit : bool
+        Whether an input's JSON ``data`` may nest at most ``HTTP_MAX_JSON_NESTING_DEPTH`` (100)
+        arrays deep: "JSON nesting depth exceeds maximum allowed limit (100)"
+        (``src/common.h``; ``src/http_server.cc`` ``ReadDataFromJsonHelper``).
+    http_checks_2_73 : bool
+        The HTTP frontend's newer request checks and words (``src/http_server.cc``): a
+        non-boolean ``ready`` in a repository index request is a 400, a bad
+        ``Inference-Header-Content-Length`` or ``Content-Length`` is refused (``std::stoi``),
+        JSON tensor data errors say "Failed to parse 'data' field: ...", a JSON input whose
+        element count overflows is refused.  2.51 has the older ones.
+    shm_bounds_2_73 : bool
+        The shared-memory bounds of 2.73 (``src/shared_memory_manager.cc``
+        ``GetMemoryInfo``: an offset must lie inside the region, an offset plus size that
+        overflows is "Integer overflow detected: ..."; #8330, #8335) and its key checks
+        (``ValidateSharedMemoryKey`` in ``src/common.cc``: a key of only slashes, the reserved
+        prefix after leading slashes; #8273, #8336).  2.51 checks the last byte with unsigned
+        arithmetic (an empty tensor at offset 0 is refused) and only the reserved prefix.
+    deferred_shm_unregister : bool
+        Whether unregistering a region that an in-flight request uses succeeds and takes
+        effect when the request completes (``UnregisterHelper``, ``awaiting_unregister_``;
+        #7743, 2.53).  2.51 refuses it: "Cannot unregister shared memory region 'x', it is
+        currently in use."
+    grpc_graceful_shutdown : bool
+        Whether the gRPC frontend, once the server is stopping, refuses new requests on open
+        streams with UNAVAILABLE "GRPC server is shutting down and has stopped accepting new
+        requests." and new calls (``src/grpc/infer_handler.cc``,
+        ``src/grpc/stream_infer_handler.cc``, ``Server::GracefulStop``; #7969) while the
+        requests in flight finish.  2.51 keeps serving gRPC until the models are unloaded.
+    endpoint_load_metrics : bool
+        Whether a generate request with the ``endpoint-load-metrics-format`` header (``text``
+        or ``json``) is answered with an ``endpoint-load-metrics`` header computed from the
+        ``nv_trt_llm_kv_cache_block_metrics`` family (``src/orca_http.cc``; #7839).
+    negative_dims_2_73 : bool
+        A request shape with a negative dimension: 2.73 refuses it as "invalid shape for input
+        'X': shape [..] contains one or more invalid dimensions" (``src/http_server.cc``
+        ``ParseJsonTritonIO``, ``GetElementCount`` of ``src/common.cc`` returning -2); 2.51
+        multiplies it out and reports the byte-size mismatch ("Expected -16, got 16").
+    """
+
+    version: str
+    client_shm_off_by_default: bool
+    refuse_reserved_parameters: bool
+    refuse_reserved_headers: bool
+    refuse_duplicate_outputs: bool
+    http_input_limits: bool
+    json_depth_limit: bool
+    http_checks_2_73: bool
+    shm_bounds_2_73: bool
+    deferred_shm_unregister: bool
+    grpc_graceful_shutdown: bool
+    endpoint_load_metrics: bool
+    negative_dims_2_73: bool
+
+
+def _release(version: str, newer: bool) -> TritonCompat:
+    """The profile whose every behaviour is the newer release's (2.73) or the older one's."""
+    return TritonCompat(
+        version, **{f.name: newer for f in fields(TritonCompat) if f.name != "version"}
+    )
+
+
+#: Triton 2.73 (the 2.73.0 branch point of the server repository): the default.
+TRITON_2_73 = _release("2.73", newer=True)
+
+#: Triton 2.51, as the real server answers (the differential suite's peer).
+TRITON_2_51 = _release("2.51", newer=False)
+
+#: The profile a server gets unless told otherwise.
+DEFAULT_COMPAT = TRITON_2_73
+
+_PROFILES = {profile.version: profile for profile in (TRITON_2_73, TRITON_2_51)}
+
+
+def compat_profile(version: str | TritonCompat) -> TritonCompat:
+    """The profile of a Triton release.
+
+    Parameters
+    ----------
+    version : str or TritonCompat
+        ``"2.73"`` or ``"2.51"`` (a profile is returned as it is).
+
+    Returns
+    -------
+    TritonCompat
+
+    Raises
+    ------
+    ValueError
+        For a release this server cannot act as.
+    """
+    if isinstance(version, TritonCompat):
+        return version
+    profile = _PROFILES.get(str(version).strip())
+    if profile is None:
+        raise ValueError(
+            f"unknown Triton compatibility version {version!r}; expected one of "
+            f"{', '.join(sorted(_PROFILES, reverse=True))}"
+        )
+    return profile
