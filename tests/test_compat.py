@@ -206,8 +206,12 @@ def test_python_m_mock_server_alone_refuses_client_shm(tmp_path: Path) -> None:
                     f"{base}/region/r/register", method="POST", data=body
                 )
                 if allowed:
-                    with urllib.request.urlopen(request, timeout=10) as reply:
-                        assert reply.status == 200
+                    try:
+                        with urllib.request.urlopen(request, timeout=10) as reply:
+                            assert reply.status == 200
+                    except urllib.error.HTTPError as refused:
+                        # The server's words, so that a failure says why.
+                        pytest.fail(f"register refused: {refused.code} {refused.read()!r}")
                 else:
                     with pytest.raises(urllib.error.HTTPError) as error:
                         urllib.request.urlopen(request, timeout=10)

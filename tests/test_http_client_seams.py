@@ -44,7 +44,9 @@ def _json_input() -> list[httpclient.InferInput]:
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    with MockServer(ServerOptions(model_repository=[BUNDLED_MODELS]), frontend()) as server:
+    # Client shared memory allowed, as Triton 2.73 is started for it: a test unregisters.
+    options = ServerOptions(model_repository=[BUNDLED_MODELS], allow_client_shm=True)
+    with MockServer(options, frontend()) as server:
         yield server.http_url.split("://")[-1]
 
 
