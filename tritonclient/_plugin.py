@@ -9,7 +9,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["InferenceServerClientPlugin", "Request"]
+from tritonclient.utils import raise_error
+
+__all__ = ["InferenceServerClientPlugin", "PluginSlot", "Request"]
 
 
 class Request:
@@ -37,3 +39,52 @@ class InferenceServerClientPlugin(ABC):
         request : Request
             The request about to be sent.
         """
+
+
+class PluginSlot:
+    """The one plugin a client may hold, with NVIDIA's three methods over it; the base of
+    both protocols' client cores, so that the rules (one at a time, errors' words) are
+    written once."""
+
+    _plugin: InferenceServerClientPlugin | None = None
+
+    def register_plugin(self, plugin: InferenceServerClientPlugin) -> None:
+        """Register a client plugin.
+
+        Parameters
+        ----------
+        plugin : InferenceServerClientPlugin
+            A client plugin.
+
+        Raises
+        ------
+        InferenceServerException
+            If a plugin is already registered.
+        """
+        if self._plugin is not None:
+            raise_error(
+                "A plugin is already registered. Please unregister the previous plugin "
+                "first before registering a new plugin."
+            )
+        self._plugin = plugin
+
+    def plugin(self) -> InferenceServerClientPlugin | None:
+        """Retrieve the registered plugin, if any.
+
+        Returns
+        -------
+        InferenceServerClientPlugin or None
+        """
+        return self._plugin
+
+    def unregister_plugin(self) -> None:
+        """Unregister the plugin.
+
+        Raises
+        ------
+        InferenceServerException
+            If no plugin has been registered.
+        """
+        if self._plugin is None:
+            raise_error("No plugin has been registered.")
+        self._plugin = None

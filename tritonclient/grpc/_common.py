@@ -19,7 +19,7 @@ from tritonclient._codec import grpc_client, grpc_common, grpc_framing
 from tritonclient._codec.arguments import check_model_version
 from tritonclient._codec.checks import Requested, response_fault
 from tritonclient._codec.types import NO_OPTIONS, InferOptions
-from tritonclient._plugin import InferenceServerClientPlugin, Request
+from tritonclient._plugin import InferenceServerClientPlugin, PluginSlot, Request
 from tritonclient._proto import service_pb2
 from tritonclient._transport.grpc_replicas import (
     ChannelCounters,
@@ -125,7 +125,7 @@ def cancelled_error(msg: str | None = None) -> InferenceServerException:
     )
 
 
-class ClientBase:
+class ClientBase(PluginSlot):
     """Plugin registration and request headers, shared by both clients."""
 
     def __init__(self, verbose: bool) -> None:
@@ -232,47 +232,6 @@ class ClientBase:
             gRPC counts). Empty for a client of one server.
         """
         return [] if self._counters is None else self._counters.stats()
-
-    def register_plugin(self, plugin: InferenceServerClientPlugin) -> None:
-        """Register a Client Plugin.
-
-        Parameters
-        ----------
-        plugin : InferenceServerClientPlugin
-            A client plugin.
-
-        Raises
-        ------
-        InferenceServerException
-            If a plugin is already registered.
-        """
-        if self._plugin is not None:
-            raise_error(
-                "A plugin is already registered. Please unregister the previous plugin "
-                "first before registering a new plugin."
-            )
-        self._plugin = plugin
-
-    def plugin(self) -> InferenceServerClientPlugin | None:
-        """Retrieve the registered plugin if any.
-
-        Returns
-        -------
-        InferenceServerClientPlugin or None
-        """
-        return self._plugin
-
-    def unregister_plugin(self) -> None:
-        """Unregister a plugin.
-
-        Raises
-        ------
-        InferenceServerException
-            If no plugin has been registered.
-        """
-        if self._plugin is None:
-            raise_error("No plugin has been registered.")
-        self._plugin = None
 
     def _get_metadata(self, headers: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
         """The gRPC metadata of a request: ``headers`` after the plugin saw them.

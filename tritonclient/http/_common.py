@@ -48,7 +48,7 @@ from tritonclient._codec.http_client import (
 )
 from tritonclient._codec.jsontext import client_json, dumps
 from tritonclient._codec.types import Buffer, InferOptions, infer_options
-from tritonclient._plugin import InferenceServerClientPlugin, Request
+from tritonclient._plugin import InferenceServerClientPlugin, PluginSlot, Request
 from tritonclient._transport.http import HttpCall, HttpReply, transport_error
 from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
@@ -210,7 +210,7 @@ def _raw_handle_bytes(raw_handle: bytes | str) -> bytes:
         raise_error("raw_handle must be the base64-encoded handle from get_raw_handle()")
 
 
-class ClientCore:
+class ClientCore(PluginSlot):
     """Plugins, verbose output and the description of every endpoint, for both clients."""
 
     def __init__(self, base_path: str, verbose: bool) -> None:
@@ -313,49 +313,6 @@ class ClientCore:
         return InferResult.from_response_body(
             response_body, verbose, header_length, content_encoding
         )
-
-    # -- plugins ----------------------------------------------------------------------------
-
-    def register_plugin(self, plugin: InferenceServerClientPlugin) -> None:
-        """Register a client plugin.
-
-        Parameters
-        ----------
-        plugin : InferenceServerClientPlugin
-            A client plugin.
-
-        Raises
-        ------
-        InferenceServerException
-            If a plugin is already registered.
-        """
-        if self._plugin is not None:
-            raise_error(
-                "A plugin is already registered. Please unregister the previous plugin "
-                "first before registering a new plugin."
-            )
-        self._plugin = plugin
-
-    def plugin(self) -> InferenceServerClientPlugin | None:
-        """Retrieve the registered plugin, if any.
-
-        Returns
-        -------
-        InferenceServerClientPlugin or None
-        """
-        return self._plugin
-
-    def unregister_plugin(self) -> None:
-        """Unregister the plugin.
-
-        Raises
-        ------
-        InferenceServerException
-            If no plugin has been registered.
-        """
-        if self._plugin is None:
-            raise_error("No plugin has been registered.")
-        self._plugin = None
 
     # -- building calls -----------------------------------------------------------------------
 
