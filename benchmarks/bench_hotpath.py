@@ -28,8 +28,11 @@ Sides
     which goes first), and the table gives the median of the rounds.  The floors run in a
     third worker: ``floor http`` is a blocking socket sending the pre-built request and
     reading the answer by its ``Content-Length``; ``floor grpc`` is grpcio's unary call with
-    pre-serialized bytes in and out.  Every client result is checked (OUTPUT0 = a + b,
-    OUTPUT1 = a - b) once per measurement, so a broken fast path cannot win.
+    pre-serialized bytes in and out; the stream cases' floors are grpcio's stream with the
+    same window of 8 and pre-serialized bytes (sync: requests from a ``SimpleQueue``, the
+    answers read by a thread; aio: written to the call and read from it).  Every client
+    result is checked (OUTPUT0 = a + b, OUTPUT1 = a - b) once per measurement, so a broken
+    fast path cannot win.
 
 Cases
     ``http``, ``http-json``, ``grpc``: a sync ``infer``, one after another (HTTP binary
@@ -91,6 +94,8 @@ FLOOR_OF = {
     "http-json": "floor-http-json",
     "grpc": "floor-grpc",
     "grpc-over-stream": "floor-grpc",
+    "grpc-stream": "floor-grpc-stream",
+    "grpc-stream-aio": "floor-grpc-stream-aio",
 }
 #: The goals of issue 33: NVIDIA / ours at least this (ours <= 1/goal x NVIDIA's).
 GOALS = {
@@ -625,17 +630,13 @@ class Worker:
             sock.close()
         return {"cpu_us": cpu / n * 1e6}
 
-    def case_floor_http_json(self, url: str, n: int) -> dict[str, Any]:
-        return self.case_floor_http(url, n, as_json=True)
-
-    def case_floor_grpc(self, url: str, n: int) -> dict[str, Any]:
-        """grpcio's unary call with a pre-serialized request, the reply left as bytes."""
-        import grpc
-
+    def _floor_request(self, request_id: str = "") -> bytes:
+        """A ``simple`` request, serialized, as the gRPC floors send it (the stream floors
+        give it an id, as the clients' stream requests may have one)."""
         from tritonclient._proto import service_pb2  # either side's generated module
 
         a, b, _, _ = _simple_values()
-        request = service_pb2.ModelInferRequest(model_name="simple")
+        request = service_pb2.ModelInferRequest(model_name="simple", id=request_id)
         for name in ("INPUT0", "INPUT1"):
             tensor = request.inputs.add()
             tensor.name = name
@@ -644,7 +645,116 @@ class Worker:
         for name in ("OUTPUT0", "OUTPUT1"):
             request.outputs.add().name = name
         request.raw_input_contents.extend([a.tobytes(), b.tobytes()])
-        data = request.SerializeToString()
+        return request.SerializeToString()  # type: ignore[no-any-return]
+
+    def case_floor_grpc_stream(self, url: str, n: int) -> dict[str, Any]:
+        """grpcio's sync stream, 8 messages in flight, pre-serialized bytes in, the replies
+        left as bytes: requests from a ``SimpleQueue`` (grpcio's sending thread takes them),
+        replies read by a thread of its own."""
+        import queue
+
+        import grpc
+
+        data = self._floor_request("~1")
+        channel = grpc.insecure_channel(url)
+        method = channel.stream_stream(
+            GRPC_STREAM, request_serializer=None, response_deserializer=None
+        )
+        requests: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        call = method(iter(requests.get, None))
+        window = threading.Semaphore(8)
+        answers: list[bytes] = []
+
+        def read() -> None:
+            try:
+                for answer in call:
+                    answers.append(answer)
+                    window.release()
+            except grpc.RpcError:
+                pass  # cancelled at the end
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+
+        def run(count: int) -> float:
+            c0 = time.process_time()
+            for _ in range(count):
+                if not window.acquire(timeout=30):
+                    raise AssertionError("floor: no answer on the stream")
+                requests.put(data)
+            for _ in range(8):  # drain
+                window.acquire(timeout=30)
+            for _ in range(8):
+                window.release()
+            return time.process_time() - c0
+
+        try:
+            run(max(16, n // 10))
+            if not answers or b"OUTPUT1" not in answers[-1]:
+                raise AssertionError("floor: unexpected stream answer")
+            cpu = run(n)
+        finally:
+            requests.put(None)
+            call.cancel()
+            reader.join(10)
+            channel.close()
+        return {"cpu_us": cpu / n * 1e6}
+
+    def case_floor_grpc_stream_aio(self, url: str, n: int) -> dict[str, Any]:
+        """grpc.aio's stream, 8 messages in flight, pre-serialized bytes written to the call,
+        the replies read as bytes."""
+        import asyncio
+
+        import grpc.aio
+
+        data = self._floor_request("~1")
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+
+        async def main() -> float:
+            channel = grpc.aio.insecure_channel(url)
+            method = channel.stream_stream(
+                GRPC_STREAM, request_serializer=None, response_deserializer=None
+            )
+
+            async def one_run(count: int) -> float:
+                window = asyncio.Semaphore(8)
+                call = method()
+
+                async def write() -> None:
+                    for _ in range(count):
+                        await window.acquire()
+                        await call.write(data)
+                    await call.done_writing()
+
+                c0 = time.process_time()
+                writer = asyncio.ensure_future(write())
+                answer = b""
+                for _ in range(count):
+                    answer = await call.read()  # (a stall: the driver's timeout)
+                    window.release()
+                cpu = time.process_time() - c0
+                await writer
+                if b"OUTPUT1" not in answer:
+                    raise AssertionError("floor: unexpected stream answer")
+                return cpu
+
+            try:
+                await one_run(max(16, n // 10))
+                return await one_run(n)
+            finally:
+                await channel.close()
+
+        return {"cpu_us": self.loop.run_until_complete(main()) / n * 1e6}
+
+    def case_floor_http_json(self, url: str, n: int) -> dict[str, Any]:
+        return self.case_floor_http(url, n, as_json=True)
+
+    def case_floor_grpc(self, url: str, n: int) -> dict[str, Any]:
+        """grpcio's unary call with a pre-serialized request, the reply left as bytes."""
+        import grpc
+
+        data = self._floor_request()
         channel = grpc.insecure_channel(url)
         call = channel.unary_unary(GRPC_INFER, request_serializer=None, response_deserializer=None)
         try:

@@ -599,6 +599,8 @@ def test_check_infer_response_typed_contents() -> None:
     ("message", "requested", "fragment"),
     [
         (_response(("O", "INT32", [-1]), raw=[b""]), None, "shape [-1]"),
+        # Negative dimensions whose product matches the data: refused all the same.
+        (_response(("O", "INT32", [-1, -2]), raw=[bytes(8)]), None, "shape [-1, -2]"),
         (_response(("O", "FP128", [1]), raw=[bytes(16)]), None, "datatype 'FP128'"),
         (_response(("O", "INT32", [2]), raw=[bytes(9)]), None, "needs 8 bytes"),
         (_response(("O", "BYTES", [2]), raw=[b"\0\0\0\0"]), None, "needs 2 elements"),
@@ -630,6 +632,54 @@ def test_check_infer_response_shared_memory() -> None:
     assert (
         grpc_client.check_infer_response(marked, requested=checks.Requested(None)).get("S") is None
     )
+
+
+def test_reused_inputs_and_outputs_encode_what_they_hold_now() -> None:
+    """The clients keep what they give the encoder for each input and output; every change
+    (data, shape, shared memory) is seen by the next request."""
+    from tritonclient.grpc import InferInput, InferRequestedOutput
+    from tritonclient.grpc._common import encode_infer
+
+    def request(*args: Any) -> Any:
+        return pb.ModelInferRequest.FromString(encode_infer(*args))
+
+    tensor = InferInput("I", [1, 2], "INT32")
+    output = InferRequestedOutput("O")
+    tensor.set_data_from_numpy(np.array([[1, 2]], dtype=np.int32))
+    first = request("m", [tensor], "", [output])
+    tensor.set_shape([2])
+    tensor.set_data_from_numpy(np.array([3, 4], dtype=np.int32))
+    second = request("m", [tensor], "", [output])
+    assert list(first.inputs[0].shape) == [1, 2] and list(second.inputs[0].shape) == [2]
+    assert first.raw_input_contents[0] == np.array([1, 2], dtype=np.int32).tobytes()
+    assert second.raw_input_contents[0] == np.array([3, 4], dtype=np.int32).tobytes()
+    tensor.set_shared_memory("in", 8)
+    output.set_shared_memory("out", 8)
+    third = request("m", [tensor], "", [output])
+    assert not third.raw_input_contents
+    assert third.inputs[0].parameters["shared_memory_region"].string_param == "in"
+    assert third.outputs[0].parameters["shared_memory_region"].string_param == "out"
+    output.unset_shared_memory()
+    tensor.set_data_from_numpy(np.array([5, 6], dtype=np.int32))
+    fourth = request("m", [tensor], "", [output])
+    assert not fourth.outputs[0].parameters and not fourth.inputs[0].parameters
+    assert fourth.raw_input_contents[0] == np.array([5, 6], dtype=np.int32).tobytes()
+
+
+def test_request_headers_of_each_model_and_options() -> None:
+    """The header of a request without options is kept per model and version: each call
+    still gets its own model's, and options are never mixed in."""
+
+    def header(*args: Any) -> Any:
+        return pb.ModelInferRequest.FromString(grpc_client.encode_request_header(*args))
+
+    for _ in range(2):
+        assert header("a").model_name == "a" and header("a").model_version == ""
+        assert header("b", "2").model_name == "b" and header("b", "2").model_version == "2"
+    with_id = header("a", "", types.InferOptions(request_id="x"))
+    assert with_id.id == "x" and header("a").id == ""
+    accented = header("modèle", "1")
+    assert (accented.model_name, accented.model_version) == ("modèle", "1")
 
 
 def _stream_reply(request_id: str, final: bool | None, error: str = "") -> Any:

@@ -707,6 +707,33 @@ def test_decode_response_errors() -> None:
         http_client.decode_infer_response(body + bytes(6), len(body))
 
 
+def test_decode_response_of_a_json_seen_before() -> None:
+    """A JSON decoded again (the same model's next answer) gives the same arrays over the new
+    body, a JSON object of its own, and the checks that depend on the call or the bytes after
+    the JSON."""
+    header = (
+        b'{"model_name":"m","outputs":[{"name":"Y","datatype":"INT32","shape":[1,2],'
+        b'"parameters":{"binary_data_size":8}},{"name":"Z","datatype":"FP32","shape":[1],'
+        b'"parameters":{"binary_data_size":4}}]}'
+    )
+    for values in ([1, 2], [3, 4], [5, 6]):
+        data = np.array(values, dtype=np.int32).tobytes() + np.float32(0.5).tobytes()
+        decoded = http_client.decode_infer_response(header + data, len(header))
+        assert decoded.as_numpy("Y").tolist() == [values]  # type: ignore[union-attr]
+        assert decoded.as_numpy("Z").tolist() == [0.5]  # type: ignore[union-attr]
+        assert bytes(decoded.output_buffer("Z") or b"") == np.float32(0.5).tobytes()
+        decoded.response["mutated"] = True  # each result has a JSON object of its own
+        assert (
+            "mutated" not in http_client.decode_infer_response(header + data, len(header)).response
+        )
+    with pytest.raises(InferenceServerProtocolError, match="1 bytes are missing"):
+        http_client.decode_infer_response(header + bytes(11), len(header))
+    with pytest.raises(InferenceServerProtocolError, match=r"no output 'P'"):
+        http_client.decode_infer_response(
+            header + bytes(12), len(header), requested=checks.Requested({"Y": False, "P": False})
+        )
+
+
 def _json_response(*outputs: dict[str, Any]) -> bytes:
     return json.dumps({"model_name": "m", "outputs": list(outputs)}).encode()
 

@@ -199,19 +199,35 @@ def encode_request_header(
     InferenceServerException
         For a sequence id or priority out of range, reserved or unsupported parameters.
     """
+    plain = options is NO_OPTIONS
+    if plain and type(model_name) is str and type(model_version) is str:
+        cached = _PLAIN_HEADERS.get((model_name, model_version))
+        if cached is not None:
+            return cached
     if (
-        (options is NO_OPTIONS or options.plain)
+        (plain or options.plain)
         and _ascii(model_name)
         and _ascii(model_version)
         and _ascii(options.request_id)
     ):
-        return (
+        header = (
             _ascii_string_field(1, model_name)
             + _ascii_string_field(2, model_version)
             + _ascii_string_field(3, options.request_id)
         )
-    header: bytes = _header_message(model_name, model_version, options).SerializeToString()
+        if plain:
+            if len(_PLAIN_HEADERS) >= _PLAIN_HEADERS_MAX:
+                _PLAIN_HEADERS.clear()
+            _PLAIN_HEADERS[model_name, model_version] = header
+        return header
+    header = _header_message(model_name, model_version, options).SerializeToString()
     return header
+
+
+#: The header of a request without options, by (model name, version): the same few models
+#: are called over and over.  Cleared when full (names are the caller's).
+_PLAIN_HEADERS: dict[tuple[str, str], bytes] = {}
+_PLAIN_HEADERS_MAX = 256
 
 
 def _ascii(value: object) -> bool:
@@ -595,6 +611,7 @@ def check_infer_response(
         )
     arrays: dict[str, npt.NDArray[Any] | None] = {}
     fixed_types = FIXED_DATATYPES
+    prod = math.prod
     for index, output in enumerate(outputs):
         name = output.name
         if name in arrays:
@@ -606,15 +623,10 @@ def check_infer_response(
             fixed = fixed_types.get(output.datatype)
             if fixed is not None and type(entry) is bytes:
                 dims = tuple(output.shape)
-                count = 1
-                for dim in dims:
-                    if dim < 0:
-                        break
-                    count *= dim
-                else:
-                    if count * fixed[1] == len(entry) and count:
-                        arrays[name] = np.ndarray(dims, fixed[0], entry)
-                        continue
+                count = prod(dims)
+                if count and count * fixed[1] == len(entry) and min(dims, default=0) >= 0:
+                    arrays[name] = np.ndarray(dims, fixed[0], entry)
+                    continue
             if buffer_nbytes(entry) or not math.prod(response_shape(name, output.shape)):
                 arrays[name] = decode_raw_output(name, output.datatype, output.shape, entry)
                 continue

@@ -574,6 +574,7 @@ class DecodedResponse:
                 f"{available} bytes follow its JSON: {detail}"
             )
         fixed_types = FIXED_DATATYPES
+        layout: list[tuple[str, Any, tuple[int, ...], int]] = []
         for name, datatype, shape, at, size in binary:
             # Inline for the usual output (a fixed-size datatype, a list of dimensions that
             # needs exactly the bytes it has); anything else, broken answers included, goes
@@ -588,11 +589,42 @@ class DecodedResponse:
                 else:
                     if count * fixed[1] == size:
                         arrays[name] = np.ndarray(shape, fixed[0], buffer, start + at)
+                        layout.append((name, fixed[0], tuple(shape), at))
                         continue
             arrays[name] = decode_raw_output(name, datatype, shape, buffer, start + at, size)
         if requested is not None and requested.outputs:
             requested.check_present(arrays)
         self._outputs = DecodedOutputs(arrays)
+        #: When every output is a fixed-size binary one on the inline path: how to decode
+        #: the same JSON again (see :func:`decode_infer_response`).
+        self.layout = (tuple(layout), slices) if len(layout) == len(arrays) else None
+
+    @classmethod
+    def known(
+        cls,
+        response: dict[str, Any],
+        buffer: Buffer,
+        requested: Requested | None,
+        start: int,
+        layout: tuple[tuple[tuple[str, Any, tuple[int, ...], int], ...], dict[str, Any]],
+    ) -> DecodedResponse:
+        """The response to a JSON already decoded once, with the same number of binary
+        bytes after it: every check on it came out the same (they read nothing else), so
+        only the arrays are made, and the requested outputs checked."""
+        self = cls.__new__(cls)
+        self._response = response
+        self._buffer = buffer
+        self._start = start
+        outputs, self._slices = layout  # (the offsets are only read)
+        ndarray = np.ndarray
+        arrays: dict[str, npt.NDArray[Any] | None] = {
+            name: ndarray(shape, dtype, buffer, start + at) for name, dtype, shape, at in outputs
+        }
+        if requested is not None and requested.outputs:
+            requested.check_present(arrays)
+        self._outputs = DecodedOutputs(arrays)
+        self.layout = layout
+        return self
 
     @property
     def response(self) -> dict[str, Any]:
@@ -690,10 +722,32 @@ def decode_infer_response(
                 f"{HEADER_INFERENCE_HEADER_CONTENT_LENGTH} {size} is outside the body of "
                 f"{total} bytes"
             )
-    parsed = client_json(data if size == total else data[:size], "the inference response")
+    text = data if size == total else data[:size]
+    parsed = client_json(text, "the inference response")
     if type(parsed) is not dict:
         raise response_fault(f"the JSON is a {json_kind(parsed)}, expected an object")
-    return DecodedResponse(parsed, data, requested, size)
+    if type(text) is not bytes:
+        return DecodedResponse(parsed, data, requested, size)
+    # The same model answers with the same JSON call after call (bar a request id): its
+    # checks and layout are kept, keyed by the JSON's bytes and the binary bytes after it.
+    key = (text, total - size)
+    layout = _LAYOUTS.get(key)
+    if layout is not None:
+        return DecodedResponse.known(parsed, data, requested, size, layout)
+    decoded = DecodedResponse(parsed, data, requested, size)
+    if decoded.layout is not None and len(text) <= _LAYOUT_JSON_MAX:
+        if len(_LAYOUTS) >= _LAYOUTS_MAX:
+            _LAYOUTS.clear()
+        _LAYOUTS[key] = decoded.layout
+    return decoded
+
+
+#: (response JSON, binary bytes after it) -> the layout of its outputs, for responses whose
+#: outputs are all fixed-size binary ones (:attr:`DecodedResponse.layout`).  Bounded:
+#: cleared when full (request ids make every JSON new).
+_LAYOUTS: dict[tuple[bytes, int], Any] = {}
+_LAYOUTS_MAX = 256
+_LAYOUT_JSON_MAX = 4096
 
 
 def error_from_response(status: int, body: Buffer) -> InferenceServerException | None:

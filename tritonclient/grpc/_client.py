@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import grpc
@@ -109,8 +109,13 @@ class _InferStream:
     def start(self, method: Any, metadata: Any, timeout: float | None, compression: Any) -> None:
         if timeout is not None:
             self._deadline = time.monotonic() + timeout
+        # The queue's own iterator (C, no generator frame per request) until the None that
+        # closes the sending side.
         self._call = method(
-            self._requests(), metadata=metadata, timeout=timeout, compression=compression
+            iter(self._queue.get, None),
+            metadata=metadata,
+            timeout=timeout,
+            compression=compression,
         )
         self._thread = threading.Thread(
             target=self._process_responses, name="tritonclient-grpc-stream", daemon=True
@@ -118,13 +123,6 @@ class _InferStream:
         self._thread.start()
         if self._verbose:
             print("stream started...")
-
-    def _requests(self) -> Iterator[bytes]:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            yield item
 
     def enqueue(self, data: bytes, request_id: str, enable_empty_final_response: bool) -> None:
         if self._closed:

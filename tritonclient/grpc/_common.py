@@ -732,13 +732,14 @@ def infer_request_from_dict(item: Any) -> bytes:
         )
     if "model_name" not in item or "inputs" not in item:
         raise_error("model_name and/or inputs is missing from inputs_iterator's yielded dict")
-    unknown = sorted(set(item) - _STREAM_KEYS)
-    if unknown:
+    if not _STREAM_KEYS.issuperset(item):
         raise_error(
-            f"unexpected keys {unknown} in inputs_iterator's yielded dict; expected some of "
-            f"{sorted(_STREAM_KEYS)}"
+            f"unexpected keys {sorted(set(item) - _STREAM_KEYS)} in inputs_iterator's yielded "
+            f"dict; expected some of {sorted(_STREAM_KEYS)}"
         )
-    options = InferOptions(**{key: item[key] for key in _OPTION_KEYS & set(item)})
+    given = _OPTION_KEYS.intersection(item)
+    # The usual item names no option: no InferOptions to make (the encoder's fast path).
+    options = InferOptions(**{key: item[key] for key in given}) if given else NO_OPTIONS
     return encode_infer(
         item["model_name"],
         item["inputs"],

@@ -64,6 +64,9 @@ class InferInput:
         # Wire form of the tensor description (everything but the data), built on first use
         # and dropped whenever the shape or the placement changes.
         self._wire: bytes | None = None
+        # What the encoder is given (:meth:`_codec_tensor`), made on first use and dropped
+        # whenever the shape, the data or the placement changes.
+        self._codec: grpc_client.InputTensor | None = None
 
     def name(self) -> str:
         """Get the name of input associated with this object.
@@ -110,6 +113,7 @@ class InferInput:
         """
         self._shape = [int(d) for d in shape]
         self._wire = None
+        self._codec = None
         return self
 
     def set_data_from_numpy(self, input_tensor: npt.NDArray[Any]) -> InferInput:
@@ -143,6 +147,7 @@ class InferInput:
             # A view of the caller's array: copy so that the input keeps these values.
             buffer = buffer.tobytes()
         self._data = buffer
+        self._codec = None
         if self._shm is not None:
             self._shm = None
             self._wire = None
@@ -175,6 +180,7 @@ class InferInput:
         self._data = None
         self._shm = types.SharedMemoryRef(region_name, int(byte_size), int(offset))
         self._wire = None
+        self._codec = None
         self._wire_field()  # encoded now: a size out of range is refused here, as NVIDIA's
         return self
 
@@ -211,10 +217,19 @@ class InferInput:
         return wire
 
     def _codec_tensor(self) -> grpc_client.InputTensor:
-        """This input for the codec's encoder, with its cached wire entry."""
-        return grpc_client.InputTensor(
-            self._name, self._datatype, self._shape, self._data, self._shm, wire=self._wire_field()
-        )
+        """This input for the codec's encoder, with its cached wire entry (kept until the
+        input changes: the encoder only reads it)."""
+        codec = self._codec
+        if codec is None:
+            codec = self._codec = grpc_client.InputTensor(
+                self._name,
+                self._datatype,
+                self._shape,
+                self._data,
+                self._shm,
+                wire=self._wire_field(),
+            )
+        return codec
 
 
 class InferRequestedOutput:
@@ -235,6 +250,7 @@ class InferRequestedOutput:
         self._class_count = int(class_count)
         self._shm: types.SharedMemoryRef | None = None
         self._wire: bytes | None = None
+        self._codec: grpc_client.RequestedOutput | None = None
         if self._class_count:
             self._wire_field()  # encoded now: a count out of range is refused here, as NVIDIA's
 
@@ -273,6 +289,7 @@ class InferRequestedOutput:
             raise_error("shared memory can't be set on classification output")
         self._shm = types.SharedMemoryRef(region_name, int(byte_size), int(offset))
         self._wire = None
+        self._codec = None
         self._wire_field()  # encoded now: a size out of range is refused here, as NVIDIA's
 
     def unset_shared_memory(self) -> None:
@@ -282,6 +299,7 @@ class InferRequestedOutput:
         """
         self._shm = None
         self._wire = None
+        self._codec = None
 
     def _get_tensor(self) -> service_pb2.ModelInferRequest.InferRequestedOutputTensor:
         """Retrieve the underlying InferRequestedOutputTensor message.
@@ -305,8 +323,12 @@ class InferRequestedOutput:
         return wire
 
     def _codec_output(self) -> grpc_client.RequestedOutput:
-        """This output for the codec's encoder, with its cached wire entry."""
-        return grpc_client.RequestedOutput(self._name, wire=self._wire_field())
+        """This output for the codec's encoder, with its cached wire entry (kept until the
+        output changes: the encoder only reads it)."""
+        codec = self._codec
+        if codec is None:
+            codec = self._codec = grpc_client.RequestedOutput(self._name, wire=self._wire_field())
+        return codec
 
 
 class InferResult:
