@@ -1184,6 +1184,11 @@ def _framing() -> list[Case]:
             "http/framing/chunked-and-content-length",
             [infer("simple", _chunked(body, 5), headers=(chunked, length))],
         ),
+        # 2.51 takes the JSON as the first Content-Length bytes of the de-chunked body.
+        Case(
+            "http/framing/content-length-short-of-the-chunks",
+            [infer("simple", _chunked(body), headers=(("Content-Length", "5"), chunked))],
+        ),
     ]
 
 
