@@ -88,7 +88,10 @@ def _find(loop: asyncio.AbstractEventLoop) -> Callable[[Any], None] | None:
     except ImportError:
         return None
     parser_type: Any = HttpRequestParserC
-    library = ctypes.CDLL(str(getattr(_http_parser, "__file__", "")))
+    path = getattr(_http_parser, "__file__", None)
+    if not path:
+        return None
+    library = ctypes.CDLL(path)  # the loaded extension itself (dlopen gives its handle)
     set_lenient = getattr(library, "llhttp_set_lenient_chunked_length", None)
     if set_lenient is None:
         return None
