@@ -66,6 +66,7 @@ from ..core.errors import ServerError
 from ..core.server import CoreServer
 from ..core.validation import compile_forward_pattern
 from .groups import API_GROUPS
+from .http_framing import LenientServer
 from .http_generate import GenerateEndpoints
 from .http_infer import InferEndpoint
 from .http_support import (
@@ -263,7 +264,9 @@ class HttpFrontend:
                 web_protocol.RequestHandler.__init__, access_log_class=VerboseAccessLogger
             )
         )
-        server = web.Server(self._handle, **server_kwargs)
+        # A request with Content-Length and Transfer-Encoding: chunked is read by its chunked
+        # framing, as Triton reads it (aiohttp alone answers 400).
+        server = LenientServer(self._handle, **server_kwargs)
         runner_kwargs = filter_kwargs(
             web_runner.BaseRunner.__init__, shutdown_timeout=self._shutdown_timeout
         )

@@ -1161,6 +1161,37 @@ def _compression() -> list[Case]:
     ]
 
 
+def _chunked(body: bytes, pieces: int = 2) -> bytes:
+    """``body`` in the chunked transfer coding, cut into ``pieces`` chunks."""
+    step = -(-len(body) // pieces)
+    parts = [body[i : i + step] for i in range(0, len(body), step)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in parts) + b"0\r\n\r\n"
+
+
+def _framing() -> list[Case]:
+    # Triton (libevhtp) reads a request with both Content-Length and Transfer-Encoding: chunked
+    # by its chunked framing (RFC 9112 section 6.3), in either order of the two headers.
+    body = json.dumps(simple_body()).encode()
+    length = ("Content-Length", str(len(body)))
+    chunked = ("Transfer-Encoding", "chunked")
+    return [
+        Case("http/framing/chunked", [infer("simple", _chunked(body), headers=(chunked,))]),
+        Case(
+            "http/framing/content-length-and-chunked",
+            [infer("simple", _chunked(body), headers=(length, chunked))],
+        ),
+        Case(
+            "http/framing/chunked-and-content-length",
+            [infer("simple", _chunked(body, 5), headers=(chunked, length))],
+        ),
+        # 2.51 takes the JSON as the first Content-Length bytes of the de-chunked body.
+        Case(
+            "http/framing/content-length-short-of-the-chunks",
+            [infer("simple", _chunked(body), headers=(("Content-Length", "5"), chunked))],
+        ),
+    ]
+
+
 _FAIL_MODES_CONFIG = {
     "backend": "python",
     "input": [{"name": "MODE", "data_type": "TYPE_INT32", "dims": [1]}],
@@ -2154,6 +2185,7 @@ def cases() -> list[Case]:
         *_parameters(),
         *_sequences(),
         *_compression(),
+        *_framing(),
         *_statistics(),
         *_metrics_port(),
         *_python_backend(),
