@@ -33,7 +33,7 @@ from mock_server.core.compat import (
 )
 from mock_server.core.server import ServerOptions
 from tests.test_cli import serve
-from tritonclient.utils import InferenceServerException
+from tritonclient.utils import TRITON_RESERVED_REQUEST_PARAMS, InferenceServerException
 
 #: src/common.h:51-53 (kClientShmDisabledErrorStr), 2.73.0
 SHM_DISABLED = (
@@ -218,3 +218,182 @@ def test_python_m_mock_server_alone_refuses_client_shm(tmp_path: Path) -> None:
                 assert [r["name"] for r in listed] == (["r"] if allowed else [])
     finally:
         shm.destroy_shared_memory_region(region)
+
+
+# -- forwarded headers named like reserved parameters (#8763) -----------------------------------
+
+#: A pattern that forwards every header these tests send.
+FORWARD_ALL = "^(x-|sequence_|priority|timeout|headers|binary_|triton_|Triton_)"
+RESERVED_HEADERS = (
+    *TRITON_RESERVED_REQUEST_PARAMS,
+    "triton_x",
+    "triton_enable_empty_final_response",
+)
+
+
+def _forwarding_server(compat: str) -> MockServer:
+    return MockServer(
+        ServerOptions(model_repository=[BUNDLED_MODELS], triton_compat=compat),
+        FrontendOptions(
+            **PORTS,
+            http_header_forward_pattern=FORWARD_ALL,
+            grpc_header_forward_pattern=FORWARD_ALL,
+        ),
+    )
+
+
+def _simple_inputs(protocol: str) -> list[httpclient.InferInput] | list[grpcclient.InferInput]:
+    module = httpclient if protocol == "http" else grpcclient
+    inputs = [module.InferInput(n, [1, 16], "INT32") for n in ("INPUT0", "INPUT1")]
+    for tensor in inputs:
+        tensor.set_data_from_numpy(np.ones((1, 16), dtype=np.int32))
+    return inputs  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_reserved_forwarded_headers_refused(protocol: str) -> None:
+    """A header that the forward pattern matches and that is named like a reserved parameter
+    (compared as received, case-sensitively) or starts ``triton_`` is refused with INVALID_ARG
+    "Header 'X' is reserved for Triton usage and cannot be forwarded."; other matching headers
+    are forwarded, and the server keeps serving.
+
+    2.73.0: src/common.h:75-77 (``kReservedParameterKeys``); src/http_server.cc:3244-3262
+    (``ForEachHeader``: ``std::find`` over the keys, ``header_key.rfind("triton_", 0) == 0``);
+    src/grpc/infer_handler.h:1595-1615 (``ForwardHeadersAsParameters``, the same checks on the
+    call's metadata).
+    """
+    with _forwarding_server("2.73") as server:
+        client = _client(server, protocol)
+        try:
+            for name in RESERVED_HEADERS:
+                with pytest.raises(InferenceServerException) as error:
+                    client.infer("simple", _simple_inputs(protocol), headers={name: "1"})
+                assert error.value.message() == (
+                    f"Header '{name}' is reserved for Triton usage and cannot be forwarded."
+                )
+                assert error.value.status() == (
+                    "400" if protocol == "http" else "StatusCode.INVALID_ARGUMENT"
+                )
+            result = client.infer("simple", _simple_inputs(protocol), headers={"x-fine": "1"})
+            assert result.as_numpy("OUTPUT0").tolist() == [[2] * 16]
+        finally:
+            client.close()
+
+
+def test_reserved_header_names_compare_as_received() -> None:
+    """HTTP header names are compared as the client spelled them: ``Triton_x`` is not the
+    reserved prefix, and is forwarded (``rfind("triton_", 0)`` in src/http_server.cc:3256 of
+    2.73.0 is case-sensitive); ``priority``, which aiohttp's parser knows as ``Priority``, is
+    still refused under its received name."""
+    with _forwarding_server("2.73") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        try:
+            result = client.infer("simple", _simple_inputs("http"), headers={"Triton_x": "1"})
+            assert result.as_numpy("OUTPUT0") is not None
+            with pytest.raises(InferenceServerException, match="Header 'priority' is reserved"):
+                client.infer("simple", _simple_inputs("http"), headers={"priority": "1"})
+        finally:
+            client.close()
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_reserved_forwarded_headers_under_2_51(protocol: str) -> None:
+    """The 2.51 profile forwards them, as the real Triton 2.51 does (the differential cases
+    ``forward-reserved/*`` compare it with the peer)."""
+    with _forwarding_server("2.51") as server:
+        client = _client(server, protocol)
+        try:
+            for name in RESERVED_HEADERS:
+                result = client.infer("simple", _simple_inputs(protocol), headers={name: "1"})
+                assert result.as_numpy("OUTPUT0").tolist() == [[2] * 16]
+        finally:
+            client.close()
+
+
+# -- duplicate requested outputs (#8741) --------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_duplicate_output_names_refused(server_273: MockServer, protocol: str) -> None:
+    """A request naming an output twice is refused: "output 'OUTPUT0' already exists in
+    request" (INVALID_ARG), and the server stays live.
+
+    2.73.0: qa/L0_grpc/python_unit_test.py:53-78 (``GrpcTest.test_duplicate_output_names_
+    rejected``) and qa/L0_http/http_test.py:463-501 (``test_duplicate_output_names``), added
+    with the check by #8741 (the check is in the core's requested-output set).
+    """
+    module = httpclient if protocol == "http" else grpcclient
+    client = _client(server_273, protocol)
+    try:
+        outputs = [module.InferRequestedOutput("OUTPUT0") for _ in range(2)]
+        with pytest.raises(InferenceServerException) as error:
+            client.infer("simple", _simple_inputs(protocol), outputs=outputs)  # type: ignore[arg-type]
+        # Triton's QA checks the words (assertIn); the request prefix is the one the core puts
+        # before its duplicate-input error.
+        assert error.value.message() == (
+            "[request id: <id_unknown>] output 'OUTPUT0' already exists in request"
+        )
+        assert error.value.status() == (
+            "400" if protocol == "http" else "StatusCode.INVALID_ARGUMENT"
+        )
+        assert client.is_server_live()
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_duplicate_output_names_under_2_51(server_251: MockServer, protocol: str) -> None:
+    """2.51 keeps requested outputs in a set: the output comes back once (the differential
+    cases ``*/infer/duplicate-output`` compare it with the peer)."""
+    module = httpclient if protocol == "http" else grpcclient
+    client = _client(server_251, protocol)
+    try:
+        outputs = [module.InferRequestedOutput("OUTPUT0") for _ in range(2)]
+        result = client.infer("simple", _simple_inputs(protocol), outputs=outputs)  # type: ignore[arg-type]
+        assert result.as_numpy("OUTPUT0").tolist() == [[2] * 16]
+    finally:
+        client.close()
+
+
+# -- reserved parameters in generate ----------------------------------------------------------
+
+
+def _generate(server: MockServer, body: dict[str, object]) -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(
+        f"http://{server.http_url}/v2/models/simple/generate",
+        method="POST",
+        data=json.dumps(body).encode(),
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        (
+            "triton_x",
+            "parameter keys starting with 'triton_' are reserved for Triton usage and should "
+            "not be specified.",
+        ),
+        ("sequence_id", None),
+    ],
+)
+def test_generate_reserved_keys(
+    server_273: MockServer, server_251: MockServer, key: str, message: str | None
+) -> None:
+    """A generate request's unknown key becomes a request parameter
+    (src/http_server.cc:3670 of 2.73.0, ``SetTritonParameterFromJsonParameter``); one named
+    like a reserved parameter is refused by 2.73, delivered to the model by 2.51 (the
+    differential cases ``http/generate/reserved-key-*`` compare that with the peer)."""
+    body = {"INPUT0": list(range(16)), "INPUT1": [1] * 16, key: 5}
+    status, answer = _generate(server_273, body)
+    assert status == 400
+    if message is None:
+        message = f"parameter '{key}' is reserved for Triton usage and should not be specified."
+    assert answer == {"error": message}
+    status, answer = _generate(server_251, body)
+    assert status == 200 and answer["OUTPUT0"] == list(range(1, 17))

@@ -32,7 +32,7 @@ from .settings import LogSettings, TraceSettings
 from .shm import SharedMemoryRegistry
 from .stats import StatsRegistry, StatsSnapshot
 from .types import InferRequest, InferResponse
-from .validation import validate_request
+from .validation import HeaderForward, compile_forward_pattern, validate_request
 
 __all__ = ["CoreServer", "ModelControlMode", "ModelState", "ServerOptions"]
 
@@ -190,6 +190,21 @@ class CoreServer:
         ordered += [e for e in available if e not in ordered]
         return {"name": self.options.server_id, "version": __version__, "extensions": ordered}
 
+    def header_forward(self, pattern: str | None) -> HeaderForward | None:
+        """What a frontend's ``--*-header-forward-pattern`` forwards (None: no pattern), with
+        the profile's rule for headers named like a reserved parameter.
+
+        Raises
+        ------
+        ValueError
+            For a pattern that is not a valid expression.
+        """
+        if not pattern:
+            return None
+        return HeaderForward(
+            compile_forward_pattern(pattern), refuse_reserved=self.compat.refuse_reserved_headers
+        )
+
     # -- models --------------------------------------------------------------------------
     def model_version(self, name: str, version: int = -1) -> LoadedVersion:
         """The ready version ``version`` of ``name`` (-1: the highest ready version)."""
@@ -265,7 +280,14 @@ class CoreServer:
             then and the callback is not called.
         """
         model = self.model_version(request.model_name, request.model_version)
-        validate_request(request, model.checks, version=model.version)
+        compat = self.compat
+        validate_request(
+            request,
+            model.checks,
+            version=model.version,
+            reserved_parameters=compat.refuse_reserved_parameters,
+            duplicate_outputs=compat.refuse_duplicate_outputs,
+        )
         model.enqueue(request, model.checks.batch_size_of(request))
 
     def statistics(self, name: str = "", version: int = -1) -> list[StatsSnapshot]:

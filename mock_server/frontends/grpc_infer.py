@@ -48,8 +48,9 @@ class InferRpcs:
     ----------
     dataplane : Dataplane
         The core's dataplane.
-    forward : re.Pattern or None
-        Request metadata whose key matches reaches the model as parameters.
+    forward : HeaderForward or None
+        Request metadata whose key matches reaches the model as parameters
+        (:meth:`CoreServer.header_forward`).
     compression : grpc.Compression or None
         How inference responses are compressed.
     max_message_bytes : int

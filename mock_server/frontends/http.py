@@ -64,7 +64,6 @@ from ..core.config_json import config_to_json
 from ..core.dataplane import Dataplane
 from ..core.errors import ServerError
 from ..core.server import CoreServer
-from ..core.validation import compile_forward_pattern
 from .groups import API_GROUPS
 from .http_generate import GenerateEndpoints
 from .http_infer import InferEndpoint
@@ -216,12 +215,7 @@ class HttpFrontend:
         self._ssl_context = ssl_context
         self._restricted = dict(restricted_apis or {})
         self._bodies = RequestBodies(max_input_size)
-        try:
-            self._forward = (
-                compile_forward_pattern(header_forward_pattern) if header_forward_pattern else None
-            )
-        except re.error as exc:
-            raise ValueError(f"invalid header forward pattern: {exc}") from exc
+        self._forward = core.header_forward(header_forward_pattern)
         self._worker_threads = worker_threads
         self._shutdown_timeout = shutdown_timeout
         self._runner: web.ServerRunner | None = None

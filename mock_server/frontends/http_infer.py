@@ -12,6 +12,7 @@ Large bodies are decoded, and large responses encoded, in the frontend's worker 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import numpy as np
 from aiohttp import web
@@ -64,11 +65,22 @@ def submit(
     one wake-up per burst)."""
     dataplane = frontend._dataplane
     call = dataplane.prepare(
-        decoded, lambda: forwarded_headers(frontend._forward, request.headers.items())
+        decoded, lambda: forwarded_headers(frontend._forward, received_headers(request))
     )
     responses: Responses[InferResponse] = Responses(delivery_for(asyncio.get_running_loop()))
     dataplane.submit(call, responses.put)  # put is called from model threads
     return call, responses
+
+
+def received_headers(request: web.BaseRequest) -> Iterator[tuple[str, str]]:
+    """The request's headers named as the client spelled them (aiohttp's parser gives the
+    headers it knows, ``priority`` among them, their canonical spelling; Triton forwards the
+    name as received), decoded as aiohttp decodes them."""
+    for name, value in request.raw_headers:
+        yield (
+            name.decode("utf-8", "surrogateescape"),
+            value.decode("utf-8", "surrogateescape"),
+        )
 
 
 class InferEndpoint:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import re
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -22,6 +21,7 @@ from ..core.errors import ErrorKind, ServerError
 
 if TYPE_CHECKING:
     from ..core.server import CoreServer
+    from ..core.validation import HeaderForward
 
 _T = TypeVar("_T")
 
@@ -42,7 +42,7 @@ class Frontend(Protocol):
 
     _core: CoreServer
     _dataplane: Dataplane
-    _forward: re.Pattern[str] | None
+    _forward: HeaderForward | None
     _bodies: RequestBodies
 
     async def _blocking(self, fn: Callable[..., _T], *args: Any) -> _T: ...

@@ -1962,6 +1962,23 @@ def _generate() -> list[Case]:
             ],
         ),
         Case("http/generate/string", [post(gen.format("simple_identity"), {"INPUT0": "hello"})]),
+        # Keys named like reserved parameters reach the model as custom parameters in 2.51
+        # (2.73 refuses them: the compatibility profile's refuse_reserved_parameters).
+        *(
+            Case(
+                f"http/generate/reserved-key-{key}",
+                [post(gen.format("echo_params"), {"INPUT0": [1], key: value})],
+            )
+            for key, value in (
+                ("triton_x", 1),
+                ("triton_enable_empty_final_response", True),
+                ("headers", "h"),
+                ("binary_data_output", True),
+                ("sequence_id", 5),
+                ("priority", 1),
+                ("timeout", 10),
+            )
+        ),
         # A repeated input name (Triton's L0_http generate_endpoint_test test_duplicate_inputs:
         # JSON text, a dict cannot hold it), on both endpoints.
         *(
