@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from .compose import build_core
+from .core.compat import HTTP_DEFAULT_MAX_INPUT_SIZE
 from .core.server import ServerOptions
 from .frontends.groups import API_GROUPS
 
@@ -106,8 +107,9 @@ class FrontendOptions:
         Largest gRPC message accepted or sent.
     http_header_forward_pattern : str or None
         Regular expression: matching HTTP headers reach the model as string parameters.
-    http_max_input_size : int
-        The largest HTTP request body, after decompression (``--http-max-input-size``).
+    http_max_input_size : int or None
+        The largest HTTP request body, after decompression (``--http-max-input-size``); None:
+        the compatibility profile's default (64 MiB under 2.73, no limit under 2.51).
     http_thread_count : int
         The HTTP frontend's worker threads (``--http-thread-count``).
     openai_port : int or None
@@ -159,7 +161,7 @@ class FrontendOptions:
     http_header_forward_pattern: str | None = None
     grpc_header_forward_pattern: str | None = None
     event_loop: str = "auto"
-    http_max_input_size: int = 2**26
+    http_max_input_size: int | None = None
     http_thread_count: int = 8
     openai_port: int | None = None
     openai_host: str | None = None
@@ -354,7 +356,7 @@ class MockServer:
             port=fo.openai_port or 0,
             metrics=metrics_renderer(self.core, collect_metrics),
             restricted_apis=fo.openai_restricted_api or None,
-            max_input_size=fo.http_max_input_size,
+            max_input_size=fo.http_max_input_size or HTTP_DEFAULT_MAX_INPUT_SIZE,
             tokenizer=fo.tokenizer,
             chat_template=fo.chat_template,
             default_max_tokens=fo.default_max_tokens,

@@ -397,3 +397,93 @@ def test_generate_reserved_keys(
     assert answer == {"error": message}
     status, answer = _generate(server_251, body)
     assert status == 200 and answer["OUTPUT0"] == list(range(1, 17))
+
+
+# -- --http-max-input-size ----------------------------------------------------------------------
+
+
+def _post(
+    server: MockServer, path: str, body: bytes, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(
+        f"http://{server.http_url}{path}", method="POST", data=body, headers=headers or {}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_http_max_input_size_default_by_profile() -> None:
+    """Not given, ``--http-max-input-size`` is 64 MiB under 2.73 (src/common.h:69,
+    ``HTTP_DEFAULT_MAX_INPUT_SIZE = 1 << 26``; src/command_line_parser.h:202) and no limit
+    under 2.51, which has neither the flag nor a limit (its src/http_server.cc reads any
+    body); given, it is what it says, and it must be positive
+    (src/command_line_parser.cc:1411-1418)."""
+    from mock_server.core.server import CoreServer
+
+    core, frontends = options_from_args(build_parser().parse_args([]))
+    assert frontends.http_max_input_size is None
+    assert CoreServer(core).http_max_input_size(None) == 1 << 26
+    assert CoreServer(ServerOptions(triton_compat="2.51")).http_max_input_size(None) is None
+    assert CoreServer(ServerOptions(triton_compat="2.51")).http_max_input_size(10) == 10
+    with pytest.raises(ValueError, match="must be greater than 0"):
+        CoreServer(core).http_max_input_size(0)
+
+
+def test_http_max_input_size_default_refuses_a_larger_body(
+    server_273: MockServer, server_251: MockServer
+) -> None:
+    """A gzip body that inflates past the default 64 MiB is refused under 2.73 with
+    ``DecompressData``'s words naming the flag (src/data_compressor.h:258-265, 2.73.0, called
+    with ``max_input_size_`` at src/http_server.cc:3330-3332); 2.51 inflates it all and reads
+    it (then fails to parse it as JSON: a body that is not what the model takes)."""
+    import gzip
+
+    body = gzip.compress(bytes((1 << 26) + 1), compresslevel=1)
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/octet-stream"}
+    status, answer = _post(server_273, "/v2/models/identity_uint8/infer", body, headers)
+    assert (status, answer) == (
+        400,
+        {
+            "error": "Decompressed data size exceeds the maximum allowed value of 67108864 "
+            "bytes. Use --http-max-input-size to increase the limit."
+        },
+    )
+    status, answer = _post(server_251, "/v2/models/identity_uint8/infer", body, headers)
+    assert status == 500 and "Decompressed" not in str(answer["error"])
+
+
+def test_http_max_input_size_texts() -> None:
+    """A JSON request part or a raw binary body over the limit, with 2.73's words:
+    src/http_server.cc:3170-3177 (``EVBufferToJson``: "request JSON size of N bytes exceeds
+    the maximum allowed input size of M bytes. Use --http-max-input-size to increase the
+    limit.") and :3091-3099 (``EVBufferToRawInput``: "Raw input has a byte_size (N bytes)
+    that exceeds the maximum allowed value of M bytes. ...")."""
+    with MockServer(
+        ServerOptions(model_repository=[BUNDLED_MODELS]),
+        FrontendOptions(**PORTS, http_max_input_size=256),
+    ) as server:
+        inputs = [
+            {"name": n, "datatype": "INT32", "shape": [1, 16], "data": list(range(16))}
+            for n in ("INPUT0", "INPUT1")
+        ]
+        body = json.dumps({"inputs": inputs}).encode()
+        status, answer = _post(server, "/v2/models/simple/infer", body)
+        assert (status, answer) == (
+            400,
+            {
+                "error": f"request JSON size of {len(body)} bytes exceeds the maximum allowed "
+                "input size of 256 bytes. Use --http-max-input-size to increase the limit."
+            },
+        )
+        raw = {"Content-Type": "application/octet-stream", "Inference-Header-Content-Length": "0"}
+        status, answer = _post(server, "/v2/models/identity_uint8/infer", bytes(300), raw)
+        assert (status, answer) == (
+            400,
+            {
+                "error": "Raw input has a byte_size (300 bytes) that exceeds the maximum allowed "
+                "value of 256 bytes. Use --http-max-input-size to increase the limit."
+            },
+        )

@@ -18,7 +18,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["DEFAULT_COMPAT", "TRITON_2_51", "TRITON_2_73", "TritonCompat", "compat_profile"]
+#: ``--http-max-input-size`` when it is not given, where the profile limits HTTP bodies:
+#: 64 MiB (``HTTP_DEFAULT_MAX_INPUT_SIZE`` of src/common.h, 2.73.0).
+HTTP_DEFAULT_MAX_INPUT_SIZE = 1 << 26
+
+__all__ = [
+    "DEFAULT_COMPAT",
+    "HTTP_DEFAULT_MAX_INPUT_SIZE",
+    "TRITON_2_51",
+    "TRITON_2_73",
+    "TritonCompat",
+    "compat_profile",
+]
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from tritonclient._proto import model_config_pb2 as mc
 from .._version import __version__
 from . import config as cfg
 from .backends import ModelBackend
-from .compat import TritonCompat, compat_profile
+from .compat import HTTP_DEFAULT_MAX_INPUT_SIZE, TritonCompat, compat_profile
 from .errors import ErrorKind, ServerError
 from .lifecycle import LoadedVersion, ModelLifecycle, ModelState
 from .options import ModelControlMode, ServerOptions
@@ -189,6 +189,23 @@ class CoreServer:
         ordered = [e for e in EXTENSION_ORDER if e in available]
         ordered += [e for e in available if e not in ordered]
         return {"name": self.options.server_id, "version": __version__, "extensions": ordered}
+
+    def http_max_input_size(self, given: int | None) -> int | None:
+        """The largest HTTP request body (JSON part, raw input, decompressed body) the HTTP
+        frontend accepts: ``--http-max-input-size`` when it is given; otherwise 64 MiB where
+        the profile limits inputs (2.73), no limit where it does not (2.51, which has neither
+        the flag nor a limit).
+
+        Raises
+        ------
+        ValueError
+            For a size that is not positive.
+        """
+        if given is not None:
+            if given <= 0:
+                raise ValueError(f"--http-max-input-size must be greater than 0, got {given}")
+            return given
+        return HTTP_DEFAULT_MAX_INPUT_SIZE if self.compat.http_input_limits else None
 
     def header_forward(self, pattern: str | None) -> HeaderForward | None:
         """What a frontend's ``--*-header-forward-pattern`` forwards (None: no pattern), with

@@ -39,10 +39,11 @@ Following Triton 2.51, as the differential suite (``tests/conformance``) checks
     * ``/generate`` and ``/generate_stream``: see :mod:`mock_server.frontends.http_generate`.
 
 Decisions of this server
-    * ``--http-max-input-size`` (``max_input_size``) limits the JSON part of a request (the
-      whole body when it has no binary data), raw binary requests, generate requests and the
-      JSON bodies of the other endpoints, after decompression; binary tensor data that follows
-      an inference JSON header is not limited by it.
+    * ``--http-max-input-size`` (``max_input_size``; 64 MiB by default under the 2.73
+      profile, no limit by default under 2.51) limits the JSON part of a request (the whole
+      body when it has no binary data), raw binary requests, generate requests and the JSON
+      bodies of the other endpoints, after decompression; binary tensor data that follows an
+      inference JSON header is not limited by it.
 """
 
 from __future__ import annotations
@@ -175,7 +176,8 @@ class HttpFrontend:
         :data:`API_GROUPS`) must carry header ``header`` with ``value``, else 403.
     max_input_size : int, optional
         ``--http-max-input-size``: the largest JSON request part / raw binary input accepted
-        (default 64 MiB).
+        (not given: the compatibility profile's default, see
+        :meth:`~mock_server.core.server.CoreServer.http_max_input_size`).
     header_forward_pattern : str, optional
         ``--http-header-forward-pattern``: request headers whose name matches this regular
         expression are passed to inference requests as string parameters.
@@ -198,7 +200,7 @@ class HttpFrontend:
         port: int = 8000,
         ssl_context: ssl.SSLContext | None = None,
         restricted_apis: dict[str, tuple[str, str]] | None = None,
-        max_input_size: int = 2**26,
+        max_input_size: int | None = None,
         header_forward_pattern: str | None = None,
         worker_threads: int = 8,
         shutdown_timeout: float = 5.0,
@@ -214,7 +216,7 @@ class HttpFrontend:
         self._port = port
         self._ssl_context = ssl_context
         self._restricted = dict(restricted_apis or {})
-        self._bodies = RequestBodies(max_input_size)
+        self._bodies = RequestBodies(core.http_max_input_size(max_input_size))
         self._forward = core.header_forward(header_forward_pattern)
         self._worker_threads = worker_threads
         self._shutdown_timeout = shutdown_timeout

@@ -9,7 +9,7 @@ import inspect
 import logging
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import numpy as np
 from aiohttp import web, web_log
@@ -168,12 +168,12 @@ class RequestBodies:
 
     Parameters
     ----------
-    max_input_size : int
+    max_input_size : int or None
         The largest JSON request part / raw binary input / other JSON body accepted, after
-        decompression.
+        decompression (None: no limit, as Triton 2.51).
     """
 
-    def __init__(self, max_input_size: int) -> None:
+    def __init__(self, max_input_size: int | None) -> None:
         self._max_input_size = max_input_size
         self._spare: np.ndarray[Any, Any] | None = None
 
@@ -246,11 +246,21 @@ class RequestBodies:
         self.check_size(len(body), "JSON")
         return body
 
-    def check_size(self, size: int, what: str) -> None:
-        if size > self._max_input_size:
-            raise HttpError(
-                400,
-                f"Request {what} size of {size} bytes exceeds the maximum allowed value of "
-                f"{self._max_input_size} bytes. Use --http-max-input-size to increase the "
-                "limit.",
+    def check_size(self, size: int, what: Literal["JSON", "raw input"]) -> None:
+        """Refuse a JSON request part or a raw binary body over ``--http-max-input-size``
+        with Triton's words (src/http_server.cc of 2.73.0: ``EVBufferToJson``,
+        ``EVBufferToRawInput``)."""
+        limit = self._max_input_size
+        if limit is None or size <= limit:
+            return
+        if what == "JSON":
+            text = (
+                f"request JSON size of {size} bytes exceeds the maximum allowed input size of "
+                f"{limit} bytes"
             )
+        else:
+            text = (
+                f"Raw input has a byte_size ({size} bytes) that exceeds the maximum allowed "
+                f"value of {limit} bytes"
+            )
+        raise HttpError(400, f"{text}. Use --http-max-input-size to increase the limit.")

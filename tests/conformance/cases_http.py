@@ -1124,6 +1124,18 @@ def _compression() -> list[Case]:
                 )
             ],
         ),
+        # A body that inflates past 64 MiB: Triton 2.51 has no --http-max-input-size and reads
+        # it (2.73 refuses it by default: the compatibility profile's http_input_limits).
+        Case(
+            "http/compression/inflates-past-64mib",
+            [
+                infer(
+                    "simple",
+                    gzip.compress(body + b" " * (1 << 26), compresslevel=1),
+                    headers=(("Content-Encoding", "gzip"),),
+                )
+            ],
+        ),
         Case(
             "http/compression/unknown-encoding",
             [infer("simple", body, headers=(("Content-Encoding", "br"),))],

@@ -246,6 +246,15 @@ def decompress(
     raise http_internal(f"failed to decompress the {name} body")  # pragma: no cover
 
 
+def _too_large(max_size: int) -> str:
+    """Triton's words for a body that inflates past the limit (src/data_compressor.h of
+    2.73.0, ``DecompressData``)."""
+    return (
+        f"Decompressed data size exceeds the maximum allowed value of {max_size} bytes. Use "
+        "--http-max-input-size to increase the limit."
+    )
+
+
 #: Bounded inflation works in pieces of this size (see _inflate_bounded).
 _INFLATE_PIECE = 1 << 20
 
@@ -262,18 +271,14 @@ def _inflate_bounded(inflater: Any, body: Buffer, max_size: int) -> bytes:
         piece = inflater.decompress(data, _INFLATE_PIECE)
         total += len(piece)
         if total > max_size:
-            raise http_bad(
-                f"decompressed request body exceeds the maximum allowed size of {max_size} bytes"
-            )
+            raise http_bad(_too_large(max_size))
         pieces.append(piece)
         data = inflater.unconsumed_tail
         if not data and (inflater.eof or len(piece) < _INFLATE_PIECE):
             break
     pieces.append(inflater.flush())
     if total + len(pieces[-1]) > max_size:
-        raise http_bad(
-            f"decompressed request body exceeds the maximum allowed size of {max_size} bytes"
-        )
+        raise http_bad(_too_large(max_size))
     return pieces[0] if len(pieces) == 2 and not pieces[1] else b"".join(pieces)
 
 
@@ -291,9 +296,7 @@ def _inflated_prefix(body: Buffer, wbits: int, max_size: int | None) -> bytes:
         out.append(piece)
         total += len(piece)
         if max_size is not None and total > max_size:
-            raise http_bad(
-                f"decompressed request body exceeds the maximum allowed size of {max_size} bytes"
-            )
+            raise http_bad(_too_large(max_size))
     return b"".join(out)
 
 
