@@ -487,3 +487,33 @@ def test_http_max_input_size_texts() -> None:
                 "value of 256 bytes. Use --http-max-input-size to increase the limit."
             },
         )
+
+
+# -- JSON nesting depth -------------------------------------------------------------------------
+
+
+def _nested_input(levels: int) -> bytes:
+    data: list[object] = [1, 2]
+    for _ in range(levels - 1):
+        data = [data]
+    tensor = {"name": "INPUT0", "datatype": "INT32", "shape": [1, 2], "data": data}
+    return json.dumps({"inputs": [tensor]}).encode()
+
+
+def test_json_nesting_depth_limit(server_273: MockServer, server_251: MockServer) -> None:
+    """An input's JSON ``data`` with a value 100 arrays deep is refused under 2.73:
+    "Unable to parse 'data': JSON nesting depth exceeds maximum allowed limit (100)" (400);
+    99 deep is read.  2.73.0: src/common.h:66 (``HTTP_MAX_JSON_NESTING_DEPTH = 100``);
+    src/http_server.cc:533-540 (``ReadDataFromJsonHelper``) under ``RETURN_MSG_IF_ERR(...,
+    "Unable to parse 'data'")`` at :727-730.  2.51 reads any depth (the differential cases
+    ``http/infer/data-nested-*-deep`` compare it with the peer)."""
+    path = "/v2/models/identity_int32/infer"
+    status, answer = _post(server_273, path, _nested_input(100))
+    assert (status, answer) == (
+        400,
+        {"error": "Unable to parse 'data': JSON nesting depth exceeds maximum allowed limit (100)"},
+    )
+    status, answer = _post(server_273, path, _nested_input(99))
+    assert status == 200, answer
+    status, answer = _post(server_251, path, _nested_input(100))
+    assert status == 200, answer

@@ -22,6 +22,10 @@ from dataclasses import dataclass, fields
 #: 64 MiB (``HTTP_DEFAULT_MAX_INPUT_SIZE`` of src/common.h, 2.73.0).
 HTTP_DEFAULT_MAX_INPUT_SIZE = 1 << 26
 
+#: How deep an input's JSON ``data`` may nest where the profile limits it
+#: (``HTTP_MAX_JSON_NESTING_DEPTH`` of src/common.h, 2.73.0).
+HTTP_MAX_JSON_NESTING_DEPTH = 100
+
 __all__ = [
     "DEFAULT_COMPAT",
     "HTTP_DEFAULT_MAX_INPUT_SIZE",
@@ -120,6 +124,12 @@ class TritonCompat:
     grpc_graceful_shutdown: bool
     endpoint_load_metrics: bool
     negative_dims_2_73: bool
+
+    @property
+    def http_json_depth(self) -> int | None:
+        """How deep an HTTP input's JSON ``data`` may nest: ``HTTP_MAX_JSON_NESTING_DEPTH``
+        (100) where ``json_depth_limit``, else no limit."""
+        return HTTP_MAX_JSON_NESTING_DEPTH if self.json_depth_limit else None
 
 
 def _release(version: str, newer: bool) -> TritonCompat:

@@ -53,7 +53,11 @@ def decode(
 ) -> types.DecodedInferRequest:
     """A parsed request's tensors decoded, inputs in shared memory resolved by the dataplane."""
     return http_server.decode_infer_request(
-        parsed, name, version, shm_resolver=dataplane.read_input
+        parsed,
+        name,
+        version,
+        shm_resolver=dataplane.read_input,
+        max_json_depth=dataplane.core.compat.http_json_depth,
     )
 
 

@@ -378,6 +378,20 @@ def _infer_json() -> list[Case]:
                 )
             ],
         ),
+        # Data nested 100 and 150 arrays deep: Triton 2.51 walks any depth (2.73 refuses a
+        # value 100 deep: the compatibility profile's json_depth_limit).
+        *(
+            Case(
+                f"http/infer/data-nested-{levels}-deep",
+                [
+                    infer(
+                        "identity_int32",
+                        {"inputs": [tensor("INPUT0", "INT32", [1, 2], _nested(levels))]},
+                    )
+                ],
+            )
+            for levels in (100, 150)
+        ),
         Case(
             "http/infer/data-nested",
             [
@@ -1946,6 +1960,14 @@ def _trace_and_logging() -> list[Case]:
         Case("http/logging/bad-json", [post("/v2/logging", "{")]),
         Case("http/logging/put", [H("PUT", "/v2/logging")]),
     ]
+
+
+def _nested(levels: int) -> list[Any]:
+    """``[1, 2]`` inside ``levels - 1`` more arrays: its elements sit at depth ``levels``."""
+    value: list[Any] = [1, 2]
+    for _ in range(levels - 1):
+        value = [value]
+    return value
 
 
 def _generate() -> list[Case]:

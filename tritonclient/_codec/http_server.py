@@ -39,6 +39,7 @@ from .errors import (
 )
 from .http_body import EncodedBody
 from .jsontext import (
+    MAX_JSON_DEPTH,
     NUMBER_TYPES,
     dumps,
     is_int64,
@@ -539,6 +540,7 @@ def decode_input(
     *,
     model_name: str = "",
     request_id: str = "",
+    max_json_depth: int | None = MAX_JSON_DEPTH,
 ) -> npt.NDArray[Any]:
     """The numpy value of a parsed input.
 
@@ -551,6 +553,8 @@ def decode_input(
         its binary chunk or JSON data is decoded.
     model_name, request_id : str, optional
         For error messages.
+    max_json_depth : int or None, optional
+        How deep JSON ``data`` may nest (see :func:`tensor_from_json`).
 
     Returns
     -------
@@ -572,7 +576,9 @@ def decode_input(
             model_name=model_name,
             request_id=request_id,
         )
-    return tensor_from_json(parsed.datatype, parsed.shape, parsed.data, name=parsed.name)
+    return tensor_from_json(
+        parsed.datatype, parsed.shape, parsed.data, name=parsed.name, max_depth=max_json_depth
+    )
 
 
 def decode_infer_request(
@@ -581,6 +587,7 @@ def decode_infer_request(
     model_version: int = -1,
     *,
     shm_resolver: Callable[[str, SharedMemoryRef], Buffer] | None = None,
+    max_json_depth: int | None = MAX_JSON_DEPTH,
 ) -> DecodedInferRequest:
     """A parsed request's tensors decoded, in the form both protocols' decoders hand on.
 
@@ -595,6 +602,8 @@ def decode_infer_request(
     shm_resolver : callable, optional
         ``shm_resolver(input_name, ref)`` returns the buffer of a shared-memory input (and
         raises to refuse it).  Without one, shared-memory inputs are refused.
+    max_json_depth : int or None, optional
+        How deep an input's JSON ``data`` may nest (see :func:`tensor_from_json`).
 
     Returns
     -------
@@ -615,7 +624,13 @@ def decode_infer_request(
             if shm_resolver is None:
                 raise http_bad("shared-memory inputs are not supported by this decoder")
             buffer = shm_resolver(each.name, ref)
-        data = decode_input(each, buffer, model_name=model_name, request_id=parsed.id)
+        data = decode_input(
+            each,
+            buffer,
+            model_name=model_name,
+            request_id=parsed.id,
+            max_json_depth=max_json_depth,
+        )
         inputs.append(DecodedInput(each.name, each.datatype, tuple(each.shape), data, {}, ref))
     outputs = []
     for wanted in parsed.outputs:
