@@ -10,11 +10,13 @@ checked that the 2.51 profile turns the 2.73 behaviour off.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -517,3 +519,66 @@ def test_json_nesting_depth_limit(server_273: MockServer, server_251: MockServer
     assert status == 200, answer
     status, answer = _post(server_251, path, _nested_input(100))
     assert status == 200, answer
+
+
+# -- chunked request bodies ---------------------------------------------------------------------
+
+
+def _chunked_infer(server: MockServer, chunks: int) -> tuple[int, bytes]:
+    """POST a valid JSON inference body to ``simple`` in ``chunks`` non-empty chunks (one byte
+    each, the body padded with spaces), over a raw socket; the status and the answer."""
+    import socket
+
+    inputs = [
+        {"name": n, "datatype": "INT32", "shape": [1, 16], "data": list(range(16))}
+        for n in ("INPUT0", "INPUT1")
+    ]
+    body = json.dumps({"inputs": inputs}).encode()
+    body += b" " * (chunks - len(body))
+    head = (
+        b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\n"
+        b"Transfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n"
+    )
+    payload = b"".join(b"1\r\n%c\r\n" % byte for byte in body) + b"0\r\n\r\n"
+    host, port = server.http_url.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        # The server may answer and close before it has read it all.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(head + payload)
+        answer = _read_answer(sock)
+    status = int(answer.split(b" ", 2)[1])
+    return status, answer
+
+
+def _read_answer(sock: Any) -> bytes:
+    """One HTTP answer with a Content-Length, head and body."""
+    answer = b""
+    while True:
+        head, _, body = answer.partition(b"\r\n\r\n")
+        if _:
+            length = int(head.lower().partition(b"content-length: ")[2].split(b"\r\n")[0])
+            if len(body) >= length:
+                return answer
+        piece = sock.recv(65536)
+        if not piece:
+            return answer
+        answer += piece
+
+
+def test_chunked_body_chunk_limit(server_273: MockServer, server_251: MockServer) -> None:
+    """A chunked body with more than 65,536 non-empty chunks is refused under 2.73: 400,
+    ``application/json`` "Chunked request body exceeds maximum of 65536 non-empty chunks.
+    Send fewer or larger HTTP chunks.", and the connection closes; 65,536 are read.
+    2.73.0: src/http_server.cc:53-56 (``kMaxChunkedChunks = 1 << 16``) and :307-335
+    (``HTTPServer::ChunkCountIncrement``).  2.51 has no such hook (its src/http_server.cc has
+    no ``ChunkCountIncrement``): any number is read."""
+    status, answer = _chunked_infer(server_273, 65537)
+    assert status == 400
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert b"application/json" in head.lower() and b"connection: close" in head.lower()
+    assert json.loads(body) == {
+        "error": "Chunked request body exceeds maximum of 65536 non-empty chunks. Send fewer "
+        "or larger HTTP chunks."
+    }
+    assert _chunked_infer(server_273, 65536)[0] == 200
+    assert _chunked_infer(server_251, 65537)[0] == 200

@@ -700,11 +700,13 @@ def test_infer_errors(
     assert set(reply.json()) == {"error"}
 
 
-def test_repeated_output_is_returned_once(server: Endpoint) -> None:
+def test_repeated_output_is_refused(server: Endpoint) -> None:
+    # Triton 2.73 (the default profile) refuses it; 2.51 returns it once (tests/test_compat.py
+    # and the differential case http/infer/duplicate-output).
     request = {"inputs": BOTH, "outputs": [{"name": "OUTPUT0"}, {"name": "OUTPUT0"}]}
     reply = infer_raw(server, "simple", request)
-    assert reply.status == 200
-    assert [o["name"] for o in reply.json()["outputs"]] == ["OUTPUT0"]
+    assert reply.status == 400
+    assert reply.error == "[request id: <id_unknown>] output 'OUTPUT0' already exists in request"
 
 
 def test_header_length_errors(server: Endpoint) -> None:

@@ -22,6 +22,10 @@ from dataclasses import dataclass, fields
 #: 64 MiB (``HTTP_DEFAULT_MAX_INPUT_SIZE`` of src/common.h, 2.73.0).
 HTTP_DEFAULT_MAX_INPUT_SIZE = 1 << 26
 
+#: How many non-empty chunks a chunked HTTP body may have where the profile limits inputs
+#: (``kMaxChunkedChunks`` of src/http_server.cc, 2.73.0).
+HTTP_MAX_CHUNKED_CHUNKS = 1 << 16
+
 #: How deep an input's JSON ``data`` may nest where the profile limits it
 #: (``HTTP_MAX_JSON_NESTING_DEPTH`` of src/common.h, 2.73.0).
 HTTP_MAX_JSON_NESTING_DEPTH = 100
@@ -29,6 +33,8 @@ HTTP_MAX_JSON_NESTING_DEPTH = 100
 __all__ = [
     "DEFAULT_COMPAT",
     "HTTP_DEFAULT_MAX_INPUT_SIZE",
+    "HTTP_MAX_CHUNKED_CHUNKS",
+    "HTTP_MAX_JSON_NESTING_DEPTH",
     "TRITON_2_51",
     "TRITON_2_73",
     "TritonCompat",
@@ -124,6 +130,12 @@ class TritonCompat:
     grpc_graceful_shutdown: bool
     endpoint_load_metrics: bool
     negative_dims_2_73: bool
+
+    @property
+    def http_max_chunks(self) -> int | None:
+        """How many non-empty chunks a chunked HTTP request body may have:
+        ``HTTP_MAX_CHUNKED_CHUNKS`` (65,536) where ``http_input_limits``, else no limit."""
+        return HTTP_MAX_CHUNKED_CHUNKS if self.http_input_limits else None
 
     @property
     def http_json_depth(self) -> int | None:

@@ -71,6 +71,7 @@ from .http_infer import InferEndpoint
 from .http_support import (
     JSON,
     PLAIN,
+    ChunkedBodyTooLong,
     HttpError,
     RequestBodies,
     VerboseAccessLogger,
@@ -216,7 +217,9 @@ class HttpFrontend:
         self._port = port
         self._ssl_context = ssl_context
         self._restricted = dict(restricted_apis or {})
-        self._bodies = RequestBodies(core.http_max_input_size(max_input_size))
+        self._bodies = RequestBodies(
+            core.http_max_input_size(max_input_size), max_chunks=core.compat.http_max_chunks
+        )
         self._forward = core.header_forward(header_forward_pattern)
         self._worker_threads = worker_threads
         self._shutdown_timeout = shutdown_timeout
@@ -336,7 +339,10 @@ class HttpFrontend:
             try:
                 return await handler(request, **params)
             except HttpError as exc:
-                return error_response(exc.status, exc.message, exc.headers, exc.content_type)
+                response = error_response(exc.status, exc.message, exc.headers, exc.content_type)
+                if isinstance(exc, ChunkedBodyTooLong):
+                    response.force_close()  # the rest of the body is not read
+                return response
             except ServerError as exc:
                 return error_response(status_of(exc), exc.message)
             except errors.HttpCodecError as exc:

@@ -98,6 +98,19 @@ class HttpError(Exception):
         self.content_type = content_type
 
 
+class ChunkedBodyTooLong(HttpError):
+    """A chunked request body with more non-empty chunks than allowed: 400 with Triton's JSON
+    error (``application/json`` whatever the endpoint), and the connection closes without
+    reading the rest (src/http_server.cc of 2.73.0, ``HTTPServer::ChunkCountIncrement``)."""
+
+    def __init__(self, max_chunks: int) -> None:
+        super().__init__(
+            400,
+            f"Chunked request body exceeds maximum of {max_chunks} non-empty chunks. Send "
+            "fewer or larger HTTP chunks.",
+        )
+
+
 def status_of(error: ServerError) -> int:
     return STATUS_OF_KIND.get(error.kind, 400)
 
@@ -123,7 +136,8 @@ def plain_errors() -> Iterator[None]:
     except errors.HttpCodecError as exc:
         raise from_codec_error(exc, PLAIN) from None
     except HttpError as exc:
-        exc.content_type = PLAIN
+        if not isinstance(exc, ChunkedBodyTooLong):
+            exc.content_type = PLAIN
         raise
 
 
@@ -171,10 +185,13 @@ class RequestBodies:
     max_input_size : int or None
         The largest JSON request part / raw binary input / other JSON body accepted, after
         decompression (None: no limit, as Triton 2.51).
+    max_chunks : int, optional
+        How many non-empty chunks a chunked body may have (None: any number, as Triton 2.51).
     """
 
-    def __init__(self, max_input_size: int | None) -> None:
+    def __init__(self, max_input_size: int | None, max_chunks: int | None = None) -> None:
         self._max_input_size = max_input_size
+        self._max_chunks = max_chunks
         self._spare: np.ndarray[Any, Any] | None = None
 
     async def read(self, request: web.BaseRequest) -> types.Buffer:
@@ -185,13 +202,7 @@ class RequestBodies:
         """
         length = request.content_length
         if length is None:
-            pieces = []
-            while True:
-                piece = await request.content.readany()
-                if not piece:
-                    break
-                pieces.append(piece)
-            return b"".join(pieces)
+            return await self._read_unsized(request)
         if length == 0:
             return b""
         first = await request.content.readany()
@@ -208,6 +219,25 @@ class RequestBodies:
             view[position:end] = piece[: end - position]
             position = end
         return view.toreadonly()
+
+    async def _read_unsized(self, request: web.BaseRequest) -> bytes:
+        """A body without ``Content-Length`` (chunked), its non-empty chunks counted."""
+        pieces = []
+        if self._max_chunks is None:
+            while piece := await request.content.readany():
+                pieces.append(piece)
+            return b"".join(pieces)
+        chunks = 0
+        while True:
+            piece, chunk_end = await request.content.readchunk()
+            if piece:
+                pieces.append(piece)
+            elif not chunk_end:
+                return b"".join(pieces)  # the end of the body
+            if chunk_end:  # aiohttp marks only the ends of non-empty chunks
+                chunks += 1
+                if chunks > self._max_chunks:
+                    raise ChunkedBodyTooLong(self._max_chunks)
 
     def _buffer(self, length: int) -> Any:
         """A buffer for a request body of ``length`` bytes.
