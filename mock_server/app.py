@@ -16,6 +16,7 @@ import os
 import re
 import ssl
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -312,6 +313,7 @@ class MockServer:
                 header_forward_pattern=fo.http_header_forward_pattern,
                 max_input_size=fo.http_max_input_size,
                 worker_threads=fo.http_thread_count,
+                metrics=self._metrics_renderer() if fo.allow_metrics else None,
             )
             self.http_port = await http.start()
             self._services.append(http)
@@ -332,11 +334,9 @@ class MockServer:
             self._services.append(grpc_frontend)
         if fo.allow_metrics:
             from .frontends.metrics import MetricsFrontend
-            from .metrics import metrics_renderer
-            from .python_backend import collect_metrics
 
             metrics = MetricsFrontend(
-                metrics_renderer(self.core, collect_metrics),
+                self._metrics_renderer(),
                 host=fo.metrics_host or fo.host,
                 port=fo.metrics_port,
             )
@@ -345,16 +345,20 @@ class MockServer:
         if fo.openai_port is not None:
             await self._start_openai(fo)
 
-    async def _start_openai(self, fo: FrontendOptions) -> None:
-        from .frontends.openai import OpenAIFrontend
+    def _metrics_renderer(self) -> Callable[[], bytes]:
         from .metrics import metrics_renderer
         from .python_backend import collect_metrics
+
+        return metrics_renderer(self.core, collect_metrics)
+
+    async def _start_openai(self, fo: FrontendOptions) -> None:
+        from .frontends.openai import OpenAIFrontend
 
         openai = OpenAIFrontend(
             self.core,
             host=fo.openai_host or fo.host,
             port=fo.openai_port or 0,
-            metrics=metrics_renderer(self.core, collect_metrics),
+            metrics=self._metrics_renderer(),
             restricted_apis=fo.openai_restricted_api or None,
             max_input_size=fo.http_max_input_size or HTTP_DEFAULT_MAX_INPUT_SIZE,
             tokenizer=fo.tokenizer,

@@ -582,3 +582,117 @@ def test_chunked_body_chunk_limit(server_273: MockServer, server_251: MockServer
     }
     assert _chunked_infer(server_273, 65536)[0] == 200
     assert _chunked_infer(server_251, 65537)[0] == 200
+
+
+# -- endpoint-load-metrics (#7839) --------------------------------------------------------------
+
+KV_MODEL = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.family = family = pb_utils.MetricFamily(
+            name="nv_trt_llm_kv_cache_block_metrics",
+            description="KV cache blocks",
+            kind=pb_utils.MetricFamily.GAUGE,
+        )
+        self.metrics = []
+        for kind, value in (("tokens_per", 16), ("used", 3), ("max", 8)):
+            metric = family.Metric(labels={"kv_cache_block_type": kind, "model": "kv"})
+            metric.set(value)
+            self.metrics.append(metric)
+
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            value = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", value)]))
+        return out
+"""
+KV_CONFIG = (
+    'name: "kv" backend: "python" max_batch_size: 0\n'
+    'input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\n'
+    'output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n'
+)
+
+
+def _kv_server(tmp_path: Path, compat: str) -> MockServer:
+    model = tmp_path / "kv"
+    (model / "1").mkdir(parents=True, exist_ok=True)
+    (model / "config.pbtxt").write_text(KV_CONFIG)
+    (model / "1" / "model.py").write_text(KV_MODEL)
+    return MockServer(
+        ServerOptions(model_repository=[tmp_path], triton_compat=compat), FrontendOptions(**PORTS)
+    )
+
+
+def _generate_headers(server: MockServer, path: str, report_format: str | None) -> Any:
+    headers = {} if report_format is None else {"endpoint-load-metrics-format": report_format}
+    request = urllib.request.Request(
+        f"http://{server.http_url}/v2/models/kv/{path}",
+        method="POST",
+        data=json.dumps({"IN": [7]}).encode(),
+        headers=headers,
+    )
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        reply.read()
+        return reply.headers
+
+
+def test_endpoint_load_metrics_header(tmp_path: Path) -> None:
+    """``/generate`` and ``/generate_stream`` with ``endpoint-load-metrics-format: text`` or
+    ``json`` answer with an ``endpoint-load-metrics`` header computed from the
+    ``nv_trt_llm_kv_cache_block_metrics`` family: utilization used/max, capacity
+    max*tokens_per (here 3/8 and 8*16); another format gives none.
+
+    2.73.0: src/http_server.cc:4460-4484 (``GenerateRequestClass::StartResponse``);
+    src/orca_http.cc:33-72 (``SetEndpointLoadMetricsHeader``), :154-189 (``ExtractKVMetrics``),
+    :191-230 (``OrcaKVMetricHeader``: ``"JSON "`` + the JSON object, ``"TEXT "`` + a comma
+    separated list with ``std::to_string``); src/orca_http.h:34-43 (the names).
+    """
+    with _kv_server(tmp_path, "2.73") as server:
+        for path in ("generate", "generate_stream"):
+            headers = _generate_headers(server, path, "text")
+            assert headers["endpoint-load-metrics"] == (
+                "TEXT named_metrics.kv_cache_utilization=0.375000, "
+                "named_metrics.max_token_capacity=128"
+            )
+            headers = _generate_headers(server, path, "json")
+            assert headers["endpoint-load-metrics"] == (
+                'JSON {"named_metrics":{"kv_cache_utilization":0.375,"max_token_capacity":128}}'
+            )
+            for report_format in (None, "xml"):
+                headers = _generate_headers(server, path, report_format)
+                assert "endpoint-load-metrics" not in headers
+
+
+def test_endpoint_load_metrics_header_not_in_2_51(tmp_path: Path) -> None:
+    """Triton 2.51 has no load reports (its src/ has no orca_http.cc)."""
+    with _kv_server(tmp_path, "2.51") as server:
+        headers = _generate_headers(server, "generate", "text")
+        assert "endpoint-load-metrics" not in headers
+
+
+def test_load_metrics_header_values() -> None:
+    """``ExtractKVMetrics`` (src/orca_http.cc:154-189, 2.73.0): the last sample of each block
+    type counts; a missing one gives no header; no ``max`` blocks is utilization 0; rapidjson
+    writes small doubles positionally down to 1e-6."""
+    from mock_server.frontends.load_report import load_metrics_header
+
+    def text(used: float, top: float, tokens: float = 4) -> str:
+        family = "nv_trt_llm_kv_cache_block_metrics"
+        return "".join(
+            f'{family}{{kv_cache_block_type="{kind}",model="m",version="1"}} {value}\n'
+            for kind, value in (("tokens_per", tokens), ("used", used), ("max", top))
+        )
+
+    assert load_metrics_header(text(0, 0), "text") == (
+        "TEXT named_metrics.kv_cache_utilization=0.000000, named_metrics.max_token_capacity=0"
+    )
+    assert load_metrics_header(text(1, 100000), "json") == (
+        'JSON {"named_metrics":{"kv_cache_utilization":0.00001,"max_token_capacity":400000}}'
+    )
+    assert load_metrics_header(text(1, 2).replace('"max"', '"other"'), "json") is None
+    assert load_metrics_header(text(1, 2), "TEXT") is None

@@ -186,6 +186,9 @@ class HttpFrontend:
         Threads for blocking core calls and large (de)serializations (default 8).
     shutdown_timeout : float, optional
         How long :meth:`stop` waits for in-flight requests (default 5 s).
+    metrics : callable, optional
+        Writes the server's Prometheus metrics: the generate endpoints' load reports
+        (:mod:`~mock_server.frontends.load_report`) read them; without it there are none.
 
     Raises
     ------
@@ -205,6 +208,7 @@ class HttpFrontend:
         header_forward_pattern: str | None = None,
         worker_threads: int = 8,
         shutdown_timeout: float = 5.0,
+        metrics: Callable[[], bytes] | None = None,
     ) -> None:
         unknown = set(restricted_apis or {}) - set(API_GROUPS)
         if unknown:
@@ -221,6 +225,7 @@ class HttpFrontend:
             core.http_max_input_size(max_input_size), max_chunks=core.compat.http_max_chunks
         )
         self._forward = core.header_forward(header_forward_pattern)
+        self._metrics = metrics if core.compat.endpoint_load_metrics else None
         self._worker_threads = worker_threads
         self._shutdown_timeout = shutdown_timeout
         self._runner: web.ServerRunner | None = None

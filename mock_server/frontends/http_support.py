@@ -44,6 +44,7 @@ class Frontend(Protocol):
     _dataplane: Dataplane
     _forward: HeaderForward | None
     _bodies: RequestBodies
+    _metrics: Callable[[], bytes] | None
 
     async def _blocking(self, fn: Callable[..., _T], *args: Any) -> _T: ...
     async def _maybe_blocking(self, size: int, fn: Callable[..., _T], *args: Any) -> _T: ...
