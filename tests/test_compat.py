@@ -696,3 +696,75 @@ def test_load_metrics_header_values() -> None:
     )
     assert load_metrics_header(text(1, 2).replace('"max"', '"other"'), "json") is None
     assert load_metrics_header(text(1, 2), "TEXT") is None
+
+
+# -- shared-memory bounds and keys (#8273, #8330, #8335, #8336) --------------------------------
+
+
+def _shm_infer(server: MockServer, offset: int, byte_size: int) -> tuple[int, dict[str, object]]:
+    tensor = {
+        "name": "INPUT0",
+        "datatype": "INT32",
+        "shape": [1, byte_size // 4 if byte_size < 2**32 else 1],
+        "parameters": {
+            "shared_memory_region": "bounds",
+            "shared_memory_byte_size": byte_size,
+            "shared_memory_offset": offset,
+        },
+    }
+    body = json.dumps({"inputs": [tensor]}).encode()
+    return _post(server, "/v2/models/identity_int32/infer", body)
+
+
+def test_shm_tensor_bounds(server_273_shm: MockServer) -> None:
+    """A tensor's place in a region, as 2.73's ``GetMemoryInfo`` checks it
+    (src/shared_memory_manager.cc:447-500, 2.73.0): the offset must lie inside the region,
+    offset plus byte size must not pass ``SIZE_MAX`` ("Integer overflow detected: ..."), and
+    the end must not pass the region's size, so that an empty tensor at offset 0 is read (2.51
+    refused it: the differential cases ``http/shm/infer-empty-at-*``)."""
+    region = shm.create_shared_memory_region("bounds", "/compat_bounds", 64)
+    client = httpclient.InferenceServerClient(server_273_shm.http_url)
+    try:
+        client.register_system_shared_memory("bounds", "/compat_bounds", 64)
+        status, answer = _shm_infer(server_273_shm, 0, 0)
+        assert status == 200, answer
+        status, answer = _shm_infer(server_273_shm, 60, 4)
+        assert status == 200, answer
+        for offset, byte_size, message in (
+            (64, 0, "Invalid offset for shared memory region: 'bounds'"),
+            (60, 8, "Invalid offset + byte size for shared memory region: 'bounds'"),
+            (
+                8,
+                2**64 - 1,
+                f"Integer overflow detected: byte_size ({2**64 - 1}) + offset (8) exceeds "
+                f"maximum value ({2**64 - 1}) for region 'bounds'",
+            ),
+        ):
+            assert _shm_infer(server_273_shm, offset, byte_size) == (400, {"error": message})
+    finally:
+        client.unregister_system_shared_memory()
+        client.close()
+        shm.destroy_shared_memory_region(region)
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("///", "cannot register shared memory region 'k' - invalid shm key '///'"),
+        ("/", "cannot register shared memory region 'k' - invalid shm key '/'"),
+        (
+            "///triton_python_backend_shm_region_x",
+            "cannot register shared memory region 'k' with key "
+            "'///triton_python_backend_shm_region_x' as the key contains the reserved prefix "
+            "'triton_python_backend_shm_region_'",
+        ),
+    ],
+)
+def test_shm_register_key_checks(server_273_shm: MockServer, key: str, message: str) -> None:
+    """``ValidateSharedMemoryKey`` (src/common.cc:167-199, 2.73.0): a key of slashes only, or
+    the reserved prefix after leading slashes, is refused (INVALID_ARG) before anything is
+    opened.  2.51 checks the prefix at the key's start only (the differential cases
+    ``http/shm/key-slashes``, ``http/shm/reserved-prefix-after-slashes``)."""
+    body = json.dumps({"key": key, "offset": 0, "byte_size": 64}).encode()
+    status, answer = _post(server_273_shm, "/v2/systemsharedmemory/region/k/register", body)
+    assert (status, answer) == (400, {"error": message})

@@ -121,6 +121,7 @@ class CoreServer:
                 else options.allow_client_shm
             ),
             copy_inputs=options.shm_copy_inputs,
+            bounds_2_73=self.compat.shm_bounds_2_73,
         )
         #: Log settings (logging extension).
         self.log_settings = LogSettings(options.log_file)

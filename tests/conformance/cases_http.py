@@ -1729,6 +1729,35 @@ def _shared_memory() -> list[Case]:
                 )
             ],
         ),
+        # An empty tensor in shared memory: Triton 2.51 checks its last byte with unsigned
+        # arithmetic, which wraps at offset 0 (2.73 compares the end with the region's size:
+        # the compatibility profile's shm_bounds_2_73).
+        *(
+            Case(
+                f"http/shm/infer-empty-at-{offset}",
+                [
+                    Shm("a", 64),
+                    register("in", "a", 64),
+                    infer(
+                        "identity_int32",
+                        {
+                            "inputs": [
+                                tensor(
+                                    "INPUT0",
+                                    "INT32",
+                                    [1, 0],
+                                    shared_memory_region="in",
+                                    shared_memory_byte_size=0,
+                                    shared_memory_offset=offset,
+                                )
+                            ]
+                        },
+                    ),
+                    unregister_all,
+                ],
+            )
+            for offset in (0, 8, 64)
+        ),
         Case(
             "http/shm/infer-offset-outside",
             [
