@@ -561,7 +561,7 @@ def test_raw_binary_request(server: Endpoint, explicit: Endpoint) -> None:
     headers = {http_body.HEADER_INFERENCE_HEADER_CONTENT_LENGTH: "0"}
     bad = explicit.call("POST", "/v2/models/raw_fp32/infer", bytes(125), headers)
     assert bad.status == 400
-    assert "input byte size mismatch for input 'INPUT0' for model 'raw_fp32'" in bad.error
+    assert "input byte size mismatch for input 'raw_input' for model 'raw_fp32'" in bad.error
     assert "Expected 16, got 125" in bad.error
     two_inputs = server.call("POST", "/v2/models/simple/infer", bytes(64), headers)
     assert two_inputs.status == 400 and "must only have 1 input" in two_inputs.error

@@ -506,9 +506,13 @@ def _check_datatype_and_shape(
         batched = checks.max_batch_size > 0 and not facts.is_shape_tensor
         dims = tuple(tensor.shape[1:]) if batched else tuple(tensor.shape)
         config_dims = facts.dims
-        matches = len(dims) == len(config_dims)
+        # Triton compares the dimensions with the configuration's (wildcards match anything)
+        # first, then looks at the negative ones that a wildcard let through.
+        matches = len(dims) == len(config_dims) and all(
+            c == -1 or c == d for c, d in zip(config_dims, dims, strict=True)
+        )
         if matches:
-            for c, d in zip(config_dims, dims, strict=True):
+            for d in dims:
                 if d < 0:
                     if d == -1:
                         raise _invalid(
@@ -521,9 +525,6 @@ def _check_datatype_and_shape(
                         f"'{checks.name}': dimensions must be non-negative, got "
                         f"{_dims_str(tensor.shape)}"
                     )
-                if c != -1 and c != d:
-                    matches = False
-                    break
         if not matches:
             note = ""
             full_dims: tuple[int, ...] = config_dims

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -164,6 +164,10 @@ def parse_request_parameters(parameters: Any) -> RequestParameters:
         else:
             result.custom[key] = custom_parameter(key, value)
     return result
+
+
+#: The name Triton gives the input of a raw binary request (``EVBufferToRawInput``).
+RAW_INPUT_NAME = "raw_input"
 
 
 @dataclass
@@ -625,7 +629,9 @@ def decode_infer_request(
                 raise http_bad("shared-memory inputs are not supported by this decoder")
             buffer = shm_resolver(each.name, ref)
         data = decode_input(
-            each,
+            # Triton adds a raw binary body as the input "raw_input" (EVBufferToRawInput),
+            # the name its byte-size check reports.
+            replace(each, name=RAW_INPUT_NAME) if parsed.raw_binary else each,
             buffer,
             model_name=model_name,
             request_id=parsed.id,
