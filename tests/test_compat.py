@@ -768,3 +768,49 @@ def test_shm_register_key_checks(server_273_shm: MockServer, key: str, message: 
     body = json.dumps({"key": key, "offset": 0, "byte_size": 64}).encode()
     status, answer = _post(server_273_shm, "/v2/systemsharedmemory/region/k/register", body)
     assert (status, answer) == (400, {"error": message})
+
+
+# -- gRPC graceful shutdown (#7969) -------------------------------------------------------------
+
+
+def test_grpc_graceful_shutdown_refuses_new_requests_on_open_streams() -> None:
+    """Once the server is stopping, a new request on a stream that is still open is refused
+    with "GRPC server is shutting down and has stopped accepting new requests." (UNAVAILABLE,
+    reported in the stream) while the stream stays open for the grace period.
+
+    2.73.0: src/main.cc:343-350 (``GracefulStop`` of the gRPC service on shutdown);
+    src/grpc/grpc_server.cc:2589-2611 and :2648-2655 (``DisableNewConnections`` sets
+    ``accepting_new_conn_ = false``); src/grpc/stream_infer_handler.cc:235-241 (the error of a
+    new request on an open stream), src/grpc/infer_handler.cc:787-800 (unary).
+    """
+    import queue
+    import threading
+    import time
+
+    server = _server("2.73").start()
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    answers: queue.Queue[tuple[object, InferenceServerException | None]] = queue.Queue()
+    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    stopper = threading.Thread(target=server.stop)
+    try:
+        client.async_stream_infer("simple", _simple_inputs("grpc"))
+        assert answers.get(timeout=30)[1] is None
+        stopper.start()
+        error = None
+        for _ in range(400):  # until the gRPC service stops accepting (the stop's first step)
+            client.async_stream_infer("simple", _simple_inputs("grpc"))
+            error = answers.get(timeout=30)[1]
+            if error is not None:
+                break
+            time.sleep(0.01)
+        assert error is not None
+        assert error.message() == (
+            "GRPC server is shutting down and has stopped accepting new requests."
+        )
+    finally:
+        client.stop_stream()
+        client.close()
+        if stopper.is_alive() or stopper.ident is not None:
+            stopper.join(60)
+        else:
+            server.stop()

@@ -329,6 +329,8 @@ class GrpcFrontend:
         """
         server, self._server = self._server, None
         self._stopping = True  # health watches answer NOT_SERVING and end
+        if self._core.compat.grpc_graceful_shutdown:
+            self._infer.stop_accepting()
         if server is not None:
             await server.stop(grace)
         self.port = None
