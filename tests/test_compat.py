@@ -814,3 +814,32 @@ def test_grpc_graceful_shutdown_refuses_new_requests_on_open_streams() -> None:
             stopper.join(60)
         else:
             server.stop()
+
+
+# -- negative dimensions of JSON data --------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [[1, 2**64 - 16], [2**64 - 2, 16], [1, 2**63]])
+def test_json_input_invalid_dimension(server_273: MockServer, shape: list[int]) -> None:
+    """A JSON-data input whose shape has a dimension below -1 as an int64 (a uint64 of 2**63
+    or more: src/http_server.cc:2594-2599 reads each as ``uint64_t`` into an ``int64_t``
+    vector), before any -1 or 0, is refused by 2.73's HTTP frontend: "invalid shape for input
+    'INPUT0': shape [..] contains one or more invalid dimensions" (src/http_server.cc:2701-2716
+    and ``GetElementCount`` returning -2, src/common.cc:109-135, 2.73.0).  2.51 reads the data
+    and reports its own error (the differential case
+    ``compat/http/wrapped-dim-int64-min``; Triton 2.51 aborts on the other two shapes)."""
+    inputs = [
+        {"name": "INPUT0", "datatype": "INT32", "shape": shape, "data": list(range(16))},
+        {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16},
+    ]
+    status, answer = _post(
+        server_273, "/v2/models/simple/infer", json.dumps({"inputs": inputs}).encode()
+    )
+    dims = ",".join(str(d - 2**64 if d >= 2**63 else d) for d in shape)
+    assert (status, answer) == (
+        400,
+        {
+            "error": f"invalid shape for input 'INPUT0': shape [{dims}] contains one or more "
+            "invalid dimensions"
+        },
+    )

@@ -58,6 +58,7 @@ def decode(
         version,
         shm_resolver=dataplane.read_input,
         max_json_depth=dataplane.core.compat.http_json_depth,
+        refuse_negative_dims=dataplane.core.compat.negative_dims_2_73,
     )
 
 

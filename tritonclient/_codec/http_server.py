@@ -545,6 +545,7 @@ def decode_input(
     model_name: str = "",
     request_id: str = "",
     max_json_depth: int | None = MAX_JSON_DEPTH,
+    refuse_negative_dims: bool = False,
 ) -> npt.NDArray[Any]:
     """The numpy value of a parsed input.
 
@@ -559,6 +560,8 @@ def decode_input(
         For error messages.
     max_json_depth : int or None, optional
         How deep JSON ``data`` may nest (see :func:`tensor_from_json`).
+    refuse_negative_dims : bool, optional
+        Refuse JSON data whose shape has an invalid dimension (see :func:`tensor_from_json`).
 
     Returns
     -------
@@ -581,7 +584,12 @@ def decode_input(
             request_id=request_id,
         )
     return tensor_from_json(
-        parsed.datatype, parsed.shape, parsed.data, name=parsed.name, max_depth=max_json_depth
+        parsed.datatype,
+        parsed.shape,
+        parsed.data,
+        name=parsed.name,
+        max_depth=max_json_depth,
+        refuse_negative_dims=refuse_negative_dims,
     )
 
 
@@ -592,6 +600,7 @@ def decode_infer_request(
     *,
     shm_resolver: Callable[[str, SharedMemoryRef], Buffer] | None = None,
     max_json_depth: int | None = MAX_JSON_DEPTH,
+    refuse_negative_dims: bool = False,
 ) -> DecodedInferRequest:
     """A parsed request's tensors decoded, in the form both protocols' decoders hand on.
 
@@ -608,6 +617,8 @@ def decode_infer_request(
         raises to refuse it).  Without one, shared-memory inputs are refused.
     max_json_depth : int or None, optional
         How deep an input's JSON ``data`` may nest (see :func:`tensor_from_json`).
+    refuse_negative_dims : bool, optional
+        Refuse JSON data whose shape has an invalid dimension (see :func:`tensor_from_json`).
 
     Returns
     -------
@@ -636,6 +647,7 @@ def decode_infer_request(
             model_name=model_name,
             request_id=parsed.id,
             max_json_depth=max_json_depth,
+            refuse_negative_dims=refuse_negative_dims,
         )
         inputs.append(DecodedInput(each.name, each.datatype, tuple(each.shape), data, {}, ref))
     outputs = []

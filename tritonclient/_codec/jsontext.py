@@ -290,6 +290,22 @@ def _flatten(data: list[Any], max_depth: int | None = MAX_JSON_DEPTH) -> list[An
 _END = object()
 
 
+def _as_int64(dim: int) -> int:
+    """A dimension read as ``uint64`` and kept in an ``int64`` (Triton's shape vector)."""
+    return dim - 2**64 if dim > INT64_MAX else dim
+
+
+def _has_invalid_dim(shape: Sequence[int]) -> bool:
+    """Whether Triton 2.73's ``GetElementCount`` (src/common.cc:109-135) returns -2: it stops
+    at the first -1 (wildcard) or 0, and a dimension below 0 before that is invalid."""
+    for dim in shape:
+        if dim == -1 or dim == 0:
+            return False
+        if dim < 0:
+            return True
+    return False
+
+
 def _too_deep_text(max_depth: int) -> str:
     return f"JSON nesting depth exceeds maximum allowed limit ({max_depth})"
 
@@ -305,6 +321,7 @@ def tensor_from_json(
     *,
     name: str = "",
     max_depth: int | None = MAX_JSON_DEPTH,
+    refuse_negative_dims: bool = False,
 ) -> npt.NDArray[Any]:
     """Decode an input's JSON ``data`` (flat or nested, section 3.7.3) into a numpy array.
 
@@ -321,6 +338,11 @@ def tensor_from_json(
     max_depth : int or None, optional
         How deep ``data`` may nest (Triton 2.73's ``HTTP_MAX_JSON_NESTING_DEPTH``, 100); None:
         any depth (Triton 2.51).
+    refuse_negative_dims : bool, optional
+        Refuse a shape whose element count Triton 2.73's ``GetElementCount`` finds invalid
+        (a negative dimension other than -1 before any -1 or 0): "invalid shape for input
+        'X': shape [..] contains one or more invalid dimensions" (400).  Triton 2.51 reads
+        the data and reports the byte-size mismatch.
 
     Returns
     -------
@@ -334,6 +356,12 @@ def tensor_from_json(
         400 for an unknown datatype and for FP16/BF16 (JSON is not allowed for them); 500 for a
         wrong element count or element type (Triton's JSON-typing errors).
     """
+    if refuse_negative_dims and _has_invalid_dim(as_int64 := [_as_int64(d) for d in shape]):
+        dims = ",".join(map(str, as_int64))
+        raise http_bad(
+            f"invalid shape for input '{name}': shape [{dims}] contains one or more invalid "
+            "dimensions"
+        )
     info = DATATYPES.get(datatype)
     count = element_count(shape)
     if count == 0:
