@@ -843,3 +843,43 @@ def test_json_input_invalid_dimension(server_273: MockServer, shape: list[int]) 
             "invalid dimensions"
         },
     )
+
+
+# -- HTTP request checks of 2.73 -------------------------------------------------------------
+
+
+def test_index_ready_must_be_a_boolean(server_273: MockServer, server_251: MockServer) -> None:
+    """A repository index request whose ``ready`` is not a boolean: 400 "Invalid value for
+    'ready': expected a boolean" (src/http_server.cc:1455-1466, 2.73.0); 2.51 answers 500
+    (the differential cases ``*/http/index-ready``... run with booleans; the codec's tests
+    keep 2.51's text)."""
+    body = json.dumps({"ready": "yes"}).encode()
+    status, answer = _post(server_273, "/v2/repository/index", body)
+    assert (status, answer) == (400, {"error": "Invalid value for 'ready': expected a boolean"})
+    status, _ = _post(server_251, "/v2/repository/index", body)
+    assert status == 500
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("abc", "Unable to parse Inference-Header-Content-Length, got: abc"),
+        (
+            "99999999999",
+            "Unable to parse Inference-Header-Content-Length, value is out of range "
+            "[ -2147483648, 2147483647 ], got: 99999999999",
+        ),
+    ],
+)
+def test_inference_header_length_read_with_stoi(
+    server_273: MockServer, value: str, message: str
+) -> None:
+    """``Inference-Header-Content-Length`` is read with ``std::stoi`` (src/http_server.cc:
+    2475-2518, 2.73.0): text without a number, or a number outside int32, is refused (400);
+    2.51 read it with ``atoi`` (text is 0: a raw binary request)."""
+    body = json.dumps({"inputs": []}).encode()
+    headers = {"Inference-Header-Content-Length": value}
+    assert _post(server_273, "/v2/models/simple/infer", body, headers) == (
+        400,
+        {"error": message},
+    )

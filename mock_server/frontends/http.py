@@ -418,7 +418,9 @@ class HttpFrontend:
     # -- repository ----------------------------------------------------------------------
     async def _index(self, request: web.BaseRequest, repo: str | None = None) -> web.StreamResponse:
         self._check_method(request, "POST")
-        ready = http_control.parse_index_request(await self._bodies.json(request))
+        ready = http_control.parse_index_request(
+            await self._bodies.json(request), strict_ready=self._core.compat.http_checks_2_73
+        )
         rows = await self._blocking(self._core.repository_index, ready)
         cleaned = [{k: v for k, v in row.items() if v not in ("", None)} for row in rows]
         return json_response(cleaned)

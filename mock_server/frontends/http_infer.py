@@ -115,7 +115,9 @@ class InferEndpoint:
                 size, bodies.decompressed, request, raw_body, True
             )
             header_length = http_body.parse_header_length(
-                request.headers.get(_HEADER_LENGTH), len(body)
+                request.headers.get(_HEADER_LENGTH),
+                len(body),
+                stoi=frontend._core.compat.http_checks_2_73,
             )
         if header_length == 0:
             bodies.check_size(len(body), "raw input")

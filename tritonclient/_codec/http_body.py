@@ -8,6 +8,7 @@ write numpy arrays without joining them; received bodies are sliced with ``memor
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -129,7 +130,7 @@ class EncodedBody:
         return EncodedBody([compress(self.chunks, algorithm)], self.json_size, algorithm)
 
 
-def parse_header_length(value: str | None, body_size: int) -> int:
+def parse_header_length(value: str | None, body_size: int, *, stoi: bool = False) -> int:
     """Interpret the ``Inference-Header-Content-Length`` request header as Triton does.
 
     Parameters
@@ -138,6 +139,11 @@ def parse_header_length(value: str | None, body_size: int) -> int:
         The header value (None when absent).
     body_size : int
         Length of the (decompressed) body.
+    stoi : bool, optional
+        Read the value as Triton 2.73 does (``std::stoi``, src/http_server.cc:2484-2504 of
+        2.73.0): text without a leading number is refused ("Unable to parse
+        Inference-Header-Content-Length, got: ..."), as is a number outside int32; otherwise
+        as Triton 2.51 (``atoi``: such text reads as 0).
 
     Returns
     -------
@@ -154,10 +160,28 @@ def parse_header_length(value: str | None, body_size: int) -> int:
     """
     if value is None:
         return body_size
-    size = atoi(value)
+    size = _stoi(value) if stoi else atoi(value)
     if size < 0 or size > body_size:
         raise http_bad(f"inference header size should be in range (0, {body_size}), got: {value}")
     return size
+
+
+_STOI = re.compile(r"\s*([+-]?\d+)")
+_HEADER_LENGTH = "Inference-Header-Content-Length"
+
+
+def _stoi(value: str) -> int:
+    """``std::stoi``: the leading number (after white space), or the errors Triton words."""
+    match = _STOI.match(value)
+    if match is None:
+        raise http_bad(f"Unable to parse {_HEADER_LENGTH}, got: {value}")
+    number = int(match.group(1))
+    if not -(2**31) <= number < 2**31:
+        raise http_bad(
+            f"Unable to parse {_HEADER_LENGTH}, value is out of range [ {-(2**31)}, "
+            f"{2**31 - 1} ], got: {value}"
+        )
+    return number
 
 
 def compress(chunks: Buffer | Iterable[Buffer], algorithm: str) -> bytes:
