@@ -99,7 +99,8 @@ class TritonCompat:
         Whether unregistering a region that an in-flight request uses succeeds and takes
         effect when the request completes (``UnregisterHelper``, ``awaiting_unregister_``;
         #7743, 2.53).  2.51 refuses it: "Cannot unregister shared memory region 'x', it is
-        currently in use."
+        currently in use."  Not decided yet: under both profiles the region is unregistered
+        at once, the request in flight keeping its mapping (see ``core/shm.py``).
     grpc_graceful_shutdown : bool
         Whether the gRPC frontend, once the server is stopping, refuses new requests on open
         streams with UNAVAILABLE "GRPC server is shutting down and has stopped accepting new
