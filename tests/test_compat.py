@@ -851,8 +851,7 @@ def test_json_input_invalid_dimension(server_273: MockServer, shape: list[int]) 
 def test_index_ready_must_be_a_boolean(server_273: MockServer, server_251: MockServer) -> None:
     """A repository index request whose ``ready`` is not a boolean: 400 "Invalid value for
     'ready': expected a boolean" (src/http_server.cc:1455-1466, 2.73.0); 2.51 answers 500
-    (the differential cases ``*/http/index-ready``... run with booleans; the codec's tests
-    keep 2.51's text)."""
+    (the differential case ``compat/http/index-ready-not-bool``)."""
     body = json.dumps({"ready": "yes"}).encode()
     status, answer = _post(server_273, "/v2/repository/index", body)
     assert (status, answer) == (400, {"error": "Invalid value for 'ready': expected a boolean"})
@@ -876,7 +875,8 @@ def test_inference_header_length_read_with_stoi(
 ) -> None:
     """``Inference-Header-Content-Length`` is read with ``std::stoi`` (src/http_server.cc:
     2475-2518, 2.73.0): text without a number, or a number outside int32, is refused (400);
-    2.51 read it with ``atoi`` (text is 0: a raw binary request)."""
+    2.51 read it with ``atoi`` (text is 0: a raw binary request; the differential case
+    ``compat/http/header-length-text``)."""
     body = json.dumps({"inputs": []}).encode()
     headers = {"Inference-Header-Content-Length": value}
     assert _post(server_273, "/v2/models/simple/infer", body, headers) == (

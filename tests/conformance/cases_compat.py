@@ -11,7 +11,7 @@ from tests.conformance.cases import Case
 from tests.conformance.cases_grpc import _shm_register, infer_request
 from tests.conformance.cases_grpc import infer as grpc_infer
 from tests.conformance.cases_grpc import tensor as grpc_tensor
-from tests.conformance.cases_http import ONES, SIMPLE_IN, infer, raw_int32
+from tests.conformance.cases_http import ONES, SIMPLE_IN, infer, post, raw_int32
 from tests.conformance.cases_http import tensor as json_tensor
 from tests.conformance.wire import G, Shm
 from tritonclient.grpc import service_pb2 as pb
@@ -123,6 +123,24 @@ def _shm_empty_name() -> list[Case]:
     ]
 
 
+def _http_checks() -> list[Case]:
+    # 2.73 refuses these with 400 (the compatibility profile's http_checks_2_73).
+    return [
+        Case("compat/http/index-ready-not-bool", [post("/v2/repository/index", {"ready": "yes"})]),
+        Case(
+            "compat/http/header-length-text",
+            [infer("simple", {"inputs": []}, headers=(("Inference-Header-Content-Length", "x"),))],
+        ),
+    ]
+
+
 def cases() -> list[Case]:
     """The 2.51-versus-2.73 cases."""
-    return [*_datatypes(), *_negative_dims(), *_raw_body(), *_timeouts(), *_shm_empty_name()]
+    return [
+        *_http_checks(),
+        *_datatypes(),
+        *_negative_dims(),
+        *_raw_body(),
+        *_timeouts(),
+        *_shm_empty_name(),
+    ]
