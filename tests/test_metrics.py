@@ -280,3 +280,33 @@ def test_labels_sorted_and_escaped_and_empty_families_left_out() -> None:
         b'# HELP c multi\nline \\ help\n# TYPE c counter\nc{a="q\\"\\\\\\n",z="1"} 3\n'
     )
     assert exposition([]) == b""
+
+
+def test_a_stopped_servers_custom_metrics_end_with_it(tmp_path: Path) -> None:
+    """Custom metric families stay for the server's lifetime, not the process's: after a
+    server stops, neither the families its models held when it stopped nor those kept from an
+    earlier unload show in the metrics of the next server run in the same process."""
+    repo = tmp_path / "repo"
+    for name in ("custom_metrics", "simple"):
+        source = CONFORMANCE_MODELS if name == "custom_metrics" else BUNDLED_MODELS
+        shutil.copytree(source / name, repo / name)
+    frontends = FrontendOptions(allow_http=False, allow_grpc=False, metrics_port=0)
+
+    def options(*models: str) -> ServerOptions:
+        return ServerOptions(
+            model_repository=[repo],
+            model_control_mode=ModelControlMode.EXPLICIT,
+            startup_models=list(models),
+        )
+
+    with MockServer(options("custom_metrics"), frontends) as first:
+        infer(first, "custom_metrics", VALUE=np.array([1.0]))
+        assert "custom_metrics_requests{" in scrape(first)
+        first.core.unload_model("custom_metrics")
+        assert "custom_metrics_requests{" in scrape(first)  # kept after the unload
+    with MockServer(options("simple"), frontends) as second:
+        assert "custom_metrics_" not in scrape(second)
+    with MockServer(options("custom_metrics"), frontends) as third:
+        infer(third, "custom_metrics", VALUE=np.array([1.0]))
+    with MockServer(options("simple"), frontends) as fourth:
+        assert "custom_metrics_" not in scrape(fourth)  # held by the model when it stopped

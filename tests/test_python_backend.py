@@ -164,6 +164,9 @@ class FakeRuntime:
         self.calls.append(("unload", model_name))
         self.ready[model_name] = False
 
+    def server_stopping(self) -> bool:
+        return False
+
 
 class Loader:
     """Loads models (in stub processes or in this process, as ``isolation`` says) and

@@ -526,6 +526,9 @@ class InstanceRuntime:
     def unload_model(self, model_name: str) -> None:
         raise ServerError.unsupported("not here")
 
+    def server_stopping(self) -> bool:
+        return False
+
 
 REPEAT = """
     import numpy as np

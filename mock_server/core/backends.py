@@ -99,6 +99,11 @@ class BackendRuntime(Protocol):
         """Unload ``model_name``."""
         ...
 
+    def server_stopping(self) -> bool:
+        """Whether the server is stopping: its models are being unloaded for good (what a
+        backend keeps for the server's lifetime, such as custom metric families, can go)."""
+        ...
+
 
 class BackendModel(Protocol):
     """One loaded version of a model, as its backend made it."""

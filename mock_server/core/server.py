@@ -361,3 +361,6 @@ class _Runtime:
 
     def unload_model(self, model_name: str) -> None:
         self._server.unload_model(model_name)
+
+    def server_stopping(self) -> bool:
+        return self._server._stop_event.is_set()

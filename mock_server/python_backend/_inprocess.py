@@ -166,7 +166,7 @@ class LocalModel:
                     f"auto-complete-config of model '{name}' failed: {_describe(exc)}"
                 ) from exc
             finally:
-                metrics.release_owner(context.owner)
+                metrics.release_owner(context)
             if not isinstance(result, pb_utils.ModelConfig):
                 raise ServerError.invalid_arg(
                     f"auto_complete_config function in model '{name}' must return a valid "
@@ -376,7 +376,7 @@ class PythonModelInstance:
     def _release(self) -> None:
         if self._loop is not None:
             self._loop.stop()
-        metrics.release_owner(self._context.owner)
+        metrics.release_owner(self._context)
         _loader.discard(self._loaded)
 
     def _batch_error(self, exc: BaseException) -> ServerError:
@@ -626,6 +626,6 @@ class PythonModelInstance:
             )
         finally:
             # Before the model object goes: the metric families it still holds stay (Triton).
-            metrics.release_owner(self._context.owner)
+            metrics.release_owner(self._context)
             self._model = None
             self._release()

@@ -554,7 +554,7 @@ class ProcessModelInstance:
         for request in list(self._bls.values()):
             request.cancel()
         # The families the instance still holds stay, as Triton keeps them (see metrics).
-        metrics.release_owner(self._context.owner)
+        metrics.release_owner(self._context)
         with self._lock:
             self._metric_objects.clear()
 

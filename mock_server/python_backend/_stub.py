@@ -262,6 +262,10 @@ class StubRuntime:
     def unload_model(self, model_name: str) -> None:
         _the_stub().call(msg.UnloadModel, model_name)
 
+    def server_stopping(self) -> bool:
+        # Nothing in a stub outlives its instance: the server keeps the families.
+        return False
+
 
 # -- custom metrics, kept by the server ----------------------------------------------------------
 class MetricFamily:  # named as pb_utils' class: models may print or compare type names

@@ -32,10 +32,13 @@ import threading
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import _context, _pybind
 from ._errors import TritonModelException
+
+if TYPE_CHECKING:
+    from ..core.backends import BackendRuntime
 
 __all__ = [
     "Metric",
@@ -143,6 +146,8 @@ class _FamilyState:
 _lock = threading.RLock()
 _families: dict[str, _FamilyState] = {}
 _owned: dict[int, tuple[object, list[_FamilyState]]] = {}
+#: The families kept after their instance was unloaded, by the server's runtime (its id).
+_kept: dict[int, tuple[BackendRuntime, list[_FamilyState]]] = {}
 
 
 def _own(state: _FamilyState) -> None:
@@ -157,18 +162,31 @@ def _own(state: _FamilyState) -> None:
         states.append(state)
 
 
-def release_owner(owner: object) -> None:
-    """Note that the model instance identified by ``owner`` is unloaded.
+def release_owner(context: _context.ModelContext) -> None:
+    """Note that the model instance of ``context`` is unloaded.
 
-    The families it still holds are kept for the server's lifetime, as Triton 2.51 keeps them.
+    The families it still holds are kept for the server's lifetime, as Triton 2.51 keeps them;
+    when the server itself is stopping they go with it (several servers may run one after
+    another in one process, and a stopped one's families must not show in the next one's
+    metrics).
     """
+    owner, runtime = context.owner, context.runtime
+    stopping = runtime is not None and runtime.server_stopping()
     with _lock:
         entry = _owned.pop(id(owner), None)
-        if entry is None or entry[0] is not owner:
+        held = entry[1] if entry is not None and entry[0] is owner else []
+        if stopping:
+            # This instance's families, and those kept from the server's earlier unloads.
+            _, kept = _kept.pop(id(runtime), (runtime, []))
+            for state in [*held, *kept]:
+                if state.alive:
+                    _forget_family(state)
             return
-        for state in entry[1]:
+        for state in held:
             if state.alive:
                 state.kept = True
+                if runtime is not None:
+                    _kept.setdefault(id(runtime), (runtime, []))[1].append(state)
 
 
 def _release_family(state: _FamilyState) -> None:
@@ -176,10 +194,26 @@ def _release_family(state: _FamilyState) -> None:
         state.refs -= 1
         if state.refs > 0 or state.kept:
             return
-        state.alive = False
-        state.metrics.clear()
-        if _families.get(state.name) is state:
-            del _families[state.name]
+        _forget_family(state)
+
+
+def _forget_stopped_servers() -> None:
+    """Drop the families kept from unloads of servers that have stopped since (the caller
+    holds the lock; a server's stop finds no instance left to release them)."""
+    for key, (runtime, kept) in list(_kept.items()):
+        if runtime.server_stopping():
+            del _kept[key]
+            for state in kept:
+                if state.alive:
+                    _forget_family(state)
+
+
+def _forget_family(state: _FamilyState) -> None:
+    """Drop ``state`` from the registry (the caller holds the lock)."""
+    state.alive = False
+    state.metrics.clear()
+    if _families.get(state.name) is state:
+        del _families[state.name]
 
 
 def collect() -> list[MetricFamilySnapshot]:
@@ -192,6 +226,7 @@ def collect() -> list[MetricFamilySnapshot]:
     """
     out: list[MetricFamilySnapshot] = []
     with _lock:
+        _forget_stopped_servers()
         # Copies: the lock is re-entrant, and a family object the garbage collector frees
         # while this runs releases its family on this very thread (_release_family).
         for family in list(_families.values()):
