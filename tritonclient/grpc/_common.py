@@ -134,6 +134,7 @@ class ClientBase(PluginSlot):
         self._retry_policy: RetryPolicy | None = None
         #: The client's transport (``GrpcTransport`` or ``GrpcAioTransport``).
         self._transport: Any = None
+        self._stub: Any = None
         #: The target of a channel over several replicas (None: one server).
         self._balanced_target: str | None = None
         self._counters: ChannelCounters | None = None
@@ -153,24 +154,35 @@ class ClientBase(PluginSlot):
     ) -> Any:
         """Both constructors' work: the arguments checked, the transport opened (see
         :meth:`_open_transport`; ``channel`` is its ``url, tls, keepalive_options,
-        channel_args``) with NVIDIA's ``_channel`` and ``_client_stub`` beside it, and the
-        ``stream_class`` that carries ``infer`` calls when ``infer_over_stream``.
+        channel_args``) with NVIDIA's ``_channel`` beside it, and the ``stream_class`` that
+        carries ``infer`` calls when ``infer_over_stream``.
 
         Returns
         -------
         The transport (also ``self._transport``).
         """
-        from tritonclient._proto import service_pb2_grpc
-
         self._retry_policy = check_retry_policy(retry_policy)
         check_infer_over_stream(channel[0], infer_over_stream)
         transport = self._open_transport(grpc_module, transport_class, *channel)
         self._transport = transport
         self._channel = transport.channel
-        self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
         if infer_over_stream:
             self._infer_stream = stream_class(transport.stream_method(), parse_stream)
         return transport
+
+    @property
+    def _client_stub(self) -> Any:
+        """NVIDIA's ``GRPCInferenceServiceStub`` over the client's channel, made when first
+        read (the client's own calls go through its transport, not through it)."""
+        if self._stub is None:
+            from tritonclient._proto import service_pb2_grpc
+
+            self._stub = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        return self._stub
+
+    @_client_stub.setter
+    def _client_stub(self, stub: Any) -> None:
+        self._stub = stub
 
     # -- calls made ready for a driver ---------------------------------------------------------
 
