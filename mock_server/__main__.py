@@ -168,8 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--http-max-input-size",
         type=int,
-        default=2**26,
-        help="largest HTTP request body (after decompression), bytes (default 64 MiB)",
+        default=None,
+        help="largest HTTP request body (after decompression), bytes (default 64 MiB under "
+        "--triton-compat 2.73, no limit under 2.51)",
     )
     p.add_argument("--http-thread-count", type=int, default=8, help="HTTP frontend worker threads")
     _openai_arguments(p)

@@ -16,6 +16,7 @@ import os
 import re
 import ssl
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from types import TracebackType
 from typing import Any
 
 from .compose import build_core
+from .core.compat import HTTP_DEFAULT_MAX_INPUT_SIZE
 from .core.server import ServerOptions
 from .frontends.groups import API_GROUPS
 
@@ -106,8 +108,9 @@ class FrontendOptions:
         Largest gRPC message accepted or sent.
     http_header_forward_pattern : str or None
         Regular expression: matching HTTP headers reach the model as string parameters.
-    http_max_input_size : int
-        The largest HTTP request body, after decompression (``--http-max-input-size``).
+    http_max_input_size : int or None
+        The largest HTTP request body, after decompression (``--http-max-input-size``); None:
+        the compatibility profile's default (64 MiB under 2.73, no limit under 2.51).
     http_thread_count : int
         The HTTP frontend's worker threads (``--http-thread-count``).
     openai_port : int or None
@@ -159,7 +162,7 @@ class FrontendOptions:
     http_header_forward_pattern: str | None = None
     grpc_header_forward_pattern: str | None = None
     event_loop: str = "auto"
-    http_max_input_size: int = 2**26
+    http_max_input_size: int | None = None
     http_thread_count: int = 8
     openai_port: int | None = None
     openai_host: str | None = None
@@ -310,6 +313,7 @@ class MockServer:
                 header_forward_pattern=fo.http_header_forward_pattern,
                 max_input_size=fo.http_max_input_size,
                 worker_threads=fo.http_thread_count,
+                metrics=self._metrics_renderer() if fo.allow_metrics else None,
             )
             self.http_port = await http.start()
             self._services.append(http)
@@ -330,11 +334,9 @@ class MockServer:
             self._services.append(grpc_frontend)
         if fo.allow_metrics:
             from .frontends.metrics import MetricsFrontend
-            from .metrics import metrics_renderer
-            from .python_backend import collect_metrics
 
             metrics = MetricsFrontend(
-                metrics_renderer(self.core, collect_metrics),
+                self._metrics_renderer(),
                 host=fo.metrics_host or fo.host,
                 port=fo.metrics_port,
             )
@@ -343,18 +345,22 @@ class MockServer:
         if fo.openai_port is not None:
             await self._start_openai(fo)
 
-    async def _start_openai(self, fo: FrontendOptions) -> None:
-        from .frontends.openai import OpenAIFrontend
+    def _metrics_renderer(self) -> Callable[[], bytes]:
         from .metrics import metrics_renderer
         from .python_backend import collect_metrics
+
+        return metrics_renderer(self.core, collect_metrics)
+
+    async def _start_openai(self, fo: FrontendOptions) -> None:
+        from .frontends.openai import OpenAIFrontend
 
         openai = OpenAIFrontend(
             self.core,
             host=fo.openai_host or fo.host,
             port=fo.openai_port or 0,
-            metrics=metrics_renderer(self.core, collect_metrics),
+            metrics=self._metrics_renderer(),
             restricted_apis=fo.openai_restricted_api or None,
-            max_input_size=fo.http_max_input_size,
+            max_input_size=fo.http_max_input_size or HTTP_DEFAULT_MAX_INPUT_SIZE,
             tokenizer=fo.tokenizer,
             chat_template=fo.chat_template,
             default_max_tokens=fo.default_max_tokens,

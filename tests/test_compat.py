@@ -10,11 +10,13 @@ checked that the 2.51 profile turns the 2.73 behaviour off.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,7 +35,7 @@ from mock_server.core.compat import (
 )
 from mock_server.core.server import ServerOptions
 from tests.test_cli import serve
-from tritonclient.utils import InferenceServerException
+from tritonclient.utils import TRITON_RESERVED_REQUEST_PARAMS, InferenceServerException
 
 #: src/common.h:51-53 (kClientShmDisabledErrorStr), 2.73.0
 SHM_DISABLED = (
@@ -222,3 +224,666 @@ def test_python_m_mock_server_alone_refuses_client_shm(tmp_path: Path) -> None:
                 assert [r["name"] for r in listed] == (["r"] if allowed else [])
     finally:
         shm.destroy_shared_memory_region(region)
+
+
+# -- forwarded headers named like reserved parameters (#8763) -----------------------------------
+
+#: A pattern that forwards every header these tests send.
+FORWARD_ALL = "^(x-|sequence_|priority|timeout|headers|binary_|triton_|Triton_)"
+RESERVED_HEADERS = (
+    *TRITON_RESERVED_REQUEST_PARAMS,
+    "triton_x",
+    "triton_enable_empty_final_response",
+)
+
+
+def _forwarding_server(compat: str) -> MockServer:
+    return MockServer(
+        ServerOptions(model_repository=[BUNDLED_MODELS], triton_compat=compat),
+        FrontendOptions(
+            **PORTS,
+            http_header_forward_pattern=FORWARD_ALL,
+            grpc_header_forward_pattern=FORWARD_ALL,
+        ),
+    )
+
+
+def _simple_inputs(protocol: str) -> list[httpclient.InferInput] | list[grpcclient.InferInput]:
+    module = httpclient if protocol == "http" else grpcclient
+    inputs = [module.InferInput(n, [1, 16], "INT32") for n in ("INPUT0", "INPUT1")]
+    for tensor in inputs:
+        tensor.set_data_from_numpy(np.ones((1, 16), dtype=np.int32))
+    return inputs  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_reserved_forwarded_headers_refused(protocol: str) -> None:
+    """A header that the forward pattern matches and that is named like a reserved parameter
+    (compared as received, case-sensitively) or starts ``triton_`` is refused with INVALID_ARG
+    "Header 'X' is reserved for Triton usage and cannot be forwarded."; other matching headers
+    are forwarded, and the server keeps serving.
+
+    2.73.0: src/common.h:75-77 (``kReservedParameterKeys``); src/http_server.cc:3244-3262
+    (``ForEachHeader``: ``std::find`` over the keys, ``header_key.rfind("triton_", 0) == 0``);
+    src/grpc/infer_handler.h:1595-1615 (``ForwardHeadersAsParameters``, the same checks on the
+    call's metadata).
+    """
+    with _forwarding_server("2.73") as server:
+        client = _client(server, protocol)
+        try:
+            for name in RESERVED_HEADERS:
+                with pytest.raises(InferenceServerException) as error:
+                    client.infer("simple", _simple_inputs(protocol), headers={name: "1"})
+                assert error.value.message() == (
+                    f"Header '{name}' is reserved for Triton usage and cannot be forwarded."
+                )
+                assert error.value.status() == (
+                    "400" if protocol == "http" else "StatusCode.INVALID_ARGUMENT"
+                )
+            result = client.infer("simple", _simple_inputs(protocol), headers={"x-fine": "1"})
+            assert result.as_numpy("OUTPUT0").tolist() == [[2] * 16]
+        finally:
+            client.close()
+
+
+def test_reserved_header_names_compare_as_received() -> None:
+    """HTTP header names are compared as the client spelled them: ``Triton_x`` is not the
+    reserved prefix, and is forwarded (``rfind("triton_", 0)`` in src/http_server.cc:3256 of
+    2.73.0 is case-sensitive); ``priority``, which aiohttp's parser knows as ``Priority``, is
+    still refused under its received name."""
+    with _forwarding_server("2.73") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        try:
+            result = client.infer("simple", _simple_inputs("http"), headers={"Triton_x": "1"})
+            assert result.as_numpy("OUTPUT0") is not None
+            with pytest.raises(InferenceServerException, match="Header 'priority' is reserved"):
+                client.infer("simple", _simple_inputs("http"), headers={"priority": "1"})
+        finally:
+            client.close()
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_reserved_forwarded_headers_under_2_51(protocol: str) -> None:
+    """The 2.51 profile forwards them, as the real Triton 2.51 does (the differential cases
+    ``forward-reserved/*`` compare it with the peer)."""
+    with _forwarding_server("2.51") as server:
+        client = _client(server, protocol)
+        try:
+            for name in RESERVED_HEADERS:
+                result = client.infer("simple", _simple_inputs(protocol), headers={name: "1"})
+                assert result.as_numpy("OUTPUT0").tolist() == [[2] * 16]
+        finally:
+            client.close()
+
+
+# -- duplicate requested outputs (#8741) --------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_duplicate_output_names_refused(server_273: MockServer, protocol: str) -> None:
+    """A request naming an output twice is refused: "output 'OUTPUT0' already exists in
+    request" (INVALID_ARG), and the server stays live.
+
+    2.73.0: qa/L0_grpc/python_unit_test.py:53-78 (``GrpcTest.test_duplicate_output_names_
+    rejected``) and qa/L0_http/http_test.py:463-501 (``test_duplicate_output_names``), added
+    with the check by #8741 (the check is in the core's requested-output set).
+    """
+    module = httpclient if protocol == "http" else grpcclient
+    client = _client(server_273, protocol)
+    try:
+        outputs = [module.InferRequestedOutput("OUTPUT0") for _ in range(2)]
+        with pytest.raises(InferenceServerException) as error:
+            client.infer("simple", _simple_inputs(protocol), outputs=outputs)  # type: ignore[arg-type]
+        # Triton's QA checks the words (assertIn); the request prefix is the one the core puts
+        # before its duplicate-input error.
+        assert error.value.message() == (
+            "[request id: <id_unknown>] output 'OUTPUT0' already exists in request"
+        )
+        assert error.value.status() == (
+            "400" if protocol == "http" else "StatusCode.INVALID_ARGUMENT"
+        )
+        assert client.is_server_live()
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_duplicate_output_names_under_2_51(server_251: MockServer, protocol: str) -> None:
+    """2.51 keeps requested outputs in a set: the output comes back once (the differential
+    cases ``*/infer/duplicate-output`` compare it with the peer)."""
+    module = httpclient if protocol == "http" else grpcclient
+    client = _client(server_251, protocol)
+    try:
+        outputs = [module.InferRequestedOutput("OUTPUT0") for _ in range(2)]
+        result = client.infer("simple", _simple_inputs(protocol), outputs=outputs)  # type: ignore[arg-type]
+        assert result.as_numpy("OUTPUT0").tolist() == [[2] * 16]
+    finally:
+        client.close()
+
+
+# -- reserved parameters in generate ----------------------------------------------------------
+
+
+def _generate(server: MockServer, body: dict[str, object]) -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(
+        f"http://{server.http_url}/v2/models/simple/generate",
+        method="POST",
+        data=json.dumps(body).encode(),
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        (
+            "triton_x",
+            "parameter keys starting with 'triton_' are reserved for Triton usage and should "
+            "not be specified.",
+        ),
+        ("sequence_id", None),
+    ],
+)
+def test_generate_reserved_keys(
+    server_273: MockServer, server_251: MockServer, key: str, message: str | None
+) -> None:
+    """A generate request's unknown key becomes a request parameter
+    (src/http_server.cc:3670 of 2.73.0, ``SetTritonParameterFromJsonParameter``); one named
+    like a reserved parameter is refused by 2.73, delivered to the model by 2.51 (the
+    differential cases ``http/generate/reserved-key-*`` compare that with the peer)."""
+    body = {"INPUT0": list(range(16)), "INPUT1": [1] * 16, key: 5}
+    status, answer = _generate(server_273, body)
+    assert status == 400
+    if message is None:
+        message = f"parameter '{key}' is reserved for Triton usage and should not be specified."
+    assert answer == {"error": message}
+    status, answer = _generate(server_251, body)
+    assert status == 200 and answer["OUTPUT0"] == list(range(1, 17))
+
+
+# -- --http-max-input-size ----------------------------------------------------------------------
+
+
+def _post(
+    server: MockServer, path: str, body: bytes, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(
+        f"http://{server.http_url}{path}", method="POST", data=body, headers=headers or {}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_http_max_input_size_default_by_profile() -> None:
+    """Not given, ``--http-max-input-size`` is 64 MiB under 2.73 (src/common.h:69,
+    ``HTTP_DEFAULT_MAX_INPUT_SIZE = 1 << 26``; src/command_line_parser.h:202) and no limit
+    under 2.51, which has neither the flag nor a limit (its src/http_server.cc reads any
+    body); given, it is what it says, and it must be positive
+    (src/command_line_parser.cc:1411-1418)."""
+    from mock_server.core.server import CoreServer
+
+    core, frontends = options_from_args(build_parser().parse_args([]))
+    assert frontends.http_max_input_size is None
+    assert CoreServer(core).http_max_input_size(None) == 1 << 26
+    assert CoreServer(ServerOptions(triton_compat="2.51")).http_max_input_size(None) is None
+    assert CoreServer(ServerOptions(triton_compat="2.51")).http_max_input_size(10) == 10
+    with pytest.raises(ValueError, match="must be greater than 0"):
+        CoreServer(core).http_max_input_size(0)
+
+
+def test_http_max_input_size_default_refuses_a_larger_body(
+    server_273: MockServer, server_251: MockServer
+) -> None:
+    """A gzip body that inflates past the default 64 MiB is refused under 2.73 with
+    ``DecompressData``'s words naming the flag (src/data_compressor.h:258-265, 2.73.0, called
+    with ``max_input_size_`` at src/http_server.cc:3330-3332); 2.51 inflates it all and reads
+    it (then fails to parse it as JSON: a body that is not what the model takes)."""
+    import gzip
+
+    body = gzip.compress(bytes((1 << 26) + 1), compresslevel=1)
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/octet-stream"}
+    status, answer = _post(server_273, "/v2/models/identity_uint8/infer", body, headers)
+    assert (status, answer) == (
+        400,
+        {
+            "error": "Decompressed data size exceeds the maximum allowed value of 67108864 "
+            "bytes. Use --http-max-input-size to increase the limit."
+        },
+    )
+    status, answer = _post(server_251, "/v2/models/identity_uint8/infer", body, headers)
+    assert status == 500 and "Decompressed" not in str(answer["error"])
+
+
+def test_http_max_input_size_texts() -> None:
+    """A JSON request part or a raw binary body over the limit, with 2.73's words:
+    src/http_server.cc:3170-3177 (``EVBufferToJson``: "request JSON size of N bytes exceeds
+    the maximum allowed input size of M bytes. Use --http-max-input-size to increase the
+    limit.") and :3091-3099 (``EVBufferToRawInput``: "Raw input has a byte_size (N bytes)
+    that exceeds the maximum allowed value of M bytes. ...")."""
+    with MockServer(
+        ServerOptions(model_repository=[BUNDLED_MODELS]),
+        FrontendOptions(**PORTS, http_max_input_size=256),
+    ) as server:
+        inputs = [
+            {"name": n, "datatype": "INT32", "shape": [1, 16], "data": list(range(16))}
+            for n in ("INPUT0", "INPUT1")
+        ]
+        body = json.dumps({"inputs": inputs}).encode()
+        status, answer = _post(server, "/v2/models/simple/infer", body)
+        assert (status, answer) == (
+            400,
+            {
+                "error": f"request JSON size of {len(body)} bytes exceeds the maximum allowed "
+                "input size of 256 bytes. Use --http-max-input-size to increase the limit."
+            },
+        )
+        raw = {"Content-Type": "application/octet-stream", "Inference-Header-Content-Length": "0"}
+        status, answer = _post(server, "/v2/models/identity_uint8/infer", bytes(300), raw)
+        assert (status, answer) == (
+            400,
+            {
+                "error": "Raw input has a byte_size (300 bytes) that exceeds the maximum allowed "
+                "value of 256 bytes. Use --http-max-input-size to increase the limit."
+            },
+        )
+
+
+# -- JSON nesting depth -------------------------------------------------------------------------
+
+
+def _nested_input(levels: int) -> bytes:
+    data: list[object] = [1, 2]
+    for _ in range(levels - 1):
+        data = [data]
+    tensor = {"name": "INPUT0", "datatype": "INT32", "shape": [1, 2], "data": data}
+    return json.dumps({"inputs": [tensor]}).encode()
+
+
+def test_json_nesting_depth_limit(server_273: MockServer, server_251: MockServer) -> None:
+    """An input's JSON ``data`` with a value 100 arrays deep is refused under 2.73:
+    "Unable to parse 'data': JSON nesting depth exceeds maximum allowed limit (100)" (400);
+    99 deep is read.  2.73.0: src/common.h:66 (``HTTP_MAX_JSON_NESTING_DEPTH = 100``);
+    src/http_server.cc:533-540 (``ReadDataFromJsonHelper``) under ``RETURN_MSG_IF_ERR(...,
+    "Unable to parse 'data'")`` at :727-730.  2.51 reads any depth (the differential cases
+    ``http/infer/data-nested-*-deep`` compare it with the peer)."""
+    path = "/v2/models/identity_int32/infer"
+    status, answer = _post(server_273, path, _nested_input(100))
+    assert (status, answer) == (
+        400,
+        {"error": "Unable to parse 'data': JSON nesting depth exceeds maximum allowed limit (100)"},
+    )
+    status, answer = _post(server_273, path, _nested_input(99))
+    assert status == 200, answer
+    status, answer = _post(server_251, path, _nested_input(100))
+    assert status == 200, answer
+
+
+# -- chunked request bodies ---------------------------------------------------------------------
+
+
+def _chunked_infer(server: MockServer, chunks: int) -> tuple[int, bytes]:
+    """POST a valid JSON inference body to ``simple`` in ``chunks`` non-empty chunks (one byte
+    each, the body padded with spaces), over a raw socket; the status and the answer."""
+    import socket
+
+    inputs = [
+        {"name": n, "datatype": "INT32", "shape": [1, 16], "data": list(range(16))}
+        for n in ("INPUT0", "INPUT1")
+    ]
+    body = json.dumps({"inputs": inputs}).encode()
+    body += b" " * (chunks - len(body))
+    head = (
+        b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\n"
+        b"Transfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n"
+    )
+    payload = b"".join(b"1\r\n%c\r\n" % byte for byte in body) + b"0\r\n\r\n"
+    host, port = server.http_url.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        # The server may answer and close before it has read it all.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(head + payload)
+        answer = _read_answer(sock)
+    status = int(answer.split(b" ", 2)[1])
+    return status, answer
+
+
+def _read_answer(sock: Any) -> bytes:
+    """One HTTP answer with a Content-Length, head and body."""
+    answer = b""
+    while True:
+        head, _, body = answer.partition(b"\r\n\r\n")
+        if _:
+            length = int(head.lower().partition(b"content-length: ")[2].split(b"\r\n")[0])
+            if len(body) >= length:
+                return answer
+        piece = sock.recv(65536)
+        if not piece:
+            return answer
+        answer += piece
+
+
+def test_chunked_body_chunk_limit(server_273: MockServer, server_251: MockServer) -> None:
+    """A chunked body with more than 65,536 non-empty chunks is refused under 2.73: 400,
+    ``application/json`` "Chunked request body exceeds maximum of 65536 non-empty chunks.
+    Send fewer or larger HTTP chunks.", and the connection closes; 65,536 are read.
+    2.73.0: src/http_server.cc:53-56 (``kMaxChunkedChunks = 1 << 16``) and :307-335
+    (``HTTPServer::ChunkCountIncrement``).  2.51 has no such hook (its src/http_server.cc has
+    no ``ChunkCountIncrement``): any number is read."""
+    status, answer = _chunked_infer(server_273, 65537)
+    assert status == 400
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert b"application/json" in head.lower() and b"connection: close" in head.lower()
+    assert json.loads(body) == {
+        "error": "Chunked request body exceeds maximum of 65536 non-empty chunks. Send fewer "
+        "or larger HTTP chunks."
+    }
+    assert _chunked_infer(server_273, 65536)[0] == 200
+    assert _chunked_infer(server_251, 65537)[0] == 200
+
+
+# -- endpoint-load-metrics (#7839) --------------------------------------------------------------
+
+KV_MODEL = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.family = family = pb_utils.MetricFamily(
+            name="nv_trt_llm_kv_cache_block_metrics",
+            description="KV cache blocks",
+            kind=pb_utils.MetricFamily.GAUGE,
+        )
+        self.metrics = []
+        for kind, value in (("tokens_per", 16), ("used", 3), ("max", 8)):
+            metric = family.Metric(labels={"kv_cache_block_type": kind, "model": "kv"})
+            metric.set(value)
+            self.metrics.append(metric)
+
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            value = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", value)]))
+        return out
+"""
+KV_CONFIG = (
+    'name: "kv" backend: "python" max_batch_size: 0\n'
+    'input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\n'
+    'output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n'
+)
+
+
+def _kv_server(tmp_path: Path, compat: str) -> MockServer:
+    model = tmp_path / "kv"
+    (model / "1").mkdir(parents=True, exist_ok=True)
+    (model / "config.pbtxt").write_text(KV_CONFIG)
+    (model / "1" / "model.py").write_text(KV_MODEL)
+    return MockServer(
+        ServerOptions(model_repository=[tmp_path], triton_compat=compat), FrontendOptions(**PORTS)
+    )
+
+
+def _generate_headers(server: MockServer, path: str, report_format: str | None) -> Any:
+    headers = {} if report_format is None else {"endpoint-load-metrics-format": report_format}
+    request = urllib.request.Request(
+        f"http://{server.http_url}/v2/models/kv/{path}",
+        method="POST",
+        data=json.dumps({"IN": [7]}).encode(),
+        headers=headers,
+    )
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        reply.read()
+        return reply.headers
+
+
+def test_endpoint_load_metrics_header(tmp_path: Path) -> None:
+    """``/generate`` and ``/generate_stream`` with ``endpoint-load-metrics-format: text`` or
+    ``json`` answer with an ``endpoint-load-metrics`` header computed from the
+    ``nv_trt_llm_kv_cache_block_metrics`` family: utilization used/max, capacity
+    max*tokens_per (here 3/8 and 8*16); another format gives none.
+
+    2.73.0: src/http_server.cc:4460-4484 (``GenerateRequestClass::StartResponse``);
+    src/orca_http.cc:33-72 (``SetEndpointLoadMetricsHeader``), :154-189 (``ExtractKVMetrics``),
+    :191-230 (``OrcaKVMetricHeader``: ``"JSON "`` + the JSON object, ``"TEXT "`` + a comma
+    separated list with ``std::to_string``); src/orca_http.h:34-43 (the names).
+    """
+    with _kv_server(tmp_path, "2.73") as server:
+        for path in ("generate", "generate_stream"):
+            headers = _generate_headers(server, path, "text")
+            assert headers["endpoint-load-metrics"] == (
+                "TEXT named_metrics.kv_cache_utilization=0.375000, "
+                "named_metrics.max_token_capacity=128"
+            )
+            headers = _generate_headers(server, path, "json")
+            assert headers["endpoint-load-metrics"] == (
+                'JSON {"named_metrics":{"kv_cache_utilization":0.375,"max_token_capacity":128}}'
+            )
+            for report_format in (None, "xml"):
+                headers = _generate_headers(server, path, report_format)
+                assert "endpoint-load-metrics" not in headers
+
+
+def test_endpoint_load_metrics_header_not_in_2_51(tmp_path: Path) -> None:
+    """Triton 2.51 has no load reports (its src/ has no orca_http.cc)."""
+    with _kv_server(tmp_path, "2.51") as server:
+        headers = _generate_headers(server, "generate", "text")
+        assert "endpoint-load-metrics" not in headers
+
+
+def test_load_metrics_header_values() -> None:
+    """``ExtractKVMetrics`` (src/orca_http.cc:154-189, 2.73.0): the last sample of each block
+    type counts; a missing one gives no header; no ``max`` blocks is utilization 0; rapidjson
+    writes small doubles positionally down to 1e-6."""
+    from mock_server.frontends.load_report import load_metrics_header
+
+    def text(used: float, top: float, tokens: float = 4) -> str:
+        family = "nv_trt_llm_kv_cache_block_metrics"
+        return "".join(
+            f'{family}{{kv_cache_block_type="{kind}",model="m",version="1"}} {value}\n'
+            for kind, value in (("tokens_per", tokens), ("used", used), ("max", top))
+        )
+
+    assert load_metrics_header(text(0, 0), "text") == (
+        "TEXT named_metrics.kv_cache_utilization=0.000000, named_metrics.max_token_capacity=0"
+    )
+    assert load_metrics_header(text(1, 100000), "json") == (
+        'JSON {"named_metrics":{"kv_cache_utilization":0.00001,"max_token_capacity":400000}}'
+    )
+    assert load_metrics_header(text(1, 2).replace('"max"', '"other"'), "json") is None
+    assert load_metrics_header(text(1, 2), "TEXT") is None
+
+
+# -- shared-memory bounds and keys (#8273, #8330, #8335, #8336) --------------------------------
+
+
+def _shm_infer(server: MockServer, offset: int, byte_size: int) -> tuple[int, dict[str, object]]:
+    tensor = {
+        "name": "INPUT0",
+        "datatype": "INT32",
+        "shape": [1, byte_size // 4 if byte_size < 2**32 else 1],
+        "parameters": {
+            "shared_memory_region": "bounds",
+            "shared_memory_byte_size": byte_size,
+            "shared_memory_offset": offset,
+        },
+    }
+    body = json.dumps({"inputs": [tensor]}).encode()
+    return _post(server, "/v2/models/identity_int32/infer", body)
+
+
+def test_shm_tensor_bounds(server_273_shm: MockServer) -> None:
+    """A tensor's place in a region, as 2.73's ``GetMemoryInfo`` checks it
+    (src/shared_memory_manager.cc:447-500, 2.73.0): the offset must lie inside the region,
+    offset plus byte size must not pass ``SIZE_MAX`` ("Integer overflow detected: ..."), and
+    the end must not pass the region's size, so that an empty tensor at offset 0 is read (2.51
+    refused it: the differential cases ``http/shm/infer-empty-at-*``)."""
+    region = shm.create_shared_memory_region("bounds", "/compat_bounds", 64)
+    client = httpclient.InferenceServerClient(server_273_shm.http_url)
+    try:
+        client.register_system_shared_memory("bounds", "/compat_bounds", 64)
+        status, answer = _shm_infer(server_273_shm, 0, 0)
+        assert status == 200, answer
+        status, answer = _shm_infer(server_273_shm, 60, 4)
+        assert status == 200, answer
+        for offset, byte_size, message in (
+            (64, 0, "Invalid offset for shared memory region: 'bounds'"),
+            (60, 8, "Invalid offset + byte size for shared memory region: 'bounds'"),
+            (
+                8,
+                2**64 - 1,
+                f"Integer overflow detected: byte_size ({2**64 - 1}) + offset (8) exceeds "
+                f"maximum value ({2**64 - 1}) for region 'bounds'",
+            ),
+        ):
+            assert _shm_infer(server_273_shm, offset, byte_size) == (400, {"error": message})
+    finally:
+        client.unregister_system_shared_memory()
+        client.close()
+        shm.destroy_shared_memory_region(region)
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("///", "cannot register shared memory region 'k' - invalid shm key '///'"),
+        ("/", "cannot register shared memory region 'k' - invalid shm key '/'"),
+        (
+            "///triton_python_backend_shm_region_x",
+            "cannot register shared memory region 'k' with key "
+            "'///triton_python_backend_shm_region_x' as the key contains the reserved prefix "
+            "'triton_python_backend_shm_region_'",
+        ),
+    ],
+)
+def test_shm_register_key_checks(server_273_shm: MockServer, key: str, message: str) -> None:
+    """``ValidateSharedMemoryKey`` (src/common.cc:167-199, 2.73.0): a key of slashes only, or
+    the reserved prefix after leading slashes, is refused (INVALID_ARG) before anything is
+    opened.  2.51 checks the prefix at the key's start only (the differential cases
+    ``http/shm/key-slashes``, ``http/shm/reserved-prefix-after-slashes``)."""
+    body = json.dumps({"key": key, "offset": 0, "byte_size": 64}).encode()
+    status, answer = _post(server_273_shm, "/v2/systemsharedmemory/region/k/register", body)
+    assert (status, answer) == (400, {"error": message})
+
+
+# -- gRPC graceful shutdown (#7969) -------------------------------------------------------------
+
+
+def test_grpc_graceful_shutdown_refuses_new_requests_on_open_streams() -> None:
+    """Once the server is stopping, a new request on a stream that is still open is refused
+    with "GRPC server is shutting down and has stopped accepting new requests." (UNAVAILABLE,
+    reported in the stream) while the stream stays open for the grace period.
+
+    2.73.0: src/main.cc:343-350 (``GracefulStop`` of the gRPC service on shutdown);
+    src/grpc/grpc_server.cc:2589-2611 and :2648-2655 (``DisableNewConnections`` sets
+    ``accepting_new_conn_ = false``); src/grpc/stream_infer_handler.cc:235-241 (the error of a
+    new request on an open stream), src/grpc/infer_handler.cc:787-800 (unary).
+    """
+    import queue
+    import threading
+    import time
+
+    server = _server("2.73").start()
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    answers: queue.Queue[tuple[object, InferenceServerException | None]] = queue.Queue()
+    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    stopper = threading.Thread(target=server.stop)
+    try:
+        client.async_stream_infer("simple", _simple_inputs("grpc"))
+        assert answers.get(timeout=30)[1] is None
+        stopper.start()
+        error = None
+        for _ in range(400):  # until the gRPC service stops accepting (the stop's first step)
+            client.async_stream_infer("simple", _simple_inputs("grpc"))
+            error = answers.get(timeout=30)[1]
+            if error is not None:
+                break
+            time.sleep(0.01)
+        assert error is not None
+        assert error.message() == (
+            "GRPC server is shutting down and has stopped accepting new requests."
+        )
+    finally:
+        client.stop_stream()
+        client.close()
+        if stopper.is_alive() or stopper.ident is not None:
+            stopper.join(60)
+        else:
+            server.stop()
+
+
+# -- negative dimensions of JSON data --------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [[1, 2**64 - 16], [2**64 - 2, 16], [1, 2**63]])
+def test_json_input_invalid_dimension(server_273: MockServer, shape: list[int]) -> None:
+    """A JSON-data input whose shape has a dimension below -1 as an int64 (a uint64 of 2**63
+    or more: src/http_server.cc:2594-2599 reads each as ``uint64_t`` into an ``int64_t``
+    vector), before any -1 or 0, is refused by 2.73's HTTP frontend: "invalid shape for input
+    'INPUT0': shape [..] contains one or more invalid dimensions" (src/http_server.cc:2701-2716
+    and ``GetElementCount`` returning -2, src/common.cc:109-135, 2.73.0).  2.51 reads the data
+    and reports its own error (the differential case
+    ``compat/http/wrapped-dim-int64-min``; Triton 2.51 aborts on the other two shapes)."""
+    inputs = [
+        {"name": "INPUT0", "datatype": "INT32", "shape": shape, "data": list(range(16))},
+        {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16},
+    ]
+    status, answer = _post(
+        server_273, "/v2/models/simple/infer", json.dumps({"inputs": inputs}).encode()
+    )
+    dims = ",".join(str(d - 2**64 if d >= 2**63 else d) for d in shape)
+    assert (status, answer) == (
+        400,
+        {
+            "error": f"invalid shape for input 'INPUT0': shape [{dims}] contains one or more "
+            "invalid dimensions"
+        },
+    )
+
+
+# -- HTTP request checks of 2.73 -------------------------------------------------------------
+
+
+def test_index_ready_must_be_a_boolean(server_273: MockServer, server_251: MockServer) -> None:
+    """A repository index request whose ``ready`` is not a boolean: 400 "Invalid value for
+    'ready': expected a boolean" (src/http_server.cc:1455-1466, 2.73.0); 2.51 answers 500
+    (the differential case ``compat/http/index-ready-not-bool``)."""
+    body = json.dumps({"ready": "yes"}).encode()
+    status, answer = _post(server_273, "/v2/repository/index", body)
+    assert (status, answer) == (400, {"error": "Invalid value for 'ready': expected a boolean"})
+    status, _ = _post(server_251, "/v2/repository/index", body)
+    assert status == 500
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("abc", "Unable to parse Inference-Header-Content-Length, got: abc"),
+        (
+            "99999999999",
+            "Unable to parse Inference-Header-Content-Length, value is out of range "
+            "[ -2147483648, 2147483647 ], got: 99999999999",
+        ),
+    ],
+)
+def test_inference_header_length_read_with_stoi(
+    server_273: MockServer, value: str, message: str
+) -> None:
+    """``Inference-Header-Content-Length`` is read with ``std::stoi`` (src/http_server.cc:
+    2475-2518, 2.73.0): text without a number, or a number outside int32, is refused (400);
+    2.51 read it with ``atoi`` (text is 0: a raw binary request; the differential case
+    ``compat/http/header-length-text``)."""
+    body = json.dumps({"inputs": []}).encode()
+    headers = {"Inference-Header-Content-Length": value}
+    assert _post(server_273, "/v2/models/simple/infer", body, headers) == (
+        400,
+        {"error": message},
+    )

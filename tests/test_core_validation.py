@@ -263,9 +263,13 @@ def test_requested_known_output_passes() -> None:
 
 
 def test_duplicate_requested_output_counts_once() -> None:
-    # Triton keeps requested outputs in a set: a repeated name is not an error.
+    # Triton 2.51 keeps requested outputs in a set: a repeated name is not an error there
+    # (the 2.51 profile); 2.73 refuses it (#8741, tests/test_compat.py).
     request = batched_request(outputs=[RequestedOutput("OUTPUT0"), RequestedOutput("OUTPUT0")])
-    validate_request(request, BATCHED, version=1)
+    validate_request(request, BATCHED, version=1, duplicate_outputs=False)
+    assert reject(request, BATCHED) == (
+        "[request id: <id_unknown>] output 'OUTPUT0' already exists in request"
+    )
 
 
 # -- datatype -----------------------------------------------------------------------------

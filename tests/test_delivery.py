@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 
 import pytest
@@ -117,6 +118,39 @@ def test_one_delivery_per_loop() -> None:
         assert delivery_for(loop) is delivery_for(loop)
 
     asyncio.run(main())
+
+
+def test_threads_asking_at_once_get_the_same_delivery() -> None:
+    """Stub readers and the loop ask for a loop's delivery from their own threads; two
+    deliveries for one loop would be two queues, whose calls need not run in order."""
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # thread switches everywhere, between a lookup and its store too
+    try:
+        for _ in range(200):
+            loop = asyncio.new_event_loop()
+            try:
+                got: list[Delivery] = []
+                start = threading.Barrier(8)
+
+                def ask(
+                    loop: asyncio.AbstractEventLoop = loop,
+                    got: list[Delivery] = got,
+                    start: threading.Barrier = start,
+                ) -> None:
+                    start.wait(10)
+                    got.append(delivery_for(loop))
+
+                threads = [threading.Thread(target=ask) for _ in range(8)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join(10)
+                assert len(got) == 8
+                assert all(delivery is got[0] for delivery in got)
+            finally:
+                loop.close()
+    finally:
+        sys.setswitchinterval(switch)
 
 
 def test_event_loop_choice() -> None:

@@ -305,17 +305,33 @@ def test_json_data_errors(datatype: str, data: list[Any], status: int, message: 
     assert info.value.status() == str(status)
 
 
+def _nested(levels: int, leaf: Any = 1) -> Any:
+    """``leaf`` inside ``levels`` arrays: the leaf sits at depth ``levels``."""
+    value: Any = leaf
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
 def test_json_nesting_limit() -> None:
-    deep: Any = [1]
-    for _ in range(jsontext.MAX_JSON_DEPTH):
-        deep = [deep]
-    with pytest.raises(errors.HttpCodecError, match="depth") as info:
-        jsontext.tensor_from_json("INT32", [1], deep)
-    assert info.value.http_status == 500
-    ok: Any = [1]
-    for _ in range(49):
-        ok = [ok]
-    assert jsontext.tensor_from_json("INT32", [1], ok).tolist() == [1]
+    """Triton 2.73 refuses a value nested ``HTTP_MAX_JSON_NESTING_DEPTH`` (100) deep in an
+    input's ``data`` (the array itself at depth 0): src/http_server.cc:533-540
+    (``ReadDataFromJsonHelper``, under "Unable to parse 'data'" at :727-730) and :485-491
+    (``JsonBytesArrayByteSize`` for BYTES); without a limit (2.51) any depth is read."""
+    limit = jsontext.MAX_JSON_DEPTH
+    with pytest.raises(errors.HttpCodecError) as info:
+        jsontext.tensor_from_json("INT32", [1], _nested(limit))
+    assert info.value.http_status == 400
+    assert info.value.message() == (
+        "Unable to parse 'data': JSON nesting depth exceeds maximum allowed limit (100)"
+    )
+    with pytest.raises(errors.HttpCodecError) as info:
+        jsontext.tensor_from_json("BYTES", [1], _nested(limit, "a"))
+    assert info.value.message() == "JSON nesting depth exceeds maximum allowed limit (100)"
+    assert jsontext.tensor_from_json("INT32", [1], _nested(limit - 1)).tolist() == [1]
+    assert jsontext.tensor_from_json("INT32", [2], [_nested(limit - 2), 2]).tolist() == [1, 2]
+    deep = _nested(2000)
+    assert jsontext.tensor_from_json("INT32", [1], deep, max_depth=None).tolist() == [1]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,7 +18,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["DEFAULT_COMPAT", "TRITON_2_51", "TRITON_2_73", "TritonCompat", "compat_profile"]
+#: ``--http-max-input-size`` when it is not given, where the profile limits HTTP bodies:
+#: 64 MiB (``HTTP_DEFAULT_MAX_INPUT_SIZE`` of src/common.h, 2.73.0).
+HTTP_DEFAULT_MAX_INPUT_SIZE = 1 << 26
+
+#: How many non-empty chunks a chunked HTTP body may have where the profile limits inputs
+#: (``kMaxChunkedChunks`` of src/http_server.cc, 2.73.0).
+HTTP_MAX_CHUNKED_CHUNKS = 1 << 16
+
+#: How deep an input's JSON ``data`` may nest where the profile limits it
+#: (``HTTP_MAX_JSON_NESTING_DEPTH`` of src/common.h, 2.73.0).
+HTTP_MAX_JSON_NESTING_DEPTH = 100
+
+__all__ = [
+    "DEFAULT_COMPAT",
+    "HTTP_DEFAULT_MAX_INPUT_SIZE",
+    "HTTP_MAX_CHUNKED_CHUNKS",
+    "HTTP_MAX_JSON_NESTING_DEPTH",
+    "TRITON_2_51",
+    "TRITON_2_73",
+    "TritonCompat",
+    "compat_profile",
+]
 
 
 @dataclass(frozen=True)
@@ -78,7 +99,8 @@ class TritonCompat:
         Whether unregistering a region that an in-flight request uses succeeds and takes
         effect when the request completes (``UnregisterHelper``, ``awaiting_unregister_``;
         #7743, 2.53).  2.51 refuses it: "Cannot unregister shared memory region 'x', it is
-        currently in use."
+        currently in use."  Not decided yet: under both profiles the region is unregistered
+        at once, the request in flight keeping its mapping (see ``core/shm.py``).
     grpc_graceful_shutdown : bool
         Whether the gRPC frontend, once the server is stopping, refuses new requests on open
         streams with UNAVAILABLE "GRPC server is shutting down and has stopped accepting new
@@ -109,6 +131,18 @@ class TritonCompat:
     grpc_graceful_shutdown: bool
     endpoint_load_metrics: bool
     negative_dims_2_73: bool
+
+    @property
+    def http_max_chunks(self) -> int | None:
+        """How many non-empty chunks a chunked HTTP request body may have:
+        ``HTTP_MAX_CHUNKED_CHUNKS`` (65,536) where ``http_input_limits``, else no limit."""
+        return HTTP_MAX_CHUNKED_CHUNKS if self.http_input_limits else None
+
+    @property
+    def http_json_depth(self) -> int | None:
+        """How deep an HTTP input's JSON ``data`` may nest: ``HTTP_MAX_JSON_NESTING_DEPTH``
+        (100) where ``json_depth_limit``, else no limit."""
+        return HTTP_MAX_JSON_NESTING_DEPTH if self.json_depth_limit else None
 
 
 def _release(version: str, newer: bool) -> TritonCompat:

@@ -655,7 +655,15 @@ class _Context:
             if self.request.cancelled.is_set():
                 run.request.cancel()
             try:
-                validate_request(run.request, run.model.checks, version=run.model.version)
+                # A step's custom parameters are the ensemble request's, which the core has
+                # checked (with its profile's rule) when the request came in; its outputs are
+                # the step's output map, each named once.
+                validate_request(
+                    run.request,
+                    run.model.checks,
+                    version=run.model.version,
+                    reserved_parameters=False,
+                )
                 run.model.enqueue(run.request, run.model.checks.batch_size_of(run.request))
             except ServerError as exc:
                 log.warning(

@@ -23,7 +23,7 @@ from tritonclient._proto import model_config_pb2 as mc
 from .._version import __version__
 from . import config as cfg
 from .backends import ModelBackend
-from .compat import TritonCompat, compat_profile
+from .compat import HTTP_DEFAULT_MAX_INPUT_SIZE, TritonCompat, compat_profile
 from .errors import ErrorKind, ServerError
 from .lifecycle import LoadedVersion, ModelLifecycle, ModelState
 from .options import ModelControlMode, ServerOptions
@@ -32,7 +32,7 @@ from .settings import LogSettings, TraceSettings
 from .shm import SharedMemoryRegistry
 from .stats import StatsRegistry, StatsSnapshot
 from .types import InferRequest, InferResponse
-from .validation import validate_request
+from .validation import HeaderForward, compile_forward_pattern, validate_request
 
 __all__ = ["CoreServer", "ModelControlMode", "ModelState", "ServerOptions"]
 
@@ -121,6 +121,7 @@ class CoreServer:
                 else options.allow_client_shm
             ),
             copy_inputs=options.shm_copy_inputs,
+            bounds_2_73=self.compat.shm_bounds_2_73,
         )
         #: Log settings (logging extension).
         self.log_settings = LogSettings(options.log_file)
@@ -189,6 +190,38 @@ class CoreServer:
         ordered = [e for e in EXTENSION_ORDER if e in available]
         ordered += [e for e in available if e not in ordered]
         return {"name": self.options.server_id, "version": __version__, "extensions": ordered}
+
+    def http_max_input_size(self, given: int | None) -> int | None:
+        """The largest HTTP request body (JSON part, raw input, decompressed body) the HTTP
+        frontend accepts: ``--http-max-input-size`` when it is given; otherwise 64 MiB where
+        the profile limits inputs (2.73), no limit where it does not (2.51, which has neither
+        the flag nor a limit).
+
+        Raises
+        ------
+        ValueError
+            For a size that is not positive.
+        """
+        if given is not None:
+            if given <= 0:
+                raise ValueError(f"--http-max-input-size must be greater than 0, got {given}")
+            return given
+        return HTTP_DEFAULT_MAX_INPUT_SIZE if self.compat.http_input_limits else None
+
+    def header_forward(self, pattern: str | None) -> HeaderForward | None:
+        """What a frontend's ``--*-header-forward-pattern`` forwards (None: no pattern), with
+        the profile's rule for headers named like a reserved parameter.
+
+        Raises
+        ------
+        ValueError
+            For a pattern that is not a valid expression.
+        """
+        if not pattern:
+            return None
+        return HeaderForward(
+            compile_forward_pattern(pattern), refuse_reserved=self.compat.refuse_reserved_headers
+        )
 
     # -- models --------------------------------------------------------------------------
     def model_version(self, name: str, version: int = -1) -> LoadedVersion:
@@ -265,7 +298,14 @@ class CoreServer:
             then and the callback is not called.
         """
         model = self.model_version(request.model_name, request.model_version)
-        validate_request(request, model.checks, version=model.version)
+        compat = self.compat
+        validate_request(
+            request,
+            model.checks,
+            version=model.version,
+            reserved_parameters=compat.refuse_reserved_parameters,
+            duplicate_outputs=compat.refuse_duplicate_outputs,
+        )
         model.enqueue(request, model.checks.batch_size_of(request))
 
     def statistics(self, name: str = "", version: int = -1) -> list[StatsSnapshot]:

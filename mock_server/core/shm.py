@@ -72,6 +72,8 @@ CUDA_IPC_HANDLE_SIZE = 64
 
 #: Keys with this prefix belong to Triton's Python backend and cannot be registered.
 _RESERVED_KEY_PREFIX = "triton_python_backend_shm_region_"
+#: size_t's largest value, where Triton 2.73's bounds check detects an overflow.
+_SIZE_MAX = 2**64 - 1
 
 
 @dataclass(frozen=True)
@@ -165,11 +167,19 @@ class SharedMemoryRegistry:
     copy_inputs : bool
         True copies every input out of its region instead of handing the model a zero-copy
         view (see the module docstring).
+    bounds_2_73 : bool
+        Triton 2.73's tensor bounds and key checks (the compatibility profile's
+        ``shm_bounds_2_73``, see :meth:`locate` and :meth:`register_system`); False: 2.51's.
     """
 
     def __init__(
-        self, has_gpu: bool = False, allow_client_shm: bool = True, copy_inputs: bool = False
+        self,
+        has_gpu: bool = False,
+        allow_client_shm: bool = True,
+        copy_inputs: bool = False,
+        bounds_2_73: bool = True,
     ) -> None:
+        self._bounds_2_73 = bounds_2_73
         self._has_gpu = has_gpu
         self._allowed = allow_client_shm
         self._copy_inputs = copy_inputs
@@ -200,7 +210,17 @@ class SharedMemoryRegistry:
         An empty ``name`` is a name like any other (Triton's gRPC frontend registers it; its
         HTTP routes cannot carry one)."""
         self.check_allowed()
-        if key.startswith(_RESERVED_KEY_PREFIX):
+        if self._bounds_2_73:
+            # ValidateSharedMemoryKey (src/common.cc:167-199, 2.73.0): a key of slashes only,
+            # and the reserved prefix after the leading slashes (#8273, #8336).
+            if not key.strip("/"):
+                raise ServerError.invalid_arg(
+                    f"cannot register shared memory region '{name}' - invalid shm key '{key}'"
+                )
+            reserved = key.lstrip("/").startswith(_RESERVED_KEY_PREFIX)
+        else:
+            reserved = key.startswith(_RESERVED_KEY_PREFIX)
+        if reserved:
             raise ServerError.invalid_arg(
                 f"cannot register shared memory region '{name}' with key '{key}' as the key "
                 f"contains the reserved prefix '{_RESERVED_KEY_PREFIX}'"
@@ -370,11 +390,28 @@ class SharedMemoryRegistry:
             NOT_FOUND ``Unable to find shared memory region: '<name>'``; INVALID_ARG
             ``Invalid offset for shared memory region: '<name>'`` when ``offset`` is past the
             region's last byte, ``Invalid offset + byte size for shared memory region:
-            '<name>'`` when the tensor's last byte is (a ``byte_size`` of 0 at offset 0 counts
-            as past it: Triton's unsigned arithmetic wraps there).
+            '<name>'`` when the tensor's last byte is (Triton 2.51: a ``byte_size`` of 0 at
+            offset 0 counts as past it, its unsigned arithmetic wraps there; 2.73 compares the
+            tensor's end with the region's size, and says "Integer overflow detected: ..."
+            where offset plus byte size pass ``SIZE_MAX``: src/shared_memory_manager.cc:447-500
+            of 2.73.0, #8330, #8335).
         """
         with self._lock:
-            last = max(self._region(name).byte_size - 1, 0)
+            size = self._region(name).byte_size
+        if self._bounds_2_73:
+            if offset >= size:
+                raise ServerError.invalid_arg(f"Invalid offset for shared memory region: '{name}'")
+            if byte_size > _SIZE_MAX - offset:
+                raise ServerError.invalid_arg(
+                    f"Integer overflow detected: byte_size ({byte_size}) + offset ({offset}) "
+                    f"exceeds maximum value ({_SIZE_MAX}) for region '{name}'"
+                )
+            if offset + byte_size > size:
+                raise ServerError.invalid_arg(
+                    f"Invalid offset + byte size for shared memory region: '{name}'"
+                )
+            return
+        last = max(size - 1, 0)
         if offset > last:
             raise ServerError.invalid_arg(f"Invalid offset for shared memory region: '{name}'")
         if offset + byte_size - 1 > last or offset + byte_size == 0:

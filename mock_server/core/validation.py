@@ -58,6 +58,7 @@ from .types import InferRequest, ParamValue, Tensor
 
 __all__ = [
     "ALLOWED_TRITON_PARAMS",
+    "HeaderForward",
     "RequestChecks",
     "batch_size_of",
     "compile_forward_pattern",
@@ -321,10 +322,28 @@ def _scoped_flags(pattern: str) -> str:
     return "".join(out)
 
 
+@dataclass(frozen=True)
+class HeaderForward:
+    """What ``--http-header-forward-pattern`` / ``--grpc-header-forward-pattern`` forward.
+
+    Attributes
+    ----------
+    pattern : re.Pattern
+        The compiled pattern (:func:`compile_forward_pattern`).
+    refuse_reserved : bool
+        Whether a matching header named like a reserved parameter (Triton's
+        ``kReservedParameterKeys``) or starting ``triton_`` is refused, as Triton 2.73 does;
+        Triton 2.51 forwards it (the compatibility profile's ``refuse_reserved_headers``).
+    """
+
+    pattern: re.Pattern[str]
+    refuse_reserved: bool = True
+
+
 def forwarded_headers(
-    pattern: re.Pattern[str] | None, headers: Iterable[tuple[str, Any]]
+    forward: HeaderForward | None, headers: Iterable[tuple[str, Any]]
 ) -> dict[str, ParamValue]:
-    """Request headers whose name matches ``pattern``, as request parameters.
+    """Request headers whose name matches the forward pattern, as request parameters.
 
     Triton's ``--http-header-forward-pattern`` / ``--grpc-header-forward-pattern``: a
     matching header (gRPC metadata with a text value) reaches the model as a string
@@ -332,8 +351,8 @@ def forwarded_headers(
 
     Parameters
     ----------
-    pattern : re.Pattern or None
-        The forward pattern (None: nothing is forwarded).
+    forward : HeaderForward or None
+        The forward pattern and its reserved-name rule (None: nothing is forwarded).
     headers : iterable of (str, value)
         The request's headers or metadata.
 
@@ -344,15 +363,20 @@ def forwarded_headers(
     Raises
     ------
     ServerError
-        ``INVALID_ARG`` when a matching name is reserved for Triton.
+        ``INVALID_ARG`` when a matching name is reserved for Triton (and ``forward`` refuses
+        reserved names).  Triton compares the name as it was received: ``Triton_x`` is not
+        reserved.
     """
-    if pattern is None:
+    if forward is None:
         return {}
     out: dict[str, ParamValue] = {}
     for key, value in headers:
-        if not isinstance(value, str) or not pattern.search(key):
+        if not isinstance(value, str) or not forward.pattern.search(key):
             continue
-        if key in TRITON_RESERVED_REQUEST_PARAMS or key.lower().startswith("triton_"):
+        if forward.refuse_reserved and (
+            key in TRITON_RESERVED_REQUEST_PARAMS
+            or key.startswith(TRITON_RESERVED_REQUEST_PARAMS_PREFIX)
+        ):
             raise _invalid(f"Header '{key}' is reserved for Triton usage and cannot be forwarded.")
         out[str(key)] = value
     return out
@@ -382,14 +406,14 @@ def _check_parameters(request: InferRequest) -> None:
             )
 
 
-def _check_duplicates(request: InferRequest) -> None:
+def _check_duplicates(request: InferRequest, what: str, names: Iterable[str]) -> None:
+    """Triton's "input 'X' already exists in request" (and, in 2.73, the same for outputs)."""
     seen: set[str] = set()
-    for tensor in request.inputs:
-        if tensor.name in seen:
-            raise _invalid(
-                f"{log_request_prefix(request)}input '{tensor.name}' already exists in request"
-            )
-        seen.add(tensor.name)
+    for name in names:
+        if name in seen:
+            prefix = log_request_prefix(request)
+            raise _invalid(f"{prefix}{what} '{name}' already exists in request")
+        seen.add(name)
 
 
 def _in_triton_order(request: InferRequest) -> list[Tensor]:
@@ -401,8 +425,8 @@ def _in_triton_order(request: InferRequest) -> list[Tensor]:
 
 
 def _check_outputs(request: InferRequest, checks: RequestChecks) -> None:
-    # Triton keeps requested outputs in a std::set: a repeated name counts once, and the
-    # names are checked in sorted order.
+    # Triton keeps requested outputs in a std::set: a repeated name counts once (where it is
+    # not refused), and the names are checked in sorted order.
     for name in sorted({output.name for output in request.outputs}):
         if name not in checks.output_names:
             raise _invalid(f"unexpected inference output '{name}' for model '{checks.name}'")
@@ -482,9 +506,13 @@ def _check_datatype_and_shape(
         batched = checks.max_batch_size > 0 and not facts.is_shape_tensor
         dims = tuple(tensor.shape[1:]) if batched else tuple(tensor.shape)
         config_dims = facts.dims
-        matches = len(dims) == len(config_dims)
+        # Triton compares the dimensions with the configuration's (wildcards match anything)
+        # first, then looks at the negative ones that a wildcard let through.
+        matches = len(dims) == len(config_dims) and all(
+            c == -1 or c == d for c, d in zip(config_dims, dims, strict=True)
+        )
         if matches:
-            for c, d in zip(config_dims, dims, strict=True):
+            for d in dims:
                 if d < 0:
                     if d == -1:
                         raise _invalid(
@@ -497,9 +525,6 @@ def _check_datatype_and_shape(
                         f"'{checks.name}': dimensions must be non-negative, got "
                         f"{_dims_str(tensor.shape)}"
                     )
-                if c != -1 and c != d:
-                    matches = False
-                    break
         if not matches:
             note = ""
             full_dims: tuple[int, ...] = config_dims
@@ -628,6 +653,8 @@ def validate_request(
     *,
     version: int,
     strict_priority: bool = False,
+    reserved_parameters: bool = True,
+    duplicate_outputs: bool = True,
 ) -> None:
     """Check an inference request against the model's configuration.
 
@@ -655,6 +682,12 @@ def validate_request(
     strict_priority : bool, optional
         Reject a ``priority`` above ``dynamic_batching.priority_levels`` instead of
         letting it fall back to the default level (Triton's behaviour).  Default False.
+    reserved_parameters : bool, optional
+        Refuse custom parameters named like a reserved one or starting ``triton_`` (the
+        compatibility profile's ``refuse_reserved_parameters``).  Default True.
+    duplicate_outputs : bool, optional
+        Refuse a request that names an output twice: "output 'X' already exists in request"
+        (the profile's ``refuse_duplicate_outputs``); otherwise it counts once.  Default True.
 
     Raises
     ------
@@ -668,9 +701,11 @@ def validate_request(
             f"request for model '{checks.name}' version {request.model_version} was routed "
             f"to version {version}"
         )
-    if request.parameters:
+    if reserved_parameters and request.parameters:
         _check_parameters(request)
-    _check_duplicates(request)
+    _check_duplicates(request, "input", (tensor.name for tensor in request.inputs))
+    if duplicate_outputs and len(request.outputs) > 1:
+        _check_duplicates(request, "output", (output.name for output in request.outputs))
     _check_outputs(request, checks)
     ordered = _in_triton_order(request)
     _check_input_count(request, checks, ordered)

@@ -86,13 +86,23 @@ class Delivery:
 _deliveries: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Delivery] = (
     weakref.WeakKeyDictionary()
 )
+_deliveries_lock = threading.Lock()
 
 
 def delivery_for(loop: asyncio.AbstractEventLoop) -> Delivery:
-    """The :class:`Delivery` of ``loop`` (one per loop, shared by the frontends on it)."""
+    """The :class:`Delivery` of ``loop`` (one per loop, shared by the frontends on it).
+
+    Exactly one, whichever threads ask first: a loop's calls run in the order they were made
+    only because they go through one queue.  (Made without the lock, two threads asking at
+    once, a stub's reader and the loop, say, could each make one; a response handed over
+    through the one that lost could then run after the next response of its request.)
+    """
     delivery = _deliveries.get(loop)
     if delivery is None:
-        delivery = _deliveries[loop] = Delivery(loop)
+        with _deliveries_lock:
+            delivery = _deliveries.get(loop)
+            if delivery is None:
+                delivery = _deliveries[loop] = Delivery(loop)
     return delivery
 
 

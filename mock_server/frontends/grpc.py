@@ -60,7 +60,6 @@ from tritonclient._proto import service_pb2 as pb
 from ..core.dataplane import Dataplane
 from ..core.errors import ServerError
 from ..core.server import CoreServer
-from ..core.validation import compile_forward_pattern
 from ._delivery import delivery_for
 from .grpc_control import ControlRpcs
 from .grpc_infer import InferRpcs
@@ -242,9 +241,7 @@ class GrpcFrontend:
     ) -> None:
         self._core = core
         self._response_delay_s = response_delay_s
-        self._forward = (
-            compile_forward_pattern(header_forward_pattern) if header_forward_pattern else None
-        )
+        self._forward = core.header_forward(header_forward_pattern)
         self._host = host
         self._port = port
         self._credentials = server_credentials
@@ -332,6 +329,8 @@ class GrpcFrontend:
         """
         server, self._server = self._server, None
         self._stopping = True  # health watches answer NOT_SERVING and end
+        if self._core.compat.grpc_graceful_shutdown:
+            self._infer.stop_accepting()
         if server is not None:
             await server.stop(grace)
         self.port = None

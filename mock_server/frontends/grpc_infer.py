@@ -48,8 +48,9 @@ class InferRpcs:
     ----------
     dataplane : Dataplane
         The core's dataplane.
-    forward : re.Pattern or None
-        Request metadata whose key matches reaches the model as parameters.
+    forward : HeaderForward or None
+        Request metadata whose key matches reaches the model as parameters
+        (:meth:`CoreServer.header_forward`).
     compression : grpc.Compression or None
         How inference responses are compressed.
     max_message_bytes : int
@@ -74,6 +75,15 @@ class InferRpcs:
         self._compression = compression
         self._max_message_bytes = max_message_bytes
         self._check_access = check_access
+        self._refusing = False
+
+    def stop_accepting(self) -> None:
+        """From now on refuse new requests, unary or on open streams, with UNAVAILABLE "GRPC
+        server is shutting down and has stopped accepting new requests." while those in
+        flight finish (Triton 2.73's graceful stop, #7969: ``Server::GracefulStop``,
+        ``DisableNewConnections`` in src/grpc/grpc_server.cc; the checks in
+        src/grpc/infer_handler.cc and src/grpc/stream_infer_handler.cc)."""
+        self._refusing = True
 
     async def decode(
         self, request: pb.ModelInferRequest, raw: list[memoryview], *, unary: bool
@@ -82,8 +92,13 @@ class InferRpcs:
 
         In Triton's order: the model first, then (``unary``) the refusal of decoupled models,
         then the tensors.  Decoding runs in a worker thread when the request holds much
-        BYTES or typed data.
+        BYTES or typed data.  Once :meth:`stop_accepting` was called, every request is
+        refused first.
         """
+        if self._refusing:
+            raise ServerError.unavailable(
+                "GRPC server is shutting down and has stopped accepting new requests."
+            )
         version = grpc_server.parse_model_version(request.model_version, request.model_name)
         decoupled = bool(
             self._core.model_config(request.model_name, version).model_transaction_policy.decoupled

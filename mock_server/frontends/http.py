@@ -39,10 +39,11 @@ Following Triton 2.51, as the differential suite (``tests/conformance``) checks
     * ``/generate`` and ``/generate_stream``: see :mod:`mock_server.frontends.http_generate`.
 
 Decisions of this server
-    * ``--http-max-input-size`` (``max_input_size``) limits the JSON part of a request (the
-      whole body when it has no binary data), raw binary requests, generate requests and the
-      JSON bodies of the other endpoints, after decompression; binary tensor data that follows
-      an inference JSON header is not limited by it.
+    * ``--http-max-input-size`` (``max_input_size``; 64 MiB by default under the 2.73
+      profile, no limit by default under 2.51) limits the JSON part of a request (the whole
+      body when it has no binary data), raw binary requests, generate requests and the JSON
+      bodies of the other endpoints, after decompression; binary tensor data that follows an
+      inference JSON header is not limited by it.
 """
 
 from __future__ import annotations
@@ -64,13 +65,14 @@ from ..core.config_json import config_to_json
 from ..core.dataplane import Dataplane
 from ..core.errors import ServerError
 from ..core.server import CoreServer
-from ..core.validation import compile_forward_pattern
 from .groups import API_GROUPS
+from .http_framing import LenientServer
 from .http_generate import GenerateEndpoints
 from .http_infer import InferEndpoint
 from .http_support import (
     JSON,
     PLAIN,
+    ChunkedBodyTooLong,
     HttpError,
     RequestBodies,
     VerboseAccessLogger,
@@ -176,7 +178,8 @@ class HttpFrontend:
         :data:`API_GROUPS`) must carry header ``header`` with ``value``, else 403.
     max_input_size : int, optional
         ``--http-max-input-size``: the largest JSON request part / raw binary input accepted
-        (default 64 MiB).
+        (not given: the compatibility profile's default, see
+        :meth:`~mock_server.core.server.CoreServer.http_max_input_size`).
     header_forward_pattern : str, optional
         ``--http-header-forward-pattern``: request headers whose name matches this regular
         expression are passed to inference requests as string parameters.
@@ -184,6 +187,9 @@ class HttpFrontend:
         Threads for blocking core calls and large (de)serializations (default 8).
     shutdown_timeout : float, optional
         How long :meth:`stop` waits for in-flight requests (default 5 s).
+    metrics : callable, optional
+        Writes the server's Prometheus metrics: the generate endpoints' load reports
+        (:mod:`~mock_server.frontends.load_report`) read them; without it there are none.
 
     Raises
     ------
@@ -199,10 +205,11 @@ class HttpFrontend:
         port: int = 8000,
         ssl_context: ssl.SSLContext | None = None,
         restricted_apis: dict[str, tuple[str, str]] | None = None,
-        max_input_size: int = 2**26,
+        max_input_size: int | None = None,
         header_forward_pattern: str | None = None,
         worker_threads: int = 8,
         shutdown_timeout: float = 5.0,
+        metrics: Callable[[], bytes] | None = None,
     ) -> None:
         unknown = set(restricted_apis or {}) - set(API_GROUPS)
         if unknown:
@@ -215,13 +222,11 @@ class HttpFrontend:
         self._port = port
         self._ssl_context = ssl_context
         self._restricted = dict(restricted_apis or {})
-        self._bodies = RequestBodies(max_input_size)
-        try:
-            self._forward = (
-                compile_forward_pattern(header_forward_pattern) if header_forward_pattern else None
-            )
-        except re.error as exc:
-            raise ValueError(f"invalid header forward pattern: {exc}") from exc
+        self._bodies = RequestBodies(
+            core.http_max_input_size(max_input_size), max_chunks=core.compat.http_max_chunks
+        )
+        self._forward = core.header_forward(header_forward_pattern)
+        self._metrics = metrics if core.compat.endpoint_load_metrics else None
         self._worker_threads = worker_threads
         self._shutdown_timeout = shutdown_timeout
         self._runner: web.ServerRunner | None = None
@@ -263,7 +268,9 @@ class HttpFrontend:
                 web_protocol.RequestHandler.__init__, access_log_class=VerboseAccessLogger
             )
         )
-        server = web.Server(self._handle, **server_kwargs)
+        # A request with Content-Length and Transfer-Encoding: chunked is read by its chunked
+        # framing, as Triton reads it (aiohttp alone answers 400).
+        server = LenientServer(self._handle, **server_kwargs)
         runner_kwargs = filter_kwargs(
             web_runner.BaseRunner.__init__, shutdown_timeout=self._shutdown_timeout
         )
@@ -340,7 +347,10 @@ class HttpFrontend:
             try:
                 return await handler(request, **params)
             except HttpError as exc:
-                return error_response(exc.status, exc.message, exc.headers, exc.content_type)
+                response = error_response(exc.status, exc.message, exc.headers, exc.content_type)
+                if isinstance(exc, ChunkedBodyTooLong):
+                    response.force_close()  # the rest of the body is not read
+                return response
             except ServerError as exc:
                 return error_response(status_of(exc), exc.message)
             except errors.HttpCodecError as exc:
@@ -411,7 +421,9 @@ class HttpFrontend:
     # -- repository ----------------------------------------------------------------------
     async def _index(self, request: web.BaseRequest, repo: str | None = None) -> web.StreamResponse:
         self._check_method(request, "POST")
-        ready = http_control.parse_index_request(await self._bodies.json(request))
+        ready = http_control.parse_index_request(
+            await self._bodies.json(request), strict_ready=self._core.compat.http_checks_2_73
+        )
         rows = await self._blocking(self._core.repository_index, ready)
         cleaned = [{k: v for k, v in row.items() if v not in ("", None)} for row in rows]
         return json_response(cleaned)

@@ -25,6 +25,7 @@ from ..core.types import InferRequest, InferResponse
 from ._delivery import Responses
 from .http_infer import decode, submit
 from .http_support import JSON, Frontend
+from .load_report import FORMAT_HEADER, HEADER, load_metrics_header
 
 __all__ = ["GenerateEndpoints"]
 
@@ -90,21 +91,33 @@ class GenerateEndpoints:
             frontend, request, decode(frontend._dataplane, parsed, name, version)
         )
         core_request = call.request
+        report_format = request.headers.get(FORMAT_HEADER)
         try:
             if stream:
-                return await self._stream(request, core_request, responses, name)
-            return await self._one(core_request, responses, name)
+                return await self._stream(request, core_request, responses, name, report_format)
+            return await self._one(core_request, responses, name, report_format)
         except BaseException:
             # The client went away (the handler is cancelled, or a write failed): stop the
             # model through the core's cancel path.
             core_request.cancel()
             raise
 
-    @staticmethod
+    async def _load_report(self, report_format: str | None) -> dict[str, str]:
+        """The ``endpoint-load-metrics`` header asked for with ``endpoint-load-metrics-format``
+        (computed when the first response is ready, as Triton's ``StartResponse``)."""
+        render = self._frontend._metrics
+        if report_format is None or render is None:
+            return {}
+        text = (await self._frontend._blocking(render)).decode("utf-8", "replace")
+        value = load_metrics_header(text, report_format)
+        return {} if value is None else {HEADER: value}
+
     async def _one(
+        self,
         core_request: InferRequest,
         responses: Responses[InferResponse],
         name: str,
+        report_format: str | None,
     ) -> web.StreamResponse:
         # Triton collects the responses, answers with the first one's status (400 when it is
         # an error) and needs exactly one of them.
@@ -125,14 +138,20 @@ class GenerateEndpoints:
                     "for model that generates various number of responses"
                 )
             ]
-        return web.Response(status=status or 200, body=payloads[0], content_type=JSON)
+        return web.Response(
+            status=status or 200,
+            body=payloads[0],
+            content_type=JSON,
+            headers=await self._load_report(report_format),
+        )
 
-    @staticmethod
     async def _stream(
+        self,
         request: web.BaseRequest,
         core_request: InferRequest,
         responses: Responses[InferResponse],
         name: str,
+        report_format: str | None,
     ) -> web.StreamResponse:
         # The first response opens the event stream with its status (400 for an error); every
         # response, errors included, is one event.
@@ -143,7 +162,10 @@ class GenerateEndpoints:
             if stream is None:
                 stream = web.StreamResponse(
                     status=400 if response.error is not None else 200,
-                    headers={"Content-Type": _EVENT_STREAM},
+                    headers={
+                        **await self._load_report(report_format),
+                        "Content-Type": _EVENT_STREAM,
+                    },
                 )
                 await stream.prepare(request)
                 write = stream.write

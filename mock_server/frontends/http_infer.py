@@ -12,6 +12,7 @@ Large bodies are decoded, and large responses encoded, in the frontend's worker 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import numpy as np
 from aiohttp import web
@@ -52,7 +53,12 @@ def decode(
 ) -> types.DecodedInferRequest:
     """A parsed request's tensors decoded, inputs in shared memory resolved by the dataplane."""
     return http_server.decode_infer_request(
-        parsed, name, version, shm_resolver=dataplane.read_input
+        parsed,
+        name,
+        version,
+        shm_resolver=dataplane.read_input,
+        max_json_depth=dataplane.core.compat.http_json_depth,
+        refuse_negative_dims=dataplane.core.compat.negative_dims_2_73,
     )
 
 
@@ -64,11 +70,22 @@ def submit(
     one wake-up per burst)."""
     dataplane = frontend._dataplane
     call = dataplane.prepare(
-        decoded, lambda: forwarded_headers(frontend._forward, request.headers.items())
+        decoded, lambda: forwarded_headers(frontend._forward, received_headers(request))
     )
     responses: Responses[InferResponse] = Responses(delivery_for(asyncio.get_running_loop()))
     dataplane.submit(call, responses.put)  # put is called from model threads
     return call, responses
+
+
+def received_headers(request: web.BaseRequest) -> Iterator[tuple[str, str]]:
+    """The request's headers named as the client spelled them (aiohttp's parser gives the
+    headers it knows, ``priority`` among them, their canonical spelling; Triton forwards the
+    name as received), decoded as aiohttp decodes them."""
+    for name, value in request.raw_headers:
+        yield (
+            name.decode("utf-8", "surrogateescape"),
+            value.decode("utf-8", "surrogateescape"),
+        )
 
 
 class InferEndpoint:
@@ -98,7 +115,9 @@ class InferEndpoint:
                 size, bodies.decompressed, request, raw_body, True
             )
             header_length = http_body.parse_header_length(
-                request.headers.get(_HEADER_LENGTH), len(body)
+                request.headers.get(_HEADER_LENGTH),
+                len(body),
+                stoi=frontend._core.compat.http_checks_2_73,
             )
         if header_length == 0:
             bodies.check_size(len(body), "raw input")

@@ -7,10 +7,9 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import re
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import numpy as np
 from aiohttp import web, web_log
@@ -22,6 +21,7 @@ from ..core.errors import ErrorKind, ServerError
 
 if TYPE_CHECKING:
     from ..core.server import CoreServer
+    from ..core.validation import HeaderForward
 
 _T = TypeVar("_T")
 
@@ -42,8 +42,9 @@ class Frontend(Protocol):
 
     _core: CoreServer
     _dataplane: Dataplane
-    _forward: re.Pattern[str] | None
+    _forward: HeaderForward | None
     _bodies: RequestBodies
+    _metrics: Callable[[], bytes] | None
 
     async def _blocking(self, fn: Callable[..., _T], *args: Any) -> _T: ...
     async def _maybe_blocking(self, size: int, fn: Callable[..., _T], *args: Any) -> _T: ...
@@ -98,6 +99,19 @@ class HttpError(Exception):
         self.content_type = content_type
 
 
+class ChunkedBodyTooLong(HttpError):
+    """A chunked request body with more non-empty chunks than allowed: 400 with Triton's JSON
+    error (``application/json`` whatever the endpoint), and the connection closes without
+    reading the rest (src/http_server.cc of 2.73.0, ``HTTPServer::ChunkCountIncrement``)."""
+
+    def __init__(self, max_chunks: int) -> None:
+        super().__init__(
+            400,
+            f"Chunked request body exceeds maximum of {max_chunks} non-empty chunks. Send "
+            "fewer or larger HTTP chunks.",
+        )
+
+
 def status_of(error: ServerError) -> int:
     return STATUS_OF_KIND.get(error.kind, 400)
 
@@ -123,7 +137,8 @@ def plain_errors() -> Iterator[None]:
     except errors.HttpCodecError as exc:
         raise from_codec_error(exc, PLAIN) from None
     except HttpError as exc:
-        exc.content_type = PLAIN
+        if not isinstance(exc, ChunkedBodyTooLong):
+            exc.content_type = PLAIN
         raise
 
 
@@ -168,13 +183,16 @@ class RequestBodies:
 
     Parameters
     ----------
-    max_input_size : int
+    max_input_size : int or None
         The largest JSON request part / raw binary input / other JSON body accepted, after
-        decompression.
+        decompression (None: no limit, as Triton 2.51).
+    max_chunks : int, optional
+        How many non-empty chunks a chunked body may have (None: any number, as Triton 2.51).
     """
 
-    def __init__(self, max_input_size: int) -> None:
+    def __init__(self, max_input_size: int | None, max_chunks: int | None = None) -> None:
         self._max_input_size = max_input_size
+        self._max_chunks = max_chunks
         self._spare: np.ndarray[Any, Any] | None = None
 
     async def read(self, request: web.BaseRequest) -> types.Buffer:
@@ -185,13 +203,7 @@ class RequestBodies:
         """
         length = request.content_length
         if length is None:
-            pieces = []
-            while True:
-                piece = await request.content.readany()
-                if not piece:
-                    break
-                pieces.append(piece)
-            return b"".join(pieces)
+            return await self._read_unsized(request)
         if length == 0:
             return b""
         first = await request.content.readany()
@@ -208,6 +220,25 @@ class RequestBodies:
             view[position:end] = piece[: end - position]
             position = end
         return view.toreadonly()
+
+    async def _read_unsized(self, request: web.BaseRequest) -> bytes:
+        """A body without ``Content-Length`` (chunked), its non-empty chunks counted."""
+        pieces = []
+        if self._max_chunks is None:
+            while piece := await request.content.readany():
+                pieces.append(piece)
+            return b"".join(pieces)
+        chunks = 0
+        while True:
+            piece, chunk_end = await request.content.readchunk()
+            if piece:
+                pieces.append(piece)
+            elif not chunk_end:
+                return b"".join(pieces)  # the end of the body
+            if chunk_end:  # aiohttp marks only the ends of non-empty chunks
+                chunks += 1
+                if chunks > self._max_chunks:
+                    raise ChunkedBodyTooLong(self._max_chunks)
 
     def _buffer(self, length: int) -> Any:
         """A buffer for a request body of ``length`` bytes.
@@ -246,11 +277,21 @@ class RequestBodies:
         self.check_size(len(body), "JSON")
         return body
 
-    def check_size(self, size: int, what: str) -> None:
-        if size > self._max_input_size:
-            raise HttpError(
-                400,
-                f"Request {what} size of {size} bytes exceeds the maximum allowed value of "
-                f"{self._max_input_size} bytes. Use --http-max-input-size to increase the "
-                "limit.",
+    def check_size(self, size: int, what: Literal["JSON", "raw input"]) -> None:
+        """Refuse a JSON request part or a raw binary body over ``--http-max-input-size``
+        with Triton's words (src/http_server.cc of 2.73.0: ``EVBufferToJson``,
+        ``EVBufferToRawInput``)."""
+        limit = self._max_input_size
+        if limit is None or size <= limit:
+            return
+        if what == "JSON":
+            text = (
+                f"request JSON size of {size} bytes exceeds the maximum allowed input size of "
+                f"{limit} bytes"
             )
+        else:
+            text = (
+                f"Raw input has a byte_size ({size} bytes) that exceeds the maximum allowed "
+                f"value of {limit} bytes"
+            )
+        raise HttpError(400, f"{text}. Use --http-max-input-size to increase the limit.")

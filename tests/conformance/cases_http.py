@@ -378,6 +378,20 @@ def _infer_json() -> list[Case]:
                 )
             ],
         ),
+        # Data nested 100 and 150 arrays deep: Triton 2.51 walks any depth (2.73 refuses a
+        # value 100 deep: the compatibility profile's json_depth_limit).
+        *(
+            Case(
+                f"http/infer/data-nested-{levels}-deep",
+                [
+                    infer(
+                        "identity_int32",
+                        {"inputs": [tensor("INPUT0", "INT32", [1, 2], _nested(levels))]},
+                    )
+                ],
+            )
+            for levels in (100, 150)
+        ),
         Case(
             "http/infer/data-nested",
             [
@@ -1124,6 +1138,18 @@ def _compression() -> list[Case]:
                 )
             ],
         ),
+        # A body that inflates past 64 MiB: Triton 2.51 has no --http-max-input-size and reads
+        # it (2.73 refuses it by default: the compatibility profile's http_input_limits).
+        Case(
+            "http/compression/inflates-past-64mib",
+            [
+                infer(
+                    "simple",
+                    gzip.compress(body + b" " * (1 << 26), compresslevel=1),
+                    headers=(("Content-Encoding", "gzip"),),
+                )
+            ],
+        ),
         Case(
             "http/compression/unknown-encoding",
             [infer("simple", body, headers=(("Content-Encoding", "br"),))],
@@ -1157,6 +1183,37 @@ def _compression() -> list[Case]:
                     headers=(("Accept-Encoding", "gzip"),),
                 )
             ],
+        ),
+    ]
+
+
+def _chunked(body: bytes, pieces: int = 2) -> bytes:
+    """``body`` in the chunked transfer coding, cut into ``pieces`` chunks."""
+    step = -(-len(body) // pieces)
+    parts = [body[i : i + step] for i in range(0, len(body), step)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in parts) + b"0\r\n\r\n"
+
+
+def _framing() -> list[Case]:
+    # Triton (libevhtp) reads a request with both Content-Length and Transfer-Encoding: chunked
+    # by its chunked framing (RFC 9112 section 6.3), in either order of the two headers.
+    body = json.dumps(simple_body()).encode()
+    length = ("Content-Length", str(len(body)))
+    chunked = ("Transfer-Encoding", "chunked")
+    return [
+        Case("http/framing/chunked", [infer("simple", _chunked(body), headers=(chunked,))]),
+        Case(
+            "http/framing/content-length-and-chunked",
+            [infer("simple", _chunked(body), headers=(length, chunked))],
+        ),
+        Case(
+            "http/framing/chunked-and-content-length",
+            [infer("simple", _chunked(body, 5), headers=(chunked, length))],
+        ),
+        # 2.51 takes the JSON as the first Content-Length bytes of the de-chunked body.
+        Case(
+            "http/framing/content-length-short-of-the-chunks",
+            [infer("simple", _chunked(body), headers=(("Content-Length", "5"), chunked))],
         ),
     ]
 
@@ -1703,6 +1760,35 @@ def _shared_memory() -> list[Case]:
                 )
             ],
         ),
+        # An empty tensor in shared memory: Triton 2.51 checks its last byte with unsigned
+        # arithmetic, which wraps at offset 0 (2.73 compares the end with the region's size:
+        # the compatibility profile's shm_bounds_2_73).
+        *(
+            Case(
+                f"http/shm/infer-empty-at-{offset}",
+                [
+                    Shm("a", 64),
+                    register("in", "a", 64),
+                    infer(
+                        "identity_int32",
+                        {
+                            "inputs": [
+                                tensor(
+                                    "INPUT0",
+                                    "INT32",
+                                    [1, 0],
+                                    shared_memory_region="in",
+                                    shared_memory_byte_size=0,
+                                    shared_memory_offset=offset,
+                                )
+                            ]
+                        },
+                    ),
+                    unregister_all,
+                ],
+            )
+            for offset in (0, 8, 64)
+        ),
         Case(
             "http/shm/infer-offset-outside",
             [
@@ -1936,6 +2022,14 @@ def _trace_and_logging() -> list[Case]:
     ]
 
 
+def _nested(levels: int) -> list[Any]:
+    """``[1, 2]`` inside ``levels - 1`` more arrays: its elements sit at depth ``levels``."""
+    value: list[Any] = [1, 2]
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
 def _generate() -> list[Case]:
     gen = "/v2/models/{}/generate"
     stream = "/v2/models/{}/generate_stream"
@@ -1962,6 +2056,23 @@ def _generate() -> list[Case]:
             ],
         ),
         Case("http/generate/string", [post(gen.format("simple_identity"), {"INPUT0": "hello"})]),
+        # Keys named like reserved parameters reach the model as custom parameters in 2.51
+        # (2.73 refuses them: the compatibility profile's refuse_reserved_parameters).
+        *(
+            Case(
+                f"http/generate/reserved-key-{key}",
+                [post(gen.format("echo_params"), {"INPUT0": [1], key: value})],
+            )
+            for key, value in (
+                ("triton_x", 1),
+                ("triton_enable_empty_final_response", True),
+                ("headers", "h"),
+                ("binary_data_output", True),
+                ("sequence_id", 5),
+                ("priority", 1),
+                ("timeout", 10),
+            )
+        ),
         # A repeated input name (Triton's L0_http generate_endpoint_test test_duplicate_inputs:
         # JSON text, a dict cannot hold it), on both endpoints.
         *(
@@ -2154,6 +2265,7 @@ def cases() -> list[Case]:
         *_parameters(),
         *_sequences(),
         *_compression(),
+        *_framing(),
         *_statistics(),
         *_metrics_port(),
         *_python_backend(),

@@ -15,6 +15,7 @@ from tests.conformance.cases_http import get, infer, post
 from tests.conformance.cases_http import tensor as json_tensor
 from tests.conformance.wire import G, H
 from tritonclient.grpc import service_pb2 as pb
+from tritonclient.utils import TRITON_RESERVED_REQUEST_PARAMS
 
 _INDEX = G("RepositoryIndex", pb.RepositoryIndexRequest())
 
@@ -104,6 +105,28 @@ def _forwarding() -> list[Case]:
     return cases
 
 
+#: Header names like the reserved parameters (``kReservedParameterKeys`` of 2.73's src/common.h)
+#: and the ``triton_`` prefix.
+RESERVED_HEADERS = (
+    *TRITON_RESERVED_REQUEST_PARAMS,
+    "triton_x",
+    "triton_enable_empty_final_response",
+)
+
+
+def _forwarding_reserved() -> list[Case]:
+    """Triton 2.51 forwards a header named like a reserved parameter as a string parameter
+    (2.73 refuses it: the compatibility profile decides)."""
+    pair = "forward-reserved"
+    cases = []
+    for name in RESERVED_HEADERS:
+        cases += [
+            Case(f"{pair}/http/{name}", [_echo_http(headers=((name, "7"),))], pair),
+            Case(f"{pair}/grpc/{name}", [_echo_grpc(metadata=((name, "7"),))], pair),
+        ]
+    return cases
+
+
 def _echo_cases() -> list[Case]:
     return [
         Case(
@@ -150,5 +173,6 @@ def cases() -> list[Case]:
         *_control_mode("poll"),
         *_restricted(),
         *_forwarding(),
+        *_forwarding_reserved(),
         *_echo_cases(),
     ]

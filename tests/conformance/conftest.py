@@ -61,6 +61,17 @@ PAIRS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
         ),
         ("echo_params",),
     ),
+    # Forwarded headers named like a reserved parameter: Triton 2.51 forwards them (2.73
+    # refuses them, #8763; tests/test_compat.py).
+    "forward-reserved": (
+        (
+            "--model-control-mode=explicit",
+            "--load-model=echo_params",
+            "--http-header-forward-pattern=^(sequence_|priority|timeout|headers|binary_|triton_)",
+            "--grpc-header-forward-pattern=^(sequence_|priority|timeout|headers|binary_|triton_)",
+        ),
+        ("echo_params",),
+    ),
     # Used only by test_metrics_differential.py, whose scenarios build on one another.
     "metrics": (("--model-control-mode=explicit", "--load-model=*"), METRICS_MODELS),
     # The ensembles of tests/conformance/models with their composing models (cases_ensemble.py).

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conformance import (
+    cases_compat,
     cases_ensemble,
     cases_grpc,
     cases_http,
@@ -30,6 +31,7 @@ CASES: list[Case] = [
     *cases_http.cases(),
     *cases_grpc.cases(),
     *cases_modes.cases(),
+    *cases_compat.cases(),
     *cases_ensemble.cases(),
     *cases_overrides.cases(),
     *cases_sequence_id.cases(),

@@ -224,9 +224,10 @@ def _decode_request_parameters(
         elif key == "timeout":
             if which != "int64_param":
                 raise grpc_wrong_type(key, "int64_param")
-            if param.int64_param < 0:
-                raise grpc_invalid("invalid value for 'timeout', expected value >= 0.")
-            out.timeout_us = param.int64_param
+            # Triton (2.51 and 2.73, src/grpc/infer_handler.cc) hands the int64 to
+            # TRITONSERVER_InferenceRequestSetTimeoutMicroseconds, a uint64: a negative one
+            # is accepted and wraps (no timeout shorter than the model's default then).
+            out.timeout_us = param.int64_param & UINT64_MAX
         elif key == EMPTY_FINAL_RESPONSE_PARAM:
             if which != "bool_param":
                 raise grpc_wrong_type(key, "bool_param")

@@ -8,6 +8,7 @@ write numpy arrays without joining them; received bodies are sliced with ``memor
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -129,7 +130,7 @@ class EncodedBody:
         return EncodedBody([compress(self.chunks, algorithm)], self.json_size, algorithm)
 
 
-def parse_header_length(value: str | None, body_size: int) -> int:
+def parse_header_length(value: str | None, body_size: int, *, stoi: bool = False) -> int:
     """Interpret the ``Inference-Header-Content-Length`` request header as Triton does.
 
     Parameters
@@ -138,6 +139,11 @@ def parse_header_length(value: str | None, body_size: int) -> int:
         The header value (None when absent).
     body_size : int
         Length of the (decompressed) body.
+    stoi : bool, optional
+        Read the value as Triton 2.73 does (``std::stoi``, src/http_server.cc:2484-2504 of
+        2.73.0): text without a leading number is refused ("Unable to parse
+        Inference-Header-Content-Length, got: ..."), as is a number outside int32; otherwise
+        as Triton 2.51 (``atoi``: such text reads as 0).
 
     Returns
     -------
@@ -154,10 +160,28 @@ def parse_header_length(value: str | None, body_size: int) -> int:
     """
     if value is None:
         return body_size
-    size = atoi(value)
+    size = _stoi(value) if stoi else atoi(value)
     if size < 0 or size > body_size:
         raise http_bad(f"inference header size should be in range (0, {body_size}), got: {value}")
     return size
+
+
+_STOI = re.compile(r"\s*([+-]?\d+)")
+_HEADER_LENGTH = "Inference-Header-Content-Length"
+
+
+def _stoi(value: str) -> int:
+    """``std::stoi``: the leading number (after white space), or the errors Triton words."""
+    match = _STOI.match(value)
+    if match is None:
+        raise http_bad(f"Unable to parse {_HEADER_LENGTH}, got: {value}")
+    number = int(match.group(1))
+    if not -(2**31) <= number < 2**31:
+        raise http_bad(
+            f"Unable to parse {_HEADER_LENGTH}, value is out of range [ {-(2**31)}, "
+            f"{2**31 - 1} ], got: {value}"
+        )
+    return number
 
 
 def compress(chunks: Buffer | Iterable[Buffer], algorithm: str) -> bytes:
@@ -246,6 +270,15 @@ def decompress(
     raise http_internal(f"failed to decompress the {name} body")  # pragma: no cover
 
 
+def _too_large(max_size: int) -> str:
+    """Triton's words for a body that inflates past the limit (src/data_compressor.h of
+    2.73.0, ``DecompressData``)."""
+    return (
+        f"Decompressed data size exceeds the maximum allowed value of {max_size} bytes. Use "
+        "--http-max-input-size to increase the limit."
+    )
+
+
 #: Bounded inflation works in pieces of this size (see _inflate_bounded).
 _INFLATE_PIECE = 1 << 20
 
@@ -262,18 +295,14 @@ def _inflate_bounded(inflater: Any, body: Buffer, max_size: int) -> bytes:
         piece = inflater.decompress(data, _INFLATE_PIECE)
         total += len(piece)
         if total > max_size:
-            raise http_bad(
-                f"decompressed request body exceeds the maximum allowed size of {max_size} bytes"
-            )
+            raise http_bad(_too_large(max_size))
         pieces.append(piece)
         data = inflater.unconsumed_tail
         if not data and (inflater.eof or len(piece) < _INFLATE_PIECE):
             break
     pieces.append(inflater.flush())
     if total + len(pieces[-1]) > max_size:
-        raise http_bad(
-            f"decompressed request body exceeds the maximum allowed size of {max_size} bytes"
-        )
+        raise http_bad(_too_large(max_size))
     return pieces[0] if len(pieces) == 2 and not pieces[1] else b"".join(pieces)
 
 
@@ -291,9 +320,7 @@ def _inflated_prefix(body: Buffer, wbits: int, max_size: int | None) -> bytes:
         out.append(piece)
         total += len(piece)
         if max_size is not None and total > max_size:
-            raise http_bad(
-                f"decompressed request body exceeds the maximum allowed size of {max_size} bytes"
-            )
+            raise http_bad(_too_large(max_size))
     return b"".join(out)
 
 

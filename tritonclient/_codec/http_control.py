@@ -25,17 +25,27 @@ __all__ = [
 ]
 
 
-def parse_index_request(body: Buffer) -> bool:
+def parse_index_request(body: Buffer, *, strict_ready: bool = False) -> bool:
     """The ``ready`` flag of a repository index request (False when absent).
+
+    Parameters
+    ----------
+    body : bytes-like
+        The request body.
+    strict_ready : bool, optional
+        Refuse a non-bool ``ready`` as Triton 2.73 does: 400 "Invalid value for 'ready':
+        expected a boolean" (src/http_server.cc:1457-1463, 2.73.0); otherwise Triton 2.51's 500.
 
     Raises
     ------
     HttpCodecError
-        500 for malformed JSON or a non-bool ``ready`` (Triton 2.51).
+        500 for malformed JSON; for a non-bool ``ready`` as ``strict_ready`` says.
     """
     request = parse_json_object(body)
     ready = request.get("ready", False)
     if not isinstance(ready, bool):
+        if strict_ready:
+            raise http_bad("Invalid value for 'ready': expected a boolean")
         raise http_internal(json_type_text("boolean"))
     return ready
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from .errors import (
 )
 from .http_body import EncodedBody
 from .jsontext import (
+    MAX_JSON_DEPTH,
     NUMBER_TYPES,
     dumps,
     is_int64,
@@ -163,6 +164,10 @@ def parse_request_parameters(parameters: Any) -> RequestParameters:
         else:
             result.custom[key] = custom_parameter(key, value)
     return result
+
+
+#: The name Triton gives the input of a raw binary request (``EVBufferToRawInput``).
+RAW_INPUT_NAME = "raw_input"
 
 
 @dataclass
@@ -539,6 +544,8 @@ def decode_input(
     *,
     model_name: str = "",
     request_id: str = "",
+    max_json_depth: int | None = MAX_JSON_DEPTH,
+    refuse_negative_dims: bool = False,
 ) -> npt.NDArray[Any]:
     """The numpy value of a parsed input.
 
@@ -551,6 +558,10 @@ def decode_input(
         its binary chunk or JSON data is decoded.
     model_name, request_id : str, optional
         For error messages.
+    max_json_depth : int or None, optional
+        How deep JSON ``data`` may nest (see :func:`tensor_from_json`).
+    refuse_negative_dims : bool, optional
+        Refuse JSON data whose shape has an invalid dimension (see :func:`tensor_from_json`).
 
     Returns
     -------
@@ -572,7 +583,14 @@ def decode_input(
             model_name=model_name,
             request_id=request_id,
         )
-    return tensor_from_json(parsed.datatype, parsed.shape, parsed.data, name=parsed.name)
+    return tensor_from_json(
+        parsed.datatype,
+        parsed.shape,
+        parsed.data,
+        name=parsed.name,
+        max_depth=max_json_depth,
+        refuse_negative_dims=refuse_negative_dims,
+    )
 
 
 def decode_infer_request(
@@ -581,6 +599,8 @@ def decode_infer_request(
     model_version: int = -1,
     *,
     shm_resolver: Callable[[str, SharedMemoryRef], Buffer] | None = None,
+    max_json_depth: int | None = MAX_JSON_DEPTH,
+    refuse_negative_dims: bool = False,
 ) -> DecodedInferRequest:
     """A parsed request's tensors decoded, in the form both protocols' decoders hand on.
 
@@ -595,6 +615,10 @@ def decode_infer_request(
     shm_resolver : callable, optional
         ``shm_resolver(input_name, ref)`` returns the buffer of a shared-memory input (and
         raises to refuse it).  Without one, shared-memory inputs are refused.
+    max_json_depth : int or None, optional
+        How deep an input's JSON ``data`` may nest (see :func:`tensor_from_json`).
+    refuse_negative_dims : bool, optional
+        Refuse JSON data whose shape has an invalid dimension (see :func:`tensor_from_json`).
 
     Returns
     -------
@@ -615,7 +639,16 @@ def decode_infer_request(
             if shm_resolver is None:
                 raise http_bad("shared-memory inputs are not supported by this decoder")
             buffer = shm_resolver(each.name, ref)
-        data = decode_input(each, buffer, model_name=model_name, request_id=parsed.id)
+        data = decode_input(
+            # Triton adds a raw binary body as the input "raw_input" (EVBufferToRawInput),
+            # the name its byte-size check reports.
+            replace(each, name=RAW_INPUT_NAME) if parsed.raw_binary else each,
+            buffer,
+            model_name=model_name,
+            request_id=parsed.id,
+            max_json_depth=max_json_depth,
+            refuse_negative_dims=refuse_negative_dims,
+        )
         inputs.append(DecodedInput(each.name, each.datatype, tuple(each.shape), data, {}, ref))
     outputs = []
     for wanted in parsed.outputs:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import ml_dtypes
@@ -256,26 +256,72 @@ def is_int64(value: Any) -> bool:
     return type(value) is int and INT64_MIN <= value <= INT64_MAX
 
 
-def _flatten(data: Any, depth: int = 1) -> list[Any]:
-    """Leaves of a (possibly nested) JSON array, row-major."""
-    if depth > MAX_JSON_DEPTH:
-        raise http_internal(
-            f"Unable to parse 'data': JSON array nesting exceeds the maximum depth of "
-            f"{MAX_JSON_DEPTH}"
-        )
+def _flatten(data: list[Any], max_depth: int | None = MAX_JSON_DEPTH) -> list[Any]:
+    """Leaves of a (possibly nested) JSON array, row-major.
+
+    With ``max_depth``, a value nested that deep (``data`` itself at depth 0, its elements at
+    1, ...) is refused, as Triton 2.73's ``ReadDataFromJsonHelper`` and
+    ``JsonBytesArrayByteSize`` refuse it; without, any depth the JSON parser took is walked
+    (iteratively: no recursion limit).
+    """
     if not any(type(item) is list for item in data):
+        if max_depth is not None and max_depth <= 1 and data:
+            raise _too_deep(max_depth)
         return list(data)
     out: list[Any] = []
-    for item in data:
-        if type(item) is list:
-            out.extend(_flatten(item, depth + 1))
-        else:
+    stack: list[tuple[Iterator[Any], int]] = [(iter(data), 1)]
+    while stack:
+        items, depth = stack[-1]
+        if max_depth is not None and depth >= max_depth:
+            if next(items, _END) is not _END:
+                raise _too_deep(max_depth)
+            stack.pop()
+            continue
+        for item in items:
+            if type(item) is list:
+                stack.append((iter(item), depth + 1))
+                break
             out.append(item)
+        else:
+            stack.pop()
     return out
 
 
+_END = object()
+
+
+def _as_int64(dim: int) -> int:
+    """A dimension read as ``uint64`` and kept in an ``int64`` (Triton's shape vector)."""
+    return dim - 2**64 if dim > INT64_MAX else dim
+
+
+def _has_invalid_dim(shape: Sequence[int]) -> bool:
+    """Whether Triton 2.73's ``GetElementCount`` (src/common.cc:109-135) returns -2: it stops
+    at the first -1 (wildcard) or 0, and a dimension below 0 before that is invalid."""
+    for dim in shape:
+        if dim == -1 or dim == 0:
+            return False
+        if dim < 0:
+            return True
+    return False
+
+
+def _too_deep_text(max_depth: int) -> str:
+    return f"JSON nesting depth exceeds maximum allowed limit ({max_depth})"
+
+
+def _too_deep(max_depth: int) -> HttpCodecError:
+    return http_bad(_too_deep_text(max_depth))
+
+
 def tensor_from_json(
-    datatype: str, shape: Sequence[int], data: Any, *, name: str = ""
+    datatype: str,
+    shape: Sequence[int],
+    data: Any,
+    *,
+    name: str = "",
+    max_depth: int | None = MAX_JSON_DEPTH,
+    refuse_negative_dims: bool = False,
 ) -> npt.NDArray[Any]:
     """Decode an input's JSON ``data`` (flat or nested, section 3.7.3) into a numpy array.
 
@@ -289,6 +335,14 @@ def tensor_from_json(
         The parsed JSON ``data`` value.
     name : str, optional
         The input name, for error messages.
+    max_depth : int or None, optional
+        How deep ``data`` may nest (Triton 2.73's ``HTTP_MAX_JSON_NESTING_DEPTH``, 100); None:
+        any depth (Triton 2.51).
+    refuse_negative_dims : bool, optional
+        Refuse a shape whose element count Triton 2.73's ``GetElementCount`` finds invalid
+        (a negative dimension other than -1 before any -1 or 0): "invalid shape for input
+        'X': shape [..] contains one or more invalid dimensions" (400).  Triton 2.51 reads
+        the data and reports the byte-size mismatch.
 
     Returns
     -------
@@ -302,6 +356,12 @@ def tensor_from_json(
         400 for an unknown datatype and for FP16/BF16 (JSON is not allowed for them); 500 for a
         wrong element count or element type (Triton's JSON-typing errors).
     """
+    if refuse_negative_dims and _has_invalid_dim(as_int64 := [_as_int64(d) for d in shape]):
+        dims = ",".join(map(str, as_int64))
+        raise http_bad(
+            f"invalid shape for input '{name}': shape [{dims}] contains one or more invalid "
+            "dimensions"
+        )
     info = DATATYPES.get(datatype)
     count = element_count(shape)
     if count == 0:
@@ -321,7 +381,12 @@ def tensor_from_json(
             f"receiving {datatype} data via JSON is not supported. Please use the binary data "
             f"format for input {name}"
         )
-    flat = _flatten(data) if type(data) is list else [data]
+    try:
+        flat = _flatten(data, max_depth) if type(data) is list else [data]
+    except HttpCodecError as exc:
+        if datatype == "BYTES":  # Triton sizes BYTES data first (JsonBytesArrayByteSize)
+            raise
+        raise http_bad(f"Unable to parse 'data': {_too_deep_text(max_depth or 0)}") from exc
     target = np.dtype(info.numpy_type)
     kinds = set(map(type, flat))
     if datatype != "BYTES" and len(flat) != count:

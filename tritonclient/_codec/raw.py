@@ -209,7 +209,9 @@ def tensor_from_buffer(
     """Decode the raw wire form of a tensor into a numpy array shaped ``shape``.
 
     Fixed-size datatypes are decoded with :func:`numpy.frombuffer` (no copy: the array shares
-    memory with ``buffer``); BYTES elements become ``bytes`` in an object array.
+    memory with ``buffer``); BYTES elements become ``bytes`` in an object array; the bytes
+    of an unknown datatype come back as they are (``uint8``, unshaped) for the server's
+    datatype check to report.
 
     Parameters
     ----------
@@ -230,14 +232,16 @@ def tensor_from_buffer(
     Raises
     ------
     HttpCodecError
-        400 for an unknown datatype, a byte size that does not match the shape (Triton's
+        400 for a byte size that does not match the shape (Triton's
         ``input byte size mismatch`` message) or a BYTES buffer that does not hold exactly
         product(shape) well-formed elements.
     """
     info = DATATYPES.get(datatype)
-    if info is None:
-        raise http_bad(f"invalid datatype for input {name}")
     view = memoryview(buffer).cast("B")
+    if info is None:
+        # Triton's HTTP frontend hands binary data of any datatype to the core, whose
+        # datatype check reports it ("data-type is '<invalid>'"), in its order of checks.
+        return np.frombuffer(view, dtype=np.uint8)
     expected_count = element_count(shape)
     prefix = request_prefix(request_id)
     if info.byte_size is None:
