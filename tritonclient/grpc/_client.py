@@ -21,9 +21,8 @@ import grpc
 
 from tritonclient._codec import grpc_client
 from tritonclient._codec.types import infer_options
-from tritonclient._proto import service_pb2_grpc
 from tritonclient._ready import wait_sync
-from tritonclient._retry import check_retry_policy, retry_sync
+from tritonclient._retry import retry_sync
 from tritonclient._transport.grpc import (
     GrpcTransport,
     KeepAliveOptions,
@@ -38,6 +37,7 @@ from tritonclient.utils import (
 )
 from tritonclient.utils._errors import with_note
 
+from . import _calls as calls
 from . import _common as common
 from ._tensors import InferInput, InferRequestedOutput, InferResult
 
@@ -320,18 +320,13 @@ class InferenceServerClient(common.ClientBase):
         infer_over_stream: bool = False,
     ) -> None:
         super().__init__(verbose)
-        self._retry_policy = check_retry_policy(retry_policy)
-        common.check_infer_over_stream(url, infer_over_stream)
         self._stream: _InferStream | None = None
         tls = (ssl, root_certificates, private_key, certificate_chain, creds)
-        self._transport: GrpcTransport = self._open_transport(
-            grpc, GrpcTransport, url, tls, keepalive_options, channel_args
+        channel = (url, tls, keepalive_options, channel_args)
+        self._transport: GrpcTransport = self._connect(
+            grpc, GrpcTransport, InferStream, channel, retry_policy, infer_over_stream
         )
-        self._channel = self._transport.channel
-        self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._closed = False
-        if infer_over_stream:
-            self._infer_stream = InferStream(self._transport.stream_method(), common.parse_stream)
 
     def __enter__(self) -> InferenceServerClient:
         return self
@@ -362,23 +357,16 @@ class InferenceServerClient(common.ClientBase):
             pinned.close()
         self._transport.close()
 
-    def _unary(self, call: common.Call[T], headers: Any, client_timeout: float | None) -> T:
-        self._refuse_per_server(call.rpc)
-        metadata = self._get_metadata(headers)
-        self._log(f"{call.label}, metadata {metadata}\n{call.request}")
-        data = retry_sync(
-            lambda: self._transport.unary(
-                call.rpc, call.request, metadata=metadata, timeout=client_timeout
-            ),
-            self._retry_policy if call.idempotent else None,
-            common.is_retryable,
-        )
-        response = common.parse_reply(call.rpc, data)
-        if call.done is not None:
-            self._log(call.done)
-        else:
-            self._log(response)
-        return call.convert(response)
+    def _run(self, call: common.Ready[T]) -> T:
+        """The driver: ``call`` made (again as its policy allows), its answer read."""
+        try:
+            answer = retry_sync(call.send, call.policy, common.is_retryable)
+        except InferenceServerException as error:
+            raise call.failed(error) from None
+        return call.finish(answer)
+
+    def _unary(self, call: calls.Call[T], headers: Any, client_timeout: float | None) -> T:
+        return self._run(self._c_unary(call, headers, client_timeout))
 
     def is_server_live(
         self, headers: Mapping[str, Any] | None = None, client_timeout: float | None = None
@@ -406,7 +394,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to get liveness or has timed out.
         """
-        return self._unary(common.server_live(), headers, client_timeout)
+        return self._unary(calls.server_live(), headers, client_timeout)
 
     def is_server_ready(
         self, headers: Mapping[str, Any] | None = None, client_timeout: float | None = None
@@ -432,7 +420,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to get readiness or has timed out.
         """
-        return self._unary(common.server_ready(), headers, client_timeout)
+        return self._unary(calls.server_ready(), headers, client_timeout)
 
     def is_model_ready(
         self,
@@ -468,7 +456,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to get model readiness or has timed out.
         """
-        return self._unary(common.model_ready(model_name, model_version), headers, client_timeout)
+        return self._unary(calls.model_ready(model_name, model_version), headers, client_timeout)
 
     def get_server_metadata(
         self,
@@ -502,7 +490,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to get server metadata or has timed out.
         """
-        return self._unary(common.server_metadata(as_json), headers, client_timeout)
+        return self._unary(calls.server_metadata(as_json), headers, client_timeout)
 
     def get_model_metadata(
         self,
@@ -542,7 +530,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to get model metadata or has timed out.
         """
-        call = common.model_metadata(model_name, model_version, as_json)
+        call = calls.model_metadata(model_name, model_version, as_json)
         return self._unary(call, headers, client_timeout)
 
     def get_model_config(
@@ -583,7 +571,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to get model configuration or has timed out.
         """
-        call = common.model_config(model_name, model_version, as_json)
+        call = calls.model_config(model_name, model_version, as_json)
         return self._unary(call, headers, client_timeout)
 
     def get_model_repository_index(
@@ -617,7 +605,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to get the index or has timed out.
         """
-        return self._unary(common.repository_index(as_json), headers, client_timeout)
+        return self._unary(calls.repository_index(as_json), headers, client_timeout)
 
     def load_model(
         self,
@@ -653,7 +641,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to load the model or has timed out.
         """
-        self._unary(common.load_model(model_name, config, files), headers, client_timeout)
+        self._unary(calls.load_model(model_name, config, files), headers, client_timeout)
 
     def unload_model(
         self,
@@ -682,7 +670,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to unload the model or has timed out.
         """
-        self._unary(common.unload_model(model_name, unload_dependents), headers, client_timeout)
+        self._unary(calls.unload_model(model_name, unload_dependents), headers, client_timeout)
 
     def get_inference_statistics(
         self,
@@ -723,7 +711,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to get the model inference statistics or has timed out.
         """
-        call = common.inference_statistics(model_name, model_version, as_json)
+        call = calls.inference_statistics(model_name, model_version, as_json)
         return self._unary(call, headers, client_timeout)
 
     def update_trace_settings(
@@ -767,7 +755,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to update the trace settings or has timed out.
         """
-        call = common.trace_settings(model_name, settings, as_json, "update_trace_settings")
+        call = calls.trace_settings(model_name, settings, as_json, "update_trace_settings")
         return self._unary(call, headers, client_timeout)
 
     def get_trace_settings(
@@ -805,7 +793,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to get the trace settings or has timed out.
         """
-        call = common.trace_settings(model_name, None, as_json, "get_trace_settings")
+        call = calls.trace_settings(model_name, None, as_json, "get_trace_settings")
         return self._unary(call, headers, client_timeout)
 
     def update_log_settings(
@@ -841,7 +829,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to update the log settings or has timed out.
         """
-        call = common.log_settings(settings, as_json, "update_log_settings")
+        call = calls.log_settings(settings, as_json, "update_log_settings")
         return self._unary(call, headers, client_timeout)
 
     def get_log_settings(
@@ -874,7 +862,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to get the log settings or has timed out.
         """
-        call = common.log_settings(None, as_json, "get_log_settings")
+        call = calls.log_settings(None, as_json, "get_log_settings")
         return self._unary(call, headers, client_timeout)
 
     def get_system_shared_memory_status(
@@ -913,7 +901,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to get the status of specified shared memory or has timed out.
         """
-        call = common.system_shm_status(region_name, as_json)
+        call = calls.system_shm_status(region_name, as_json)
         return self._unary(call, headers, client_timeout)
 
     def register_system_shared_memory(
@@ -952,7 +940,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to register the specified system shared memory or has timed out.
         """
-        call = common.register_system_shm(name, key, byte_size, offset)
+        call = calls.register_system_shm(name, key, byte_size, offset)
         self._unary(call, headers, client_timeout)
 
     def unregister_system_shared_memory(
@@ -981,7 +969,7 @@ class InferenceServerClient(common.ClientBase):
             If unable to unregister the specified system shared memory region or has timed
             out.
         """
-        self._unary(common.unregister_system_shm(name), headers, client_timeout)
+        self._unary(calls.unregister_system_shm(name), headers, client_timeout)
 
     def get_cuda_shared_memory_status(
         self,
@@ -1018,7 +1006,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to get the status of specified shared memory or has timed out.
         """
-        call = common.cuda_shm_status(region_name, as_json)
+        call = calls.cuda_shm_status(region_name, as_json)
         return self._unary(call, headers, client_timeout)
 
     def register_cuda_shared_memory(
@@ -1056,7 +1044,7 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If unable to register the specified cuda shared memory or has timed out.
         """
-        call = common.register_cuda_shm(name, raw_handle, device_id, byte_size)
+        call = calls.register_cuda_shm(name, raw_handle, device_id, byte_size)
         self._unary(call, headers, client_timeout)
 
     def unregister_cuda_shared_memory(
@@ -1085,7 +1073,7 @@ class InferenceServerClient(common.ClientBase):
             If unable to unregister the specified cuda shared memory region or has timed
             out.
         """
-        self._unary(common.unregister_cuda_shm(name), headers, client_timeout)
+        self._unary(calls.unregister_cuda_shm(name), headers, client_timeout)
 
     def infer(
         self,
@@ -1169,45 +1157,12 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If server fails to perform inference.
         """
-        metadata = self._get_metadata(headers)
         options = infer_options(
             request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
         )
-        parts = self._infer_request(
-            f"infer, metadata {metadata}" if self._verbose else "",
-            model_name,
-            inputs,
-            model_version,
-            outputs,
-            options,
-        )
-        requested = common.requested_outputs(outputs)
-        streamed = self._over_stream(headers, compression_algorithm)
-        if streamed is not None:
-            answer = retry_sync(
-                lambda: streamed.infer(parts, metadata=metadata, timeout=client_timeout),
-                common.infer_retry_policy(self._retry_policy, options),
-                common.is_retryable,
-            )
-            return self._streamed_result(answer, options, requested)
-        compression = compression_type(compression_algorithm)
-        transport, replica = self._route(options, self._transport)
-        try:
-            data = retry_sync(
-                lambda: transport.infer(
-                    parts, metadata=metadata, timeout=client_timeout, compression=compression
-                ),
-                common.infer_retry_policy(self._retry_policy, options),
-                common.is_retryable,
-            )
-        except InferenceServerException as error:
-            if replica is None:
-                raise
-            raise self._pinned_error(options, replica, error) from None
-        result = common.parse_infer(data, requested)
-        if self._verbose:
-            print(result.get_response())
-        return result
+        transfer = (client_timeout, headers, compression_algorithm)
+        call = self._c_infer(model_name, inputs, model_version, outputs, options, transfer)
+        return self._run(call)
 
     def async_infer(
         self,
@@ -1284,28 +1239,19 @@ class InferenceServerClient(common.ClientBase):
         InferenceServerException
             If server fails to issue inference.
         """
-        metadata = self._get_metadata(headers)
         options = infer_options(
             request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
         )
-        parts = self._infer_request(
-            f"async_infer, metadata {metadata}" if self._verbose else "",
-            model_name,
-            inputs,
-            model_version,
-            outputs,
-            options,
+        transfer = (client_timeout, headers, compression_algorithm)
+        call = self._c_infer(
+            model_name, inputs, model_version, outputs, options, transfer, "async_infer"
         )
-
-        requested = common.requested_outputs(outputs)
 
         def wrapped_callback(call_future: Any) -> None:
             result: InferResult | None = None
             error: InferenceServerException | None = None
             try:
-                result = common.parse_infer(call_future.result(), requested)
-                if self._verbose:
-                    print(result.get_response())
+                result = call.finish(call_future.result())
             except grpc.FutureCancelledError:
                 error = common.cancelled_error()
             except grpc.RpcError as rpc_error:
@@ -1319,12 +1265,8 @@ class InferenceServerClient(common.ClientBase):
                 error = InferenceServerException(f"failed to read the response: {failure}")
             callback(result=result, error=error)
 
-        transport, _replica = self._route(options, self._transport)
-        future = transport.infer_future(
-            parts,
-            metadata=metadata,
-            timeout=client_timeout,
-            compression=compression_type(compression_algorithm),
+        future = call.transport.infer_future(
+            call.data, metadata=call.metadata, timeout=client_timeout, compression=call.compression
         )
         self._call_future = future
         if self._verbose:
@@ -1447,12 +1389,7 @@ class InferenceServerClient(common.ClientBase):
         """
 
         def check(what: str, remaining: float) -> bool:
-            if what == "server":
-                return self.is_server_ready(headers=headers, client_timeout=remaining)
-            assert model_name is not None
-            return self.is_model_ready(
-                model_name, model_version, headers=headers, client_timeout=remaining
-            )
+            return self._unary(calls.readiness(what, model_name, model_version), headers, remaining)
 
         wait_sync(check, model_name, timeout, interval, common.not_ready_error)
 

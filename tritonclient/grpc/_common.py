@@ -1,19 +1,17 @@
 """What the sync and asyncio gRPC clients share: everything but moving the messages.
 
-Channel options and credentials, plugins and headers, the request of every RPC and the
-conversion of its response (:class:`Call`), inference requests (through
-:mod:`tritonclient._codec.grpc_client`), stream responses, compression names and error mapping.
+Channel options and credentials, plugins and headers, inference requests (through
+:mod:`tritonclient._codec.grpc_client`), stream responses, compression names and error mapping;
+the other unary calls are described in :mod:`tritonclient.grpc._calls`.
 ``_client.InferenceServerClient`` (threads and ``grpc``) and
 ``aio.InferenceServerClient`` (``grpc.aio``) only send what these functions build.
 """
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from tritonclient._codec import grpc_client, grpc_common, grpc_framing
 from tritonclient._codec.arguments import check_model_version
@@ -21,6 +19,8 @@ from tritonclient._codec.checks import Requested, response_fault
 from tritonclient._codec.types import NO_OPTIONS, InferOptions
 from tritonclient._plugin import InferenceServerClientPlugin, PluginSlot, Request
 from tritonclient._proto import service_pb2
+from tritonclient._retry import check_retry_policy
+from tritonclient._transport.grpc import compression_type
 from tritonclient._transport.grpc_replicas import (
     ChannelCounters,
     SequencePins,
@@ -37,11 +37,16 @@ from tritonclient.utils._errors import (
     with_note,
 )
 
-from ._tensors import InferInput, InferRequestedOutput, InferResult, message_to_json
+from ._tensors import InferInput, InferRequestedOutput, InferResult
+
+if TYPE_CHECKING:
+    from ._calls import Call
 
 __all__ = [
-    "Call",
     "ClientBase",
+    "InferCall",
+    "Ready",
+    "UnaryCall",
     "cancelled_error",
     "check_infer_over_stream",
     "encode_infer",
@@ -56,6 +61,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
 _SERVICE = service_pb2.DESCRIPTOR.services_by_name["GRPCInferenceService"]
@@ -100,13 +106,6 @@ def not_ready_error(what: str, timeout: float, last: BaseException | None) -> Ex
     )
 
 
-def check_retry_policy(retry_policy: RetryPolicy | None) -> RetryPolicy | None:
-    """``retry_policy`` checked to be a :class:`RetryPolicy` or None."""
-    if retry_policy is not None and not isinstance(retry_policy, RetryPolicy):
-        raise_error("retry_policy must be a tritonclient.utils.RetryPolicy or None")
-    return retry_policy
-
-
 def cancelled_error(msg: str | None = None) -> InferenceServerException:
     """The exception reported for a request cancelled by the client.
 
@@ -126,11 +125,16 @@ def cancelled_error(msg: str | None = None) -> InferenceServerException:
 
 
 class ClientBase(PluginSlot):
-    """Plugin registration and request headers, shared by both clients."""
+    """What both clients are but their driver (``_run``): set-up, plugins and headers, and
+    each call made ready to go (:meth:`_c_unary`, :meth:`_c_infer`)."""
 
     def __init__(self, verbose: bool) -> None:
         self._plugin: InferenceServerClientPlugin | None = None
         self._verbose = bool(verbose)
+        self._retry_policy: RetryPolicy | None = None
+        #: The client's transport (``GrpcTransport`` or ``GrpcAioTransport``).
+        self._transport: Any = None
+        self._stub: Any = None
         #: The target of a channel over several replicas (None: one server).
         self._balanced_target: str | None = None
         self._counters: ChannelCounters | None = None
@@ -138,6 +142,129 @@ class ClientBase(PluginSlot):
         self._pins: SequencePins | None = None
         #: The stream that carries ``infer`` calls (``infer_over_stream``), or None.
         self._infer_stream: Any = None
+
+    def _connect(
+        self,
+        grpc_module: Any,
+        transport_class: Callable[[Any], Any],
+        stream_class: Callable[[Any, Any], Any],
+        channel: tuple[str | Sequence[str], Any, Any, Sequence[tuple[str, Any]] | None],
+        retry_policy: RetryPolicy | None,
+        infer_over_stream: bool,
+    ) -> Any:
+        """Both constructors' work: the arguments checked, the transport opened (see
+        :meth:`_open_transport`; ``channel`` is its ``url, tls, keepalive_options,
+        channel_args``) with NVIDIA's ``_channel`` beside it, and the ``stream_class`` that
+        carries ``infer`` calls when ``infer_over_stream``.
+
+        Returns
+        -------
+        The transport (also ``self._transport``).
+        """
+        self._retry_policy = check_retry_policy(retry_policy)
+        check_infer_over_stream(channel[0], infer_over_stream)
+        transport = self._open_transport(grpc_module, transport_class, *channel)
+        self._transport = transport
+        self._channel = transport.channel
+        if infer_over_stream:
+            self._infer_stream = stream_class(transport.stream_method(), parse_stream)
+        return transport
+
+    @property
+    def _client_stub(self) -> Any:
+        """NVIDIA's ``GRPCInferenceServiceStub`` over the client's channel, made when first
+        read (the client's own calls go through its transport, not through it)."""
+        if self._stub is None:
+            from tritonclient._proto import service_pb2_grpc
+
+            self._stub = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        return self._stub
+
+    @_client_stub.setter
+    def _client_stub(self, stub: Any) -> None:
+        self._stub = stub
+
+    # -- calls made ready for a driver ---------------------------------------------------------
+
+    def _c_unary(
+        self, call: Call[T], headers: Mapping[str, Any] | None, client_timeout: float | None
+    ) -> UnaryCall[T]:
+        """``call`` ready to go over the client's transport with ``headers`` (after the
+        plugin) and ``client_timeout``.
+
+        Raises
+        ------
+        InferenceServerException
+            For a call made per server (shared-memory registration) on a client over
+            several replicas.
+        """
+        self._refuse_per_server(call.rpc)
+        metadata = self._get_metadata(headers)
+        if self._verbose:
+            print(f"{call.label}, metadata {metadata}\n{call.request}")
+        policy = self._retry_policy if call.idempotent else None
+        return UnaryCall(self, call, metadata, client_timeout, policy)
+
+    def _c_infer(
+        self,
+        model_name: str,
+        inputs: Sequence[InferInput],
+        model_version: str,
+        outputs: Sequence[InferRequestedOutput] | None,
+        options: InferOptions,
+        transfer: tuple[float | None, Mapping[str, Any] | None, str | None],
+        label: str = "infer",
+    ) -> InferCall:
+        """An inference call ready to go: over the stream (``infer_over_stream``) or unary,
+        to the transport of its replica.
+
+        Parameters
+        ----------
+        model_name, inputs, model_version, outputs
+            As the client method's.
+        options : InferOptions
+            The method's ``request_id, sequence_id, sequence_start, sequence_end, priority,
+            timeout, parameters`` (:func:`tritonclient._codec.types.infer_options`).
+        transfer : tuple
+            The method's ``client_timeout, headers, compression_algorithm``.
+        label : str
+            The method's name, for verbose output: ``"infer"``, or ``"async_infer"`` (always
+            unary).
+
+        Raises
+        ------
+        InferenceServerException
+            For arguments the request cannot be made of (see :func:`encode_infer`), an
+            unknown compression algorithm.
+        """
+        client_timeout, headers, compression_algorithm = transfer
+        metadata = self._get_metadata(headers)
+        data = self._infer_request(
+            f"{label}, metadata {metadata}" if self._verbose else "",
+            model_name,
+            inputs,
+            model_version,
+            outputs,
+            options,
+        )
+        requested = requested_outputs(outputs)
+        stream = self._over_stream(headers, compression_algorithm) if label == "infer" else None
+        if stream is not None:
+            return InferCall(self, data, metadata, client_timeout, options, requested, stream)
+        compression = compression_type(compression_algorithm)
+        transport, replica = self._route(options, self._transport)
+        return InferCall(
+            self,
+            data,
+            metadata,
+            client_timeout,
+            options,
+            requested,
+            None,
+            transport,
+            replica,
+            compression,
+        )
 
     # -- several replicas (gRPC balances; see tritonclient._transport.grpc_replicas) ----------
 
@@ -274,223 +401,130 @@ class ClientBase(PluginSlot):
         return data
 
 
-@dataclass
-class Call(Generic[T]):
-    """One unary non-inference RPC: what to send and how to read the answer.
-
-    Attributes
-    ----------
-    rpc : str
-        The stub method (``"ServerLive"``, ...).
-    label : str
-        The client method name, for verbose output.
-    request : protobuf message
-        The request.
-    convert : callable
-        Response message -> the client method's return value.
-    done : str or None
-        Verbose message printed after success (load, unload, register...).
-    """
-
-    rpc: str
-    label: str
-    request: Any
-    convert: Callable[[Any], T]
-    done: str | None = None
+class Ready(Protocol[T_co]):
+    """A call ready to go, as a client's driver (``_run``) makes it: :meth:`send` (again as
+    :attr:`policy` allows when it fails with UNAVAILABLE), its answer given to
+    :meth:`finish`, or what :meth:`failed` makes of its error raised."""
 
     @property
-    def idempotent(self) -> bool:
-        """Whether a retry policy may repeat this call (health, metadata, status, gets)."""
-        return self.label.startswith(("is_", "get_"))
+    def policy(self) -> RetryPolicy | None: ...
+
+    def send(self) -> Any: ...
+
+    def finish(self, answer: Any) -> T_co: ...
+
+    def failed(self, error: InferenceServerException) -> InferenceServerException: ...
 
 
-def _as_json_or_message(as_json: bool) -> Callable[[Any], Any]:
-    return message_to_json if as_json else (lambda response: response)
+class UnaryCall(Generic[T]):
+    """A :class:`~tritonclient.grpc._calls.Call` ready to go (made by
+    :meth:`ClientBase._c_unary`).
+
+    A client's driver calls :meth:`send` (again as :attr:`policy` allows when it fails with
+    UNAVAILABLE), then gives its answer to :meth:`finish`, or raises what :meth:`failed`
+    makes of its error.
+    """
+
+    __slots__ = ("_call", "_client", "_how", "policy")
+
+    def __init__(
+        self,
+        client: ClientBase,
+        call: Call[T],
+        metadata: tuple[tuple[str, Any], ...],
+        timeout: float | None,
+        policy: RetryPolicy | None,
+    ) -> None:
+        self._client = client
+        self._call = call
+        self._how = {"metadata": metadata, "timeout": timeout}
+        self.policy = policy
+
+    def send(self) -> Any:
+        """The transport's unary call: the response's bytes (awaitable over ``grpc.aio``)."""
+        call = self._call
+        return self._client._transport.unary(call.rpc, call.request, **self._how)
+
+    def finish(self, data: bytes) -> T:
+        """The client method's result from the response's bytes."""
+        call = self._call
+        response = parse_reply(call.rpc, data)
+        self._client._log(call.done if call.done is not None else response)
+        return call.convert(response)
+
+    def failed(self, error: InferenceServerException) -> InferenceServerException:
+        """The error the method raises when the call failed with ``error``: the same."""
+        return error
 
 
-def server_live() -> Call[bool]:
-    return Call("ServerLive", "is_server_live", service_pb2.ServerLiveRequest(), _live)
+class InferCall:
+    """An ``infer`` call ready to go (made by :meth:`ClientBase._c_infer`): the encoded
+    request, over the client's stream (``stream``) or unary to ``transport``, and how its
+    answer becomes the :class:`InferResult`.  Driven as :class:`UnaryCall`.
+    """
 
-
-def _live(response: Any) -> bool:
-    return bool(response.live)
-
-
-def _ready(response: Any) -> bool:
-    return bool(response.ready)
-
-
-def server_ready() -> Call[bool]:
-    return Call("ServerReady", "is_server_ready", service_pb2.ServerReadyRequest(), _ready)
-
-
-def model_ready(model_name: str, model_version: str) -> Call[bool]:
-    check_model_version(model_version)
-    request = service_pb2.ModelReadyRequest(name=model_name, version=model_version)
-    return Call("ModelReady", "is_model_ready", request, _ready)
-
-
-def server_metadata(as_json: bool) -> Call[Any]:
-    request = service_pb2.ServerMetadataRequest()
-    return Call("ServerMetadata", "get_server_metadata", request, _as_json_or_message(as_json))
-
-
-def model_metadata(model_name: str, model_version: str, as_json: bool) -> Call[Any]:
-    check_model_version(model_version)
-    request = service_pb2.ModelMetadataRequest(name=model_name, version=model_version)
-    return Call("ModelMetadata", "get_model_metadata", request, _as_json_or_message(as_json))
-
-
-def model_config(model_name: str, model_version: str, as_json: bool) -> Call[Any]:
-    check_model_version(model_version)
-    request = service_pb2.ModelConfigRequest(name=model_name, version=model_version)
-    return Call("ModelConfig", "get_model_config", request, _as_json_or_message(as_json))
-
-
-def repository_index(as_json: bool) -> Call[Any]:
-    request = service_pb2.RepositoryIndexRequest()
-    return Call(
-        "RepositoryIndex", "get_model_repository_index", request, _as_json_or_message(as_json)
+    __slots__ = (
+        "_client",
+        "compression",
+        "data",
+        "metadata",
+        "options",
+        "policy",
+        "replica",
+        "requested",
+        "stream",
+        "timeout",
+        "transport",
     )
 
+    def __init__(
+        self,
+        client: ClientBase,
+        data: bytes,
+        metadata: tuple[tuple[str, Any], ...],
+        timeout: float | None,
+        options: InferOptions,
+        requested: Requested,
+        stream: Any,
+        transport: Any = None,
+        replica: str | None = None,
+        compression: Any = None,
+    ) -> None:
+        self._client = client
+        self.data, self.metadata, self.timeout = data, metadata, timeout
+        self.options = options
+        #: What the call asked for, to check the answer with.
+        self.requested = requested
+        policy = client._retry_policy
+        self.policy = None if policy is None else infer_retry_policy(policy, options)
+        #: The stream that carries it (``infer_over_stream``), or None: unary to
+        #: ``transport``, pinned to ``replica`` (or None), with ``compression``.
+        self.stream = stream
+        self.transport, self.replica, self.compression = transport, replica, compression
 
-def _none(response: Any) -> None:
-    return None
-
-
-def load_model(
-    model_name: str, config: str | None, files: Mapping[str, bytes] | None
-) -> Call[None]:
-    request = service_pb2.RepositoryModelLoadRequest(model_name=model_name)
-    if config is not None:
-        request.parameters["config"].string_param = config
-    for path, content in (files or {}).items():
-        if not isinstance(content, (bytes, bytearray)):
-            raise_error(
-                f"the content of override file '{path}' must be bytes, got {type(content).__name__}"
-            )
-        request.parameters[path].bytes_param = bytes(content)
-    return Call("RepositoryModelLoad", "load_model", request, _none, f"Loaded model '{model_name}'")
-
-
-def unload_model(model_name: str, unload_dependents: bool) -> Call[None]:
-    request = service_pb2.RepositoryModelUnloadRequest(model_name=model_name)
-    request.parameters["unload_dependents"].bool_param = bool(unload_dependents)
-    return Call(
-        "RepositoryModelUnload", "unload_model", request, _none, f"Unloaded model '{model_name}'"
-    )
-
-
-def inference_statistics(model_name: str, model_version: str, as_json: bool) -> Call[Any]:
-    check_model_version(model_version)
-    request = service_pb2.ModelStatisticsRequest(name=model_name, version=model_version)
-    return Call(
-        "ModelStatistics", "get_inference_statistics", request, _as_json_or_message(as_json)
-    )
-
-
-def trace_settings(
-    model_name: str | None, settings: Mapping[str, Any] | None, as_json: bool, label: str
-) -> Call[Any]:
-    request = service_pb2.TraceSettingRequest()
-    if model_name:
-        request.model_name = model_name
-    for key, value in (settings or {}).items():
-        if value is None:
-            request.settings[key]  # present and empty: clear the setting
-        else:
-            values = value if isinstance(value, (list, tuple)) else [value]
-            request.settings[key].value.extend(str(v) for v in values)
-    return Call("TraceSetting", label, request, _as_json_or_message(as_json))
-
-
-def log_settings(settings: Mapping[str, Any] | None, as_json: bool, label: str) -> Call[Any]:
-    request = service_pb2.LogSettingsRequest()
-    for key, value in (settings or {}).items():
-        if value is None:
-            request.settings[key]
-        elif key in ("log_file", "log_format"):
-            request.settings[key].string_param = value
-        elif key == "log_verbose_level":
-            request.settings[key].uint32_param = value
-        else:
-            request.settings[key].bool_param = value
-    return Call("LogSettings", label, request, _as_json_or_message(as_json))
-
-
-def system_shm_status(region_name: str, as_json: bool) -> Call[Any]:
-    request = service_pb2.SystemSharedMemoryStatusRequest(name=region_name)
-    return Call(
-        "SystemSharedMemoryStatus",
-        "get_system_shared_memory_status",
-        request,
-        _as_json_or_message(as_json),
-    )
-
-
-def register_system_shm(name: str, key: str, byte_size: int, offset: int) -> Call[None]:
-    request = service_pb2.SystemSharedMemoryRegisterRequest(
-        name=name, key=key, offset=offset, byte_size=byte_size
-    )
-    return Call(
-        "SystemSharedMemoryRegister",
-        "register_system_shared_memory",
-        request,
-        _none,
-        f"Registered system shared memory with name '{name}'",
-    )
-
-
-def unregister_system_shm(name: str) -> Call[None]:
-    request = service_pb2.SystemSharedMemoryUnregisterRequest(name=name)
-    done = (
-        f"Unregistered system shared memory with name '{name}'"
-        if name
-        else "Unregistered all system shared memory regions"
-    )
-    return Call(
-        "SystemSharedMemoryUnregister", "unregister_system_shared_memory", request, _none, done
-    )
-
-
-def cuda_shm_status(region_name: str, as_json: bool) -> Call[Any]:
-    request = service_pb2.CudaSharedMemoryStatusRequest(name=region_name)
-    return Call(
-        "CudaSharedMemoryStatus",
-        "get_cuda_shared_memory_status",
-        request,
-        _as_json_or_message(as_json),
-    )
-
-
-def register_cuda_shm(name: str, raw_handle: Any, device_id: int, byte_size: int) -> Call[None]:
-    try:
-        handle = base64.b64decode(raw_handle, validate=True)
-    except (ValueError, TypeError) as e:
-        raise_error(
-            f"raw_handle must be the base64-encoded serialized cudaIPC handle (as "
-            f"cuda_shared_memory.get_raw_handle() returns it): {e}"
+    def send(self) -> Any:
+        """The transport's call: its answer (awaitable over ``grpc.aio``)."""
+        if self.stream is not None:
+            return self.stream.infer(self.data, metadata=self.metadata, timeout=self.timeout)
+        return self.transport.infer(
+            self.data, metadata=self.metadata, timeout=self.timeout, compression=self.compression
         )
-    request = service_pb2.CudaSharedMemoryRegisterRequest(
-        name=name, raw_handle=handle, device_id=device_id, byte_size=byte_size
-    )
-    return Call(
-        "CudaSharedMemoryRegister",
-        "register_cuda_shared_memory",
-        request,
-        _none,
-        f"Registered cuda shared memory with name '{name}'",
-    )
 
+    def finish(self, answer: Any) -> InferResult:
+        """The :class:`InferResult` of the answer, checked against what the call asked for."""
+        if self.stream is not None:
+            return self._client._streamed_result(answer, self.options, self.requested)
+        result = parse_infer(answer, self.requested)
+        if self._client._verbose:
+            print(result.get_response())
+        return result
 
-def unregister_cuda_shm(name: str) -> Call[None]:
-    request = service_pb2.CudaSharedMemoryUnregisterRequest(name=name)
-    done = (
-        f"Unregistered cuda shared memory with name '{name}'"
-        if name
-        else "Unregistered all cuda shared memory regions"
-    )
-    return Call("CudaSharedMemoryUnregister", "unregister_cuda_shared_memory", request, _none, done)
+    def failed(self, error: InferenceServerException) -> InferenceServerException:
+        """The error the method raises when the call failed with ``error``: for a sequence
+        pinned to a replica, naming the replica (see :meth:`SequencePins.failed`)."""
+        if self.replica is None:
+            return error
+        return self._client._pinned_error(self.options, self.replica, error)
 
 
 # ------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import model_config_pb2, service_pb2, service_pb2_grpc
 from tritonclient._ready import wait_async
-from tritonclient._retry import check_retry_policy, retry_async
+from tritonclient._retry import retry_async
 from tritonclient._transport.grpc import (
     GrpcAioTransport,
     compression_type,
@@ -37,6 +37,7 @@ from tritonclient.grpc import (
     KeepAliveOptions,
     raise_error_grpc,
 )
+from tritonclient.grpc import _calls as calls
 from tritonclient.grpc import _client as _sync
 from tritonclient.grpc import _common as common
 from tritonclient.utils import (
@@ -244,17 +245,11 @@ class InferenceServerClient(common.ClientBase):
         infer_over_stream: bool = False,
     ) -> None:
         super().__init__(verbose)
-        self._retry_policy = check_retry_policy(retry_policy)
-        common.check_infer_over_stream(url, infer_over_stream)
         tls = (ssl, root_certificates, private_key, certificate_chain, creds)
-        self._transport: GrpcAioTransport = self._open_transport(
-            grpc.aio, GrpcAioTransport, url, tls, keepalive_options, channel_args
+        channel = (url, tls, keepalive_options, channel_args)
+        self._transport: GrpcAioTransport = self._connect(
+            grpc.aio, GrpcAioTransport, AioInferStream, channel, retry_policy, infer_over_stream
         )
-        self._channel = self._transport.channel
-        self._client_stub: Any = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        if infer_over_stream:
-            method = self._transport.stream_method()
-            self._infer_stream = AioInferStream(method, common.parse_stream)
 
     async def __aenter__(self) -> InferenceServerClient:
         return self
@@ -281,41 +276,33 @@ class InferenceServerClient(common.ClientBase):
     ) -> None:
 
         async def check(what: str, remaining: float) -> bool:
-            if what == "server":
-                return await self.is_server_ready(headers=headers, client_timeout=remaining)
-            assert model_name is not None
-            return await self.is_model_ready(
-                model_name, model_version, headers=headers, client_timeout=remaining
-            )
+            call = calls.readiness(what, model_name, model_version)
+            return await self._unary(call, headers, remaining)
 
         await wait_async(check, model_name, timeout, interval, common.not_ready_error)
 
-    async def _unary(self, call: common.Call[T], headers: Any, client_timeout: float | None) -> T:
-        self._refuse_per_server(call.rpc)
-        metadata = self._get_metadata(headers)
-        self._log(f"{call.label}, metadata {metadata}\n{call.request}")
-        data = await retry_async(
-            lambda: self._transport.unary(
-                call.rpc, call.request, metadata=metadata, timeout=client_timeout
-            ),
-            self._retry_policy if call.idempotent else None,
-            common.is_retryable,
-        )
-        response = common.parse_reply(call.rpc, data)
-        self._log(call.done if call.done is not None else response)
-        return call.convert(response)
+    async def _run(self, call: common.Ready[T]) -> T:
+        """The driver: ``call`` made (again as its policy allows), its answer read."""
+        try:
+            answer = await retry_async(call.send, call.policy, common.is_retryable)
+        except InferenceServerException as error:
+            raise call.failed(error) from None
+        return call.finish(answer)
+
+    async def _unary(self, call: calls.Call[T], headers: Any, client_timeout: float | None) -> T:
+        return await self._run(self._c_unary(call, headers, client_timeout))
 
     @doc_from(_Sync.is_server_live)
     async def is_server_live(
         self, headers: Mapping[str, Any] | None = None, client_timeout: float | None = None
     ) -> bool:
-        return await self._unary(common.server_live(), headers, client_timeout)
+        return await self._unary(calls.server_live(), headers, client_timeout)
 
     @doc_from(_Sync.is_server_ready)
     async def is_server_ready(
         self, headers: Mapping[str, Any] | None = None, client_timeout: float | None = None
     ) -> bool:
-        return await self._unary(common.server_ready(), headers, client_timeout)
+        return await self._unary(calls.server_ready(), headers, client_timeout)
 
     @doc_from(_Sync.is_model_ready)
     async def is_model_ready(
@@ -325,7 +312,7 @@ class InferenceServerClient(common.ClientBase):
         headers: Mapping[str, Any] | None = None,
         client_timeout: float | None = None,
     ) -> bool:
-        call = common.model_ready(model_name, model_version)
+        call = calls.model_ready(model_name, model_version)
         return await self._unary(call, headers, client_timeout)
 
     @doc_from(_Sync.get_server_metadata)
@@ -335,7 +322,7 @@ class InferenceServerClient(common.ClientBase):
         as_json: bool = False,
         client_timeout: float | None = None,
     ) -> Any:
-        return await self._unary(common.server_metadata(as_json), headers, client_timeout)
+        return await self._unary(calls.server_metadata(as_json), headers, client_timeout)
 
     @doc_from(_Sync.get_model_metadata)
     async def get_model_metadata(
@@ -346,7 +333,7 @@ class InferenceServerClient(common.ClientBase):
         as_json: bool = False,
         client_timeout: float | None = None,
     ) -> Any:
-        call = common.model_metadata(model_name, model_version, as_json)
+        call = calls.model_metadata(model_name, model_version, as_json)
         return await self._unary(call, headers, client_timeout)
 
     @doc_from(_Sync.get_model_config)
@@ -358,7 +345,7 @@ class InferenceServerClient(common.ClientBase):
         as_json: bool = False,
         client_timeout: float | None = None,
     ) -> Any:
-        call = common.model_config(model_name, model_version, as_json)
+        call = calls.model_config(model_name, model_version, as_json)
         return await self._unary(call, headers, client_timeout)
 
     @doc_from(_Sync.get_model_repository_index)
@@ -368,7 +355,7 @@ class InferenceServerClient(common.ClientBase):
         as_json: bool = False,
         client_timeout: float | None = None,
     ) -> Any:
-        return await self._unary(common.repository_index(as_json), headers, client_timeout)
+        return await self._unary(calls.repository_index(as_json), headers, client_timeout)
 
     @doc_from(_Sync.load_model)
     async def load_model(
@@ -379,7 +366,7 @@ class InferenceServerClient(common.ClientBase):
         files: Mapping[str, bytes] | None = None,
         client_timeout: float | None = None,
     ) -> None:
-        call = common.load_model(model_name, config, files)
+        call = calls.load_model(model_name, config, files)
         await self._unary(call, headers, client_timeout)
 
     @doc_from(_Sync.unload_model)
@@ -390,7 +377,7 @@ class InferenceServerClient(common.ClientBase):
         unload_dependents: bool = False,
         client_timeout: float | None = None,
     ) -> None:
-        call = common.unload_model(model_name, unload_dependents)
+        call = calls.unload_model(model_name, unload_dependents)
         await self._unary(call, headers, client_timeout)
 
     @doc_from(_Sync.get_inference_statistics)
@@ -402,7 +389,7 @@ class InferenceServerClient(common.ClientBase):
         as_json: bool = False,
         client_timeout: float | None = None,
     ) -> Any:
-        call = common.inference_statistics(model_name, model_version, as_json)
+        call = calls.inference_statistics(model_name, model_version, as_json)
         return await self._unary(call, headers, client_timeout)
 
     @doc_from(_Sync.update_trace_settings)
@@ -414,7 +401,7 @@ class InferenceServerClient(common.ClientBase):
         as_json: bool = False,
         client_timeout: float | None = None,
     ) -> Any:
-        call = common.trace_settings(model_name, settings, as_json, "update_trace_settings")
+        call = calls.trace_settings(model_name, settings, as_json, "update_trace_settings")
         return await self._unary(call, headers, client_timeout)
 
     @doc_from(_Sync.get_trace_settings)
@@ -425,7 +412,7 @@ class InferenceServerClient(common.ClientBase):
         as_json: bool = False,
         client_timeout: float | None = None,
     ) -> Any:
-        call = common.trace_settings(model_name, None, as_json, "get_trace_settings")
+        call = calls.trace_settings(model_name, None, as_json, "get_trace_settings")
         return await self._unary(call, headers, client_timeout)
 
     @doc_from(_Sync.update_log_settings)
@@ -436,7 +423,7 @@ class InferenceServerClient(common.ClientBase):
         as_json: bool = False,
         client_timeout: float | None = None,
     ) -> Any:
-        call = common.log_settings(settings, as_json, "update_log_settings")
+        call = calls.log_settings(settings, as_json, "update_log_settings")
         return await self._unary(call, headers, client_timeout)
 
     @doc_from(_Sync.get_log_settings)
@@ -446,7 +433,7 @@ class InferenceServerClient(common.ClientBase):
         as_json: bool = False,
         client_timeout: float | None = None,
     ) -> Any:
-        call = common.log_settings(None, as_json, "get_log_settings")
+        call = calls.log_settings(None, as_json, "get_log_settings")
         return await self._unary(call, headers, client_timeout)
 
     @doc_from(_Sync.get_system_shared_memory_status)
@@ -457,7 +444,7 @@ class InferenceServerClient(common.ClientBase):
         as_json: bool = False,
         client_timeout: float | None = None,
     ) -> Any:
-        call = common.system_shm_status(region_name, as_json)
+        call = calls.system_shm_status(region_name, as_json)
         return await self._unary(call, headers, client_timeout)
 
     @doc_from(_Sync.register_system_shared_memory)
@@ -470,7 +457,7 @@ class InferenceServerClient(common.ClientBase):
         headers: Mapping[str, Any] | None = None,
         client_timeout: float | None = None,
     ) -> None:
-        call = common.register_system_shm(name, key, byte_size, offset)
+        call = calls.register_system_shm(name, key, byte_size, offset)
         await self._unary(call, headers, client_timeout)
 
     @doc_from(_Sync.unregister_system_shared_memory)
@@ -480,7 +467,7 @@ class InferenceServerClient(common.ClientBase):
         headers: Mapping[str, Any] | None = None,
         client_timeout: float | None = None,
     ) -> None:
-        await self._unary(common.unregister_system_shm(name), headers, client_timeout)
+        await self._unary(calls.unregister_system_shm(name), headers, client_timeout)
 
     @doc_from(_Sync.get_cuda_shared_memory_status)
     async def get_cuda_shared_memory_status(
@@ -490,7 +477,7 @@ class InferenceServerClient(common.ClientBase):
         as_json: bool = False,
         client_timeout: float | None = None,
     ) -> Any:
-        call = common.cuda_shm_status(region_name, as_json)
+        call = calls.cuda_shm_status(region_name, as_json)
         return await self._unary(call, headers, client_timeout)
 
     @doc_from(_Sync.register_cuda_shared_memory)
@@ -503,7 +490,7 @@ class InferenceServerClient(common.ClientBase):
         headers: Mapping[str, Any] | None = None,
         client_timeout: float | None = None,
     ) -> None:
-        call = common.register_cuda_shm(name, raw_handle, device_id, byte_size)
+        call = calls.register_cuda_shm(name, raw_handle, device_id, byte_size)
         await self._unary(call, headers, client_timeout)
 
     @doc_from(_Sync.unregister_cuda_shared_memory)
@@ -513,7 +500,7 @@ class InferenceServerClient(common.ClientBase):
         headers: Mapping[str, Any] | None = None,
         client_timeout: float | None = None,
     ) -> None:
-        await self._unary(common.unregister_cuda_shm(name), headers, client_timeout)
+        await self._unary(calls.unregister_cuda_shm(name), headers, client_timeout)
 
     @doc_from(_Sync.infer)
     async def infer(
@@ -533,45 +520,12 @@ class InferenceServerClient(common.ClientBase):
         compression_algorithm: str | None = None,
         parameters: Mapping[str, Any] | None = None,
     ) -> InferResult:
-        metadata = self._get_metadata(headers)
         options = infer_options(
             request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
         )
-        parts = self._infer_request(
-            f"infer, metadata {metadata}" if self._verbose else "",
-            model_name,
-            inputs,
-            model_version,
-            outputs,
-            options,
-        )
-        requested = common.requested_outputs(outputs)
-        streamed = self._over_stream(headers, compression_algorithm)
-        if streamed is not None:
-            answer = await retry_async(
-                lambda: streamed.infer(parts, metadata=metadata, timeout=client_timeout),
-                common.infer_retry_policy(self._retry_policy, options),
-                common.is_retryable,
-            )
-            return self._streamed_result(answer, options, requested)
-        compression = compression_type(compression_algorithm)
-        transport, replica = self._route(options, self._transport)
-        try:
-            data = await retry_async(
-                lambda: transport.infer(
-                    parts, metadata=metadata, timeout=client_timeout, compression=compression
-                ),
-                common.infer_retry_policy(self._retry_policy, options),
-                common.is_retryable,
-            )
-        except InferenceServerException as error:
-            if replica is None:
-                raise
-            raise self._pinned_error(options, replica, error) from None
-        result = common.parse_infer(data, requested)
-        if self._verbose:
-            print(result.get_response())
-        return result
+        transfer = (client_timeout, headers, compression_algorithm)
+        call = self._c_infer(model_name, inputs, model_version, outputs, options, transfer)
+        return await self._run(call)
 
     def stream_infer(
         self,
