@@ -62,7 +62,8 @@ def main() -> int:
         f"{time.monotonic() - started:.0f} s: server RSS {start.server_rss / MiB:.1f} -> "
         f"{end.server_rss / MiB:.1f} MiB; stubs' RSS "
         f"{sum(start.stub_rss.values()) / MiB:.1f} -> {sum(end.stub_rss.values()) / MiB:.1f} MiB "
-        f"in all; fds {start.fds} -> {end.fds}; threads {start.threads} -> {end.threads}; "
+        f"in all; fds {start.fds} -> {end.fds}; shared-memory fds {start.shm_fds} -> "
+        f"{end.shm_fds}; threads {start.threads} -> {end.threads}; "
         f"/dev/shm {start.shm_objects} -> {end.shm_objects}; "
         f"processes {start.processes} -> {end.processes}"
     )
