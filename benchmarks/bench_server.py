@@ -23,9 +23,9 @@ server CPU   user + system time of the server process and all its descendants (T
              included).
 
 A third Python peer, KServe's ``ModelServer`` (the ``kserve`` package, in a virtual
-environment of its own: ``--kserve-python``, by default ``.cache/kserve-venv/bin/python`` when
-it exists; made with ``python -m venv .cache/kserve-venv && .cache/kserve-venv/bin/pip install
-kserve==0.21.0``), serves equivalent ``simple`` and ``identity_uint8`` models
+environment of its own: ``--kserve-python``, by default the peers' cache's ``kserve`` venv,
+which ``tools/peers.py`` makes on first use, or ahead with ``bash scripts/peers.sh install
+--bench``), serves equivalent ``simple`` and ``identity_uint8`` models
 (``kserve_simple.py``) over its v2 REST and gRPC endpoints; its column is informative (no
 goal), with the bundled server's ratio to it.
 
@@ -184,6 +184,15 @@ def tree_cpu_seconds(root: int) -> float:
     return total
 
 
+def kserve_python(explicit: str | None) -> str:
+    """Interpreter of the environment holding KServe (the peers' cache, made if needed)."""
+    if explicit:
+        return explicit
+    from tools.peers import KSERVE
+
+    return str(KSERVE.ensure() / "bin" / "python")
+
+
 class KServe:
     """KServe's ``ModelServer`` (``kserve_simple.py``) on free ports, for a ``with`` block."""
 
@@ -253,7 +262,7 @@ def main() -> int:
     parser.add_argument("--peer-python", help="python of a venv with NVIDIA's tritonclient")
     parser.add_argument(
         "--kserve-python",
-        help="python of a venv with the kserve package (default: .cache/kserve-venv, if there)",
+        help="python of a venv with the kserve package (default: the peers' cache, made if needed)",
     )
     parser.add_argument(
         "--hop-only", action="store_true", help="only the stub hop's cost (no servers)"
@@ -294,12 +303,8 @@ def main() -> int:
             print("Triton server not installed (tests/peers.py): mock_server only", file=sys.stderr)
         else:
             servers.append(("triton", triton, triton.pid))
-        kserve_python = args.kserve_python or str(bc.REPO / ".cache/kserve-venv/bin/python")
-        if Path(kserve_python).exists():
-            kserve = stack.enter_context(KServe(kserve_python))
-            servers.append(("kserve", kserve, kserve.pid))
-        else:
-            print(f"KServe not installed ({kserve_python}): no KServe column", file=sys.stderr)
+        kserve = stack.enter_context(KServe(kserve_python(args.kserve_python)))
+        servers.append(("kserve", kserve, kserve.pid))
         cases = (
             ("c1", {"case": "c1", "seconds": args.seconds}),
             ("c8", {"case": "c8", "seconds": args.seconds}),

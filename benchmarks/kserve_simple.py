@@ -1,7 +1,7 @@
 """KServe's ``ModelServer`` serving ``simple`` and ``identity_uint8`` as the bundled models do.
 
 Run by ``bench_server.py`` with the interpreter of a virtual environment holding the ``kserve``
-package (``.cache/kserve-venv``; see ``bench_server.py --help``), never this project's:
+package (the peers' cache's ``kserve`` venv; see ``bench_server.py --help``), never this project's:
 ``python kserve_simple.py HTTP_PORT GRPC_PORT``.  ``simple`` answers OUTPUT0 = INPUT0 + INPUT1
 and OUTPUT1 = INPUT0 - INPUT1 (INT32 [-1, 16]); ``identity_uint8`` answers its input.  Both
 over KServe's v2 REST (binary tensor extension included) and gRPC endpoints.  Per-request

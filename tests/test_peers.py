@@ -93,3 +93,19 @@ def test_peers_are_found_in_the_cache_and_overridable(
     python.write_text("")
     monkeypatch.setenv("TRITON_PEER_CLIENT_PYTHON", str(python))
     assert peers.nvidia_client_python() == python
+
+
+def test_benchmark_peer_only_with_bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``install`` makes the tests' parts; ``install --bench`` adds KServe's, and ``status``
+    does not fail for the optional one."""
+    made: list[str] = []
+    monkeypatch.setattr(cache.Part, "ensure", lambda self, log=print: made.append(self.name))
+    assert cache.main(["install"]) == 0
+    assert made == [p.name for p in cache.PARTS] and "kserve" not in made
+    made.clear()
+    assert cache.main(["install", "--bench"]) == 0
+    assert made[-1] == "kserve" and made[:-1] == [p.name for p in cache.PARTS]
+    monkeypatch.setattr(cache.Part, "is_complete", lambda self: self.name != "kserve")
+    assert cache.main(["status"]) == 0
+    monkeypatch.setattr(cache.Part, "is_complete", lambda self: self.name != "stubvenv")
+    assert cache.main(["status"]) == 1

@@ -13,6 +13,10 @@ names another directory:
 ``stubvenv/``
     A venv with ``numpy<2`` whose ``bin/`` goes first on ``PATH`` of the server, so the Python
     backend stub runs model code with it (with numpy 2, Triton 2.51's stub fails every output).
+``kserve/``
+    A venv holding :data:`KSERVE_REQUIREMENT`, KServe's Python ``ModelServer``: the third
+    server of ``benchmarks/bench_server.py``. Only ``install --bench`` (or the benchmark itself)
+    makes it; the test suite does not need it.
 
 Each part gets a ``peer.installed`` marker naming what it holds, written once the part is
 installed and checked; a part whose marker is missing or names another requirement, whose files
@@ -40,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NVIDIA_CLIENT_REQUIREMENT = "tritonclient[all]==2.73.0"
 PYTRITON_REQUIREMENT = "nvidia-pytriton==0.7.0"
 STUB_REQUIREMENT = "numpy<2"
+KSERVE_REQUIREMENT = "kserve==0.21.0"
 MARKER = "peer.installed"
 PIP_TIMEOUT_S = 1200
 
@@ -182,29 +187,43 @@ STUB_VENV = Part(
     required_files=lambda p: [_venv_python(p)],
     check=lambda p: _imports(p, "import numpy; assert int(numpy.__version__.split('.')[0]) < 2"),
 )
+KSERVE = Part(
+    name="kserve",
+    requirement=KSERVE_REQUIREMENT,
+    build=_make_venv,
+    required_files=lambda p: [_venv_python(p)],
+    check=lambda p: _imports(p, "import kserve; kserve.ModelServer"),
+)
 PARTS = (NVIDIA_CLIENT, PYTRITON, STUB_VENV)
+#: The benchmarks' extra peer: not needed by the tests, so not installed with them.
+BENCH_PARTS = (KSERVE,)
 
 
-def install(log: Callable[[str], None] = print) -> None:
-    """Bring every peer part in the cache up to date (reused when complete)."""
-    for part in PARTS:
+def install(log: Callable[[str], None] = print, bench: bool = False) -> None:
+    """Bring every peer part in the cache up to date (reused when complete); with ``bench``,
+    the benchmarks' part too."""
+    for part in PARTS + (BENCH_PARTS if bench else ()):
         part.ensure(log)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("install", help="install or repair every peer in the cache")
+    inst = sub.add_parser("install", help="install or repair every peer in the cache")
+    inst.add_argument(
+        "--bench", action="store_true", help="also the benchmarks' peer (KServe's ModelServer)"
+    )
     sub.add_parser("status", help="say which peers are installed")
     args = parser.parse_args(argv)
     if args.command == "install":
-        install()
+        install(bench=args.bench)
         return 0
     missing = 0
-    for part in PARTS:
+    for part in PARTS + BENCH_PARTS:
         state = "ok" if part.is_complete() else "missing or incomplete"
-        missing += state != "ok"
         print(f"{part.name:14} {part.requirement:28} {state}  ({part.path})")
+        # The benchmarks' part is optional: its absence is reported, not a failure.
+        missing += state != "ok" and part in PARTS
     return 1 if missing else 0
 
 
