@@ -25,6 +25,7 @@ from tritonclient._codec import grpc_common
 from tritonclient._proto import service_pb2
 from tritonclient.utils import InferenceServerException, raise_error
 from tritonclient.utils._errors import (
+    InferenceServerCancelledError,
     InferenceServerUnavailableError,
     connection_hint,
     server_error_with_hint,
@@ -37,11 +38,13 @@ __all__ = [
     "GrpcAioTransport",
     "GrpcTransport",
     "KeepAliveOptions",
+    "cancelled_error",
     "channel_credentials",
     "channel_options",
     "channel_target",
     "compression_type",
     "error_from_rpc",
+    "error_of_call",
     "open_channel",
     "pinned_args",
 ]
@@ -457,6 +460,33 @@ def error_from_rpc(rpc_error: Any) -> InferenceServerException:
     if isinstance(error, InferenceServerUnavailableError):
         error.with_hint(connection_hint(error.message() or "", "grpc"))
     return error
+
+
+def cancelled_error(msg: str | None = None) -> InferenceServerException:
+    """The exception reported for a request cancelled by the client.
+
+    Parameters
+    ----------
+    msg : str, optional
+        The message; "Locally cancelled by application!" by default.
+
+    Returns
+    -------
+    InferenceServerException
+        With status ``"StatusCode.CANCELLED"``.
+    """
+    return InferenceServerCancelledError(
+        msg=msg or "Locally cancelled by application!", status="StatusCode.CANCELLED"
+    )
+
+
+def error_of_call(rpc_error: Any) -> InferenceServerException:
+    """The exception for a failed call the client may have cancelled itself (a stream, an
+    ``async_infer`` future): :func:`cancelled_error` with gRPC's details for CANCELLED,
+    else :func:`error_from_rpc`."""
+    if rpc_error.code() == grpc.StatusCode.CANCELLED:
+        return cancelled_error(rpc_error.details())
+    return error_from_rpc(rpc_error)
 
 
 class _Methods:

@@ -20,7 +20,7 @@ from tritonclient._codec.types import NO_OPTIONS, InferOptions
 from tritonclient._plugin import InferenceServerClientPlugin, PluginSlot, Request
 from tritonclient._proto import service_pb2
 from tritonclient._retry import check_retry_policy
-from tritonclient._transport.grpc import compression_type
+from tritonclient._transport.grpc import cancelled_error, compression_type
 from tritonclient._transport.grpc_replicas import (
     ChannelCounters,
     SequencePins,
@@ -28,7 +28,6 @@ from tritonclient._transport.grpc_replicas import (
 )
 from tritonclient.utils import InferenceServerException, ReplicaStats, raise_error
 from tritonclient.utils._errors import (
-    InferenceServerCancelledError,
     InferenceServerDeadlineExceededError,
     InferenceServerProtocolError,
     InferenceServerUnavailableError,
@@ -103,24 +102,6 @@ def not_ready_error(what: str, timeout: float, last: BaseException | None) -> Ex
     detail = f" (last error: {last})" if last is not None else ""
     return InferenceServerDeadlineExceededError(
         f"{what} not ready after {timeout:g} s{detail}", "StatusCode.DEADLINE_EXCEEDED"
-    )
-
-
-def cancelled_error(msg: str | None = None) -> InferenceServerException:
-    """The exception reported for a request cancelled by the client.
-
-    Parameters
-    ----------
-    msg : str, optional
-        The message; "Locally cancelled by application!" by default.
-
-    Returns
-    -------
-    InferenceServerException
-        With status ``"StatusCode.CANCELLED"``.
-    """
-    return InferenceServerCancelledError(
-        msg=msg or "Locally cancelled by application!", status="StatusCode.CANCELLED"
     )
 
 
