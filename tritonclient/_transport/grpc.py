@@ -23,7 +23,7 @@ import grpc.aio
 
 from tritonclient._codec import grpc_common
 from tritonclient._proto import service_pb2
-from tritonclient.utils import InferenceServerException, raise_error
+from tritonclient.utils import InferenceServerException, ReplicaStats, raise_error
 from tritonclient.utils._errors import (
     InferenceServerCancelledError,
     InferenceServerUnavailableError,
@@ -503,7 +503,23 @@ class _Methods:
         self.stream = multicallable(channel.stream_stream, MODEL_STREAM_INFER_METHOD)
 
 
-class GrpcTransport:
+class _OneServer:
+    """What a transport to one server says to the questions a client over several replicas
+    answers otherwise (:mod:`tritonclient._transport.grpc_replicas`)."""
+
+    def admit(self, rpc: str) -> None:
+        """Every RPC goes to one server (none is refused)."""
+
+    def route(self, sequence_id: int | str, start: bool, end: bool) -> tuple[Any, None]:
+        """Every inference goes over this transport, its errors as they are."""
+        return self, None
+
+    def replica_stats(self) -> list[ReplicaStats]:
+        """No per-replica counters: empty."""
+        return []
+
+
+class GrpcTransport(_OneServer):
     """grpcio's sync channel: blocking unary calls, inference (and its future), the stream.
 
     Parameters
@@ -573,7 +589,7 @@ class GrpcTransport:
         self.channel.close()
 
 
-class GrpcAioTransport:
+class GrpcAioTransport(_OneServer):
     """grpc.aio's channel: the same methods as :class:`GrpcTransport`, awaitable.
 
     Parameters

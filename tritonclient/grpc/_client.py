@@ -25,6 +25,7 @@ from tritonclient._transport.grpc import (
     error_of_call,
 )
 from tritonclient._transport.grpc_infer_stream import InferStream
+from tritonclient._transport.grpc_replicas import ReplicaTransport
 from tritonclient._transport.grpc_stream import CallbackStream
 from tritonclient.utils import (
     InferenceServerException,
@@ -176,7 +177,7 @@ class InferenceServerClient(common.ClientBase):
         self._stream: CallbackStream | None = None
         tls = (ssl, root_certificates, private_key, certificate_chain, creds)
         channel = (url, tls, keepalive_options, channel_args)
-        self._transport: GrpcTransport = self._connect(
+        self._transport: GrpcTransport | ReplicaTransport = self._connect(
             grpc, GrpcTransport, InferStream, channel, retry_policy, infer_over_stream
         )
         self._closed = False
@@ -206,8 +207,6 @@ class InferenceServerClient(common.ClientBase):
         self._closed = True
         if self._infer_stream is not None:
             self._infer_stream.close()
-        for pinned in self._pinned_transports():
-            pinned.close()
         self._transport.close()
 
     def _run(self, call: common.Ready[T]) -> T:

@@ -26,6 +26,7 @@ from tritonclient._transport.grpc import (
     error_from_rpc,
 )
 from tritonclient._transport.grpc_infer_stream import AioInferStream
+from tritonclient._transport.grpc_replicas import AioReplicaTransport
 from tritonclient._transport.grpc_stream import ResponseIterator, StreamState
 from tritonclient.grpc import (
     MAX_GRPC_MESSAGE_SIZE,
@@ -137,7 +138,7 @@ class InferenceServerClient(common.ClientBase):
         super().__init__(verbose)
         tls = (ssl, root_certificates, private_key, certificate_chain, creds)
         channel = (url, tls, keepalive_options, channel_args)
-        self._transport: GrpcAioTransport = self._connect(
+        self._transport: GrpcAioTransport | AioReplicaTransport = self._connect(
             grpc.aio, GrpcAioTransport, AioInferStream, channel, retry_policy, infer_over_stream
         )
 
@@ -151,8 +152,6 @@ class InferenceServerClient(common.ClientBase):
         """Close the client. Any future calls to server will result in an Error."""
         if self._infer_stream is not None:
             await self._infer_stream.close()
-        for pinned in self._pinned_transports():
-            await pinned.close()
         await self._transport.close()
 
     @doc_from(_Sync.wait_until_ready)
