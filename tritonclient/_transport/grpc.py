@@ -503,9 +503,39 @@ class _Methods:
         self.stream = multicallable(channel.stream_stream, MODEL_STREAM_INFER_METHOD)
 
 
-class _OneServer:
-    """What a transport to one server says to the questions a client over several replicas
-    answers otherwise (:mod:`tritonclient._transport.grpc_replicas`)."""
+class _Transport:
+    """What the sync and asyncio transports share: the channel's methods, the stream, and
+    what a transport to one server says to the questions a client over several replicas
+    answers otherwise (:mod:`tritonclient._transport.grpc_replicas`).
+
+    Parameters
+    ----------
+    channel : grpc.Channel or grpc.aio.Channel
+        The channel (:func:`open_channel`).
+    """
+
+    def __init__(self, channel: Any) -> None:
+        self._methods = _Methods(channel)
+        self.channel = channel
+
+    def stream(
+        self,
+        requests: Iterator[bytes] | AsyncIterator[bytes],
+        *,
+        metadata: Any,
+        timeout: float | None,
+        compression: Any,
+    ) -> Any:
+        """``ModelStreamInfer``: the call, an iterator (``grpc.aio``: an async iterator) of
+        the responses' bytes."""
+        return self._methods.stream(
+            requests, metadata=metadata, timeout=timeout, compression=compression
+        )
+
+    def stream_method(self) -> Any:
+        """The channel's ``ModelStreamInfer`` (bytes in and out), for
+        :mod:`~tritonclient._transport.grpc_infer_stream`."""
+        return self._methods.stream
 
     def admit(self, rpc: str) -> None:
         """Every RPC goes to one server (none is refused)."""
@@ -519,7 +549,7 @@ class _OneServer:
         return []
 
 
-class GrpcTransport(_OneServer):
+class GrpcTransport(_Transport):
     """grpcio's sync channel: blocking unary calls, inference (and its future), the stream.
 
     Parameters
@@ -527,10 +557,6 @@ class GrpcTransport(_OneServer):
     channel : grpc.Channel
         The channel (:func:`open_channel` with ``grpc``).
     """
-
-    def __init__(self, channel: Any) -> None:
-        self._methods = _Methods(channel)
-        self.channel = channel
 
     def unary(self, rpc: str, request: Any, *, metadata: Any, timeout: float | None) -> bytes:
         """Call unary RPC ``rpc``; its response's bytes."""
@@ -571,25 +597,12 @@ class GrpcTransport(_OneServer):
         except grpc.RpcError as rpc_error:
             raise error_from_rpc(rpc_error) from None
 
-    def stream(
-        self, requests: Iterator[bytes], *, metadata: Any, timeout: float | None, compression: Any
-    ) -> Any:
-        """``ModelStreamInfer``: the call, an iterator of the responses' bytes."""
-        return self._methods.stream(
-            requests, metadata=metadata, timeout=timeout, compression=compression
-        )
-
-    def stream_method(self) -> Any:
-        """The channel's ``ModelStreamInfer`` (bytes in and out), for
-        :class:`~tritonclient._transport.grpc_infer_stream.InferStream`."""
-        return self._methods.stream
-
     def close(self) -> None:
         """Close the channel."""
         self.channel.close()
 
 
-class GrpcAioTransport(_OneServer):
+class GrpcAioTransport(_Transport):
     """grpc.aio's channel: the same methods as :class:`GrpcTransport`, awaitable.
 
     Parameters
@@ -597,10 +610,6 @@ class GrpcAioTransport(_OneServer):
     channel : grpc.aio.Channel
         The channel (:func:`open_channel` with ``grpc.aio``).
     """
-
-    def __init__(self, channel: Any) -> None:
-        self._methods = _Methods(channel)
-        self.channel = channel
 
     async def unary(self, rpc: str, request: Any, *, metadata: Any, timeout: float | None) -> bytes:
         """Call unary RPC ``rpc``; its response's bytes."""
@@ -628,24 +637,6 @@ class GrpcAioTransport(_OneServer):
         except grpc.RpcError as rpc_error:
             raise error_from_rpc(rpc_error) from None
         return reply
-
-    def stream(
-        self,
-        requests: AsyncIterator[bytes],
-        *,
-        metadata: Any,
-        timeout: float | None,
-        compression: Any,
-    ) -> Any:
-        """``ModelStreamInfer``: the call, an async iterator of the responses' bytes."""
-        return self._methods.stream(
-            requests, metadata=metadata, timeout=timeout, compression=compression
-        )
-
-    def stream_method(self) -> Any:
-        """The channel's ``ModelStreamInfer`` (bytes in and out), for
-        :class:`~tritonclient._transport.grpc_infer_stream.AioInferStream`."""
-        return self._methods.stream
 
     async def close(self) -> None:
         """Close the channel."""

@@ -313,6 +313,7 @@ def check_infer_over_stream(url: str | Sequence[str], enabled: bool) -> None:
 class _Balanced:
     """What a transport over several replicas adds to the one over the balanced channel
     (``inner``): the calls it refuses, the sequences it pins, the per-replica counters.
+    Its ``unary``, ``infer``, ``stream`` and ``stream_method`` are the inner transport's.
 
     Parameters
     ----------
@@ -334,6 +335,12 @@ class _Balanced:
         self._counters = counters
         self._pins = pins
         self.channel = inner.channel
+        # Every call that is not pinned goes over the balanced channel as it is: its
+        # methods themselves, no call in between.
+        self.unary: Callable[..., Any] = inner.unary
+        self.infer: Callable[..., Any] = inner.infer
+        self.stream: Callable[..., Any] = inner.stream
+        self.stream_method: Callable[[], Any] = inner.stream_method
 
     def admit(self, rpc: str) -> None:
         """Raise for a call made per server (shared-memory registration)."""
@@ -352,37 +359,15 @@ class _Balanced:
         """The channel's per-replica counters (:meth:`ChannelCounters.stats`)."""
         return self._counters.stats()
 
-    def unary(self, rpc: str, request: Any, *, metadata: Any, timeout: float | None) -> Any:
-        """The balanced channel's unary call (awaitable over ``grpc.aio``)."""
-        return self._inner.unary(rpc, request, metadata=metadata, timeout=timeout)
-
-    def infer(self, data: bytes, *, metadata: Any, timeout: float | None, compression: Any) -> Any:
-        """The balanced channel's ``ModelInfer`` (awaitable over ``grpc.aio``)."""
-        return self._inner.infer(data, metadata=metadata, timeout=timeout, compression=compression)
-
-    def stream(
-        self, requests: Any, *, metadata: Any, timeout: float | None, compression: Any
-    ) -> Any:
-        """The balanced channel's ``ModelStreamInfer`` (gRPC keeps it on one replica)."""
-        return self._inner.stream(
-            requests, metadata=metadata, timeout=timeout, compression=compression
-        )
-
-    def stream_method(self) -> Any:
-        """The balanced channel's ``ModelStreamInfer`` method."""
-        return self._inner.stream_method()
-
 
 class ReplicaTransport(_Balanced):
     """The sync client's transport over several replicas (see :class:`_Balanced`)."""
 
-    def infer_future(
-        self, data: bytes, *, metadata: Any, timeout: float | None, compression: Any
-    ) -> Any:
-        """The balanced channel's ``ModelInfer`` future."""
-        return self._inner.infer_future(
-            data, metadata=metadata, timeout=timeout, compression=compression
-        )
+    def __init__(
+        self, inner: Any, target: str, counters: ChannelCounters, pins: SequencePins
+    ) -> None:
+        super().__init__(inner, target, counters, pins)
+        self.infer_future: Callable[..., Any] = inner.infer_future
 
     def close(self) -> None:
         """Close the sequences' channels, then the balanced one."""
