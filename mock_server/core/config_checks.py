@@ -257,42 +257,43 @@ def _check_reshape(dims: list[int], shape: list[int], prefix: str, config: mc.Mo
             )
 
 
+def _check_batch_kind(
+    item: mc.BatchInput | mc.BatchOutput,
+    message: type[mc.BatchInput] | type[mc.BatchOutput],
+    what: str,
+    model: str,
+) -> None:
+    """A batch input or output (``what``; ``message`` its type, ``mc.BatchInput`` or
+    ``mc.BatchOutput``) of a known kind, with one source input, as Triton checks them."""
+    if item.kind not in message.Kind.values():
+        raise ServerError.invalid_arg(f"unknown {what} kind '{item.kind}' for {model}")
+    kind = message.Kind.Name(item.kind)
+    if len(item.source_input) != 1:
+        raise ServerError.invalid_arg(
+            f"{what} kind '{kind}' expects 1 source input, got {len(item.source_input)} for {model}"
+        )
+
+
+def _check_sources(item: mc.BatchInput | mc.BatchOutput, inputs: set[str], model: str) -> None:
+    for source in item.source_input:
+        if source not in inputs:
+            raise ServerError.invalid_arg(f"unknown source input name '{source}' for {model}")
+
+
 def _check_batch_io(config: mc.ModelConfig) -> None:
     model = config.name
     inputs = {i.name for i in config.input}
     outputs = {o.name for o in config.output}
     for batch_input in config.batch_input:
-        if batch_input.kind not in mc.BatchInput.Kind.values():
-            raise ServerError.invalid_arg(
-                f"unknown batch input kind '{batch_input.kind}' for {model}"
-            )
-        kind = mc.BatchInput.Kind.Name(batch_input.kind)
-        if len(batch_input.source_input) != 1:
-            raise ServerError.invalid_arg(
-                f"batch input kind '{kind}' expects 1 source input, got "
-                f"{len(batch_input.source_input)} for {model}"
-            )
+        _check_batch_kind(batch_input, mc.BatchInput, "batch input", model)
         if batch_input.data_type not in (mc.TYPE_INT32, mc.TYPE_FP32):
             raise ServerError.invalid_arg(
                 f"batch input data type must be TYPE_INT32 or TYPE_FP32 for {model}"
             )
-        for source in batch_input.source_input:
-            if source not in inputs:
-                raise ServerError.invalid_arg(f"unknown source input name '{source}' for {model}")
+        _check_sources(batch_input, inputs, model)
     for batch_output in config.batch_output:
-        if batch_output.kind not in mc.BatchOutput.Kind.values():
-            raise ServerError.invalid_arg(
-                f"unknown batch output kind '{batch_output.kind}' for {model}"
-            )
-        kind = mc.BatchOutput.Kind.Name(batch_output.kind)
-        if len(batch_output.source_input) != 1:
-            raise ServerError.invalid_arg(
-                f"batch output kind '{kind}' expects 1 source input, got "
-                f"{len(batch_output.source_input)} for {model}"
-            )
-        for source in batch_output.source_input:
-            if source not in inputs:
-                raise ServerError.invalid_arg(f"unknown source input name '{source}' for {model}")
+        _check_batch_kind(batch_output, mc.BatchOutput, "batch output", model)
+        _check_sources(batch_output, inputs, model)
         targets: set[str] = set()
         for target in batch_output.target_name:
             if target not in outputs:

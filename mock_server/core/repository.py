@@ -309,16 +309,7 @@ def materialize_override(
         if len(found) > 1:
             raise _poll_failure(name, _duplicate_error(found).message)
         repo, folder = found[0]
-        return ModelSource(
-            name=name,
-            path=folder,
-            repository=repo,
-            config=raw,
-            available_versions=version_folders(folder),
-            fingerprint=model_fingerprint(folder) + ":" + config_digest,
-            has_config_file=(folder / CONFIG_FILENAME).is_file(),
-            override_config=True,
-        )
+        return _overridden(name, folder, repo, raw, config_digest, None)
 
     # Triton writes the files into a fresh temporary folder that is the model folder itself.
     folder = Path(tempfile.mkdtemp(prefix="mock_server_override_")).resolve()
@@ -334,22 +325,36 @@ def materialize_override(
                 raise _poll_failure(
                     name, f"failed to write file parameter '{_display_key(key)}': {detail}"
                 ) from exc
-        source = ModelSource(
-            name=name,
-            path=folder,
-            repository=folder,
-            config=raw,
-            available_versions=version_folders(folder),
-            fingerprint=model_fingerprint(folder) + ":" + config_digest,
-            has_config_file=(folder / CONFIG_FILENAME).is_file(),
-            override_config=True,
-            override_dir=folder,
-        )
+        source = _overridden(name, folder, folder, raw, config_digest, folder)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     repository._track(source)
     return source
+
+
+def _overridden(
+    name: str,
+    folder: Path,
+    repository: Path,
+    config: mc.ModelConfig,
+    config_digest: str,
+    override_dir: Path | None,
+) -> ModelSource:
+    """The source of a model loaded with its configuration given (``config``, whose digest
+    joins the folder's fingerprint): ``folder`` in ``repository``, or the temporary
+    ``override_dir`` the load's files were written to (which is both)."""
+    return ModelSource(
+        name=name,
+        path=folder,
+        repository=repository,
+        config=config,
+        available_versions=version_folders(folder),
+        fingerprint=model_fingerprint(folder) + ":" + config_digest,
+        has_config_file=(folder / CONFIG_FILENAME).is_file(),
+        override_config=True,
+        override_dir=override_dir,
+    )
 
 
 def select_versions(config: mc.ModelConfig, available: Sequence[int]) -> list[int]:

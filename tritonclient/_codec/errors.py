@@ -12,9 +12,9 @@ faults are :class:`~tritonclient.utils.InferenceServerProtocolError` (no status)
 from __future__ import annotations
 
 from tritonclient.utils import InferenceServerException
-from tritonclient.utils._errors import same_type_as_base
+from tritonclient.utils._errors import InferenceServerProtocolError, same_type_as_base
 
-__all__ = ["CodecError", "GrpcCodecError", "HttpCodecError", "request_prefix"]
+__all__ = ["CodecError", "GrpcCodecError", "HttpCodecError", "not_utf8", "request_prefix"]
 
 #: The HTTP status Triton answers each error kind with (section 8).
 _KIND_TO_HTTP = {
@@ -142,3 +142,27 @@ def grpc_wrong_type(key: str, expected: str, tensor: str | None = None) -> GrpcC
     """Triton's refusal of parameter ``key`` (of ``tensor``) with a value of the wrong type."""
     where = f" for tensor '{tensor}'" if tensor is not None else ""
     return grpc_invalid(f"invalid value type for '{key}' parameter{where}, expected {expected}.")
+
+
+def not_utf8(
+    what: str, raw: bytes, error: UnicodeDecodeError, hint: str
+) -> InferenceServerException:
+    """The error of an answer's text that is not UTF-8: ``what``, then the first bad byte, its
+    offset and the bytes around it, with ``hint``.
+
+    Parameters
+    ----------
+    what : str
+        What is wrong, e.g. "the response body is not valid UTF-8".
+    raw : bytes
+        The bytes ``error`` came from.
+    error : UnicodeDecodeError
+        What decoding them raised.
+    hint : str
+        How the user avoids it.
+    """
+    start = max(error.start - 20, 0)
+    return InferenceServerProtocolError(
+        f"{what}: byte 0x{raw[error.start]:02x} at offset {error.start} "
+        f"({raw[start : error.start + 20]!r})"
+    ).with_hint(hint)

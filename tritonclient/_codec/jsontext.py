@@ -34,7 +34,7 @@ from tritonclient.utils import (
 from tritonclient.utils._dtypes import DATATYPES
 
 from .checks import known_datatype, response_fault, response_shape
-from .errors import HttpCodecError, http_bad, http_internal, json_type_error
+from .errors import HttpCodecError, http_bad, http_internal, json_type_error, not_utf8
 from .numbers import INT64_MAX, INT64_MIN, UINT64_MAX
 from .raw import element_count
 from .types import Buffer
@@ -668,14 +668,11 @@ def client_json(data: Buffer, what: str) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        start = max(exc.start - 20, 0)
-        raise InferenceServerProtocolError(
-            f"{what} is not valid UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start} "
-            f"({raw[start : exc.start + 20]!r})"
-        ).with_hint(
+        hint = (
             "a BYTES output holding bytes that are not UTF-8 can only come as binary data: "
             "request it with InferRequestedOutput(name, binary_data=True)"
-        ) from None
+        )
+        raise not_utf8(f"{what} is not valid UTF-8", raw, exc, hint) from None
     try:
         return _JSON.decode(text)
     except RecursionError:

@@ -23,6 +23,8 @@ from typing import NamedTuple
 
 from tritonclient.utils._errors import InferenceServerProtocolError
 
+from .errors import not_utf8
+
 __all__ = ["SseEvent", "SseParser"]
 
 _BOM = b"\xef\xbb\xbf"
@@ -176,11 +178,8 @@ def _text(raw: bytes, what: str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        start = max(exc.start - 20, 0)
-        raise InferenceServerProtocolError(
-            f"{what} in the event stream is not UTF-8: byte 0x{raw[exc.start]:02x} at offset "
-            f"{exc.start} ({raw[start : exc.start + 20]!r})"
-        ).with_hint(
+        hint = (
             "a BYTES output holding bytes that are not UTF-8 cannot travel in the generate "
             "extension's JSON; use infer() and request the output as binary data"
-        ) from None
+        )
+        raise not_utf8(f"{what} in the event stream is not UTF-8", raw, exc, hint) from None

@@ -129,6 +129,21 @@ class AiohttpStream:
             self.close()
 
 
+def _failure(error: Exception, what: str, server: str, waited: str) -> InferenceServerException:
+    """A failure of aiohttp while sending or reading, as the transport's error (see
+    :func:`transport_error`): a timeout as a ``TimeoutError`` saying ``waited``, a TLS error as
+    it is, a broken connection as a ``ConnectionError`` naming aiohttp's error."""
+    # In this order: asyncio.TimeoutError is an OSError on Python >= 3.11, and
+    # ssl.SSLError (aiohttp's TLS errors are too) an OSError as well.
+    if isinstance(error, asyncio.TimeoutError):
+        error = TimeoutError(waited)
+    elif isinstance(error, _ssl.SSLError):
+        pass
+    elif isinstance(error, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError | OSError):
+        error = ConnectionError(f"{type(error).__name__}: {error}")
+    return transport_error(error, what, server)
+
+
 class AiohttpTransport:
     """Sends :class:`HttpCall` s to one server with aiohttp.
 
@@ -237,18 +252,8 @@ class AiohttpTransport:
                 headers=call.headers,
                 timeout=timeout,
             )
-        except asyncio.TimeoutError:
-            raise transport_error(
-                TimeoutError(f"no answer within {limit} s"), what, self._server
-            ) from None
-        except _ssl.SSLError as error:
-            raise transport_error(error, what, self._server) from None
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as error:
-            raise transport_error(
-                ConnectionError(f"{type(error).__name__}: {error}"), what, self._server
-            ) from None
         except Exception as error:
-            raise transport_error(error, what, self._server) from None
+            raise _failure(error, what, self._server, f"no answer within {limit} s") from None
         return AiohttpStream(response, limit, what, self._server)
 
     def _get_lean(self) -> LeanPool | None:
@@ -312,17 +317,6 @@ class AiohttpTransport:
                 return HttpReply(response.status, reply_headers, body)
         except InferenceServerException:
             raise
-        except asyncio.TimeoutError:
-            raise transport_error(
-                TimeoutError(f"no complete answer within {self._timeout.total} s"),
-                what,
-                self._server,
-            ) from None
-        except _ssl.SSLError as error:  # aiohttp's TLS errors are also ssl.SSLError
-            raise transport_error(error, what, self._server) from None
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as error:
-            raise transport_error(
-                ConnectionError(f"{type(error).__name__}: {error}"), what, self._server
-            ) from None
         except Exception as error:
-            raise transport_error(error, what, self._server) from None
+            waited = f"no complete answer within {self._timeout.total} s"
+            raise _failure(error, what, self._server, waited) from None

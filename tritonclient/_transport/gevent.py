@@ -336,12 +336,9 @@ def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> Http
     ``limit`` (seconds) bounds the whole exchange; every failure becomes an
     ``InferenceServerException`` subclass (see :func:`transport_error`).
     """
-    what = f"{call.method} {call.path}"
-    server = f"{stub.host}:{stub.port}"
-    timer = gevent.Timeout(limit) if limit is not None else None
-    if timer is not None:
-        timer.start()
-    try:
+    bounded = _Bounded(call, stub, limit, "no complete answer")
+    what, server = bounded.what, bounded.server
+    with bounded:
         body_out: Any = call.body or b""
         if call.chunks is not None:
             body_out = _ChunkedBody(call.chunks)
@@ -367,19 +364,45 @@ def _perform(stub: HTTPClient, call: HttpCall[Any], limit: float | None) -> Http
             response.release()
         headers = {str(k).lower(): str(v) for k, v in response.items()}
         return HttpReply(response.status_code, headers, body)
-    except gevent.Timeout as expired:
-        if expired is not timer:
-            raise
-        raise transport_error(
-            TimeoutError(f"no complete answer within {limit:g} s"), what, server
-        ) from None
-    except InferenceServerException:
-        raise
-    except Exception as error:
-        raise _failure(error, what, server) from None
-    finally:
-        if timer is not None:
-            timer.close()
+
+
+class _Bounded:
+    """One exchange with a server as a context: bounded by ``limit`` seconds (None: no
+    bound; the timer starts here and stops at the end), and every failure in it raised as
+    the transport's error (see :func:`transport_error`): the timer's own expiry as "``waited``
+    within ``limit`` s", others by :func:`_failure`; an ``InferenceServerException`` or
+    another gevent timeout goes on as it is.
+    """
+
+    __slots__ = ("limit", "server", "timer", "waited", "what")
+
+    def __init__(self, call: HttpCall[Any], stub: Any, limit: float | None, waited: str) -> None:
+        self.what = f"{call.method} {call.path}"
+        self.server = f"{stub.host}:{stub.port}"
+        self.limit, self.waited = limit, waited
+        self.timer = gevent.Timeout(limit) if limit is not None else None
+        if self.timer is not None:
+            self.timer.start()
+
+    def __enter__(self) -> _Bounded:
+        return self
+
+    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
+        try:
+            if error is None or isinstance(error, InferenceServerException):
+                return
+            if isinstance(error, gevent.Timeout):
+                if error is self.timer:
+                    raise transport_error(
+                        TimeoutError(f"{self.waited} within {self.limit:g} s"),
+                        self.what,
+                        self.server,
+                    ) from None
+            elif isinstance(error, Exception):
+                raise _failure(error, self.what, self.server) from None
+        finally:
+            if self.timer is not None:
+                self.timer.close()
 
 
 def _failure(error: Exception, what: str, server: str) -> InferenceServerException:
@@ -787,33 +810,19 @@ class GeventTransport:
         if entry is None or entry.closed:
             entry = registry.stubs[shared] = _ThreadStub(shared)
         stub = entry.spare_streams.pop() if entry.spare_streams else shared.make_stub()
-        what = f"{call.method} {call.path}"
-        server = f"{stub.host}:{stub.port}"
-        limit = self._call_limit
-        timer = gevent.Timeout(limit) if limit is not None else None
-        if timer is not None:
-            timer.start()
+        bounded = _Bounded(call, stub, self._call_limit, "no answer")
         entry.active += 1
         opened = False
         try:
-            response = stub.request(
-                call.method, call.path, body=call.payload() or b"", headers=call.headers
-            )
-            opened = True
-            return GeventStream(entry, stub, response, self._read_limit, what, server)
-        except gevent.Timeout as expired:
-            if expired is not timer:
-                raise
-            raise transport_error(
-                TimeoutError(f"no answer within {limit:g} s"), what, server
-            ) from None
-        except InferenceServerException:
-            raise
-        except Exception as error:
-            raise _failure(error, what, server) from None
+            with bounded:
+                response = stub.request(
+                    call.method, call.path, body=call.payload() or b"", headers=call.headers
+                )
+                opened = True
+                return GeventStream(
+                    entry, stub, response, self._read_limit, bounded.what, bounded.server
+                )
         finally:
-            if timer is not None:
-                timer.close()
             if not opened:
                 entry.active -= 1
                 with contextlib.suppress(Exception):  # closing must not fail

@@ -23,8 +23,9 @@ import grpc.aio
 
 from tritonclient._codec import grpc_common
 from tritonclient._proto import service_pb2
-from tritonclient.utils import InferenceServerException, raise_error
+from tritonclient.utils import InferenceServerException, ReplicaStats, raise_error
 from tritonclient.utils._errors import (
+    InferenceServerCancelledError,
     InferenceServerUnavailableError,
     connection_hint,
     server_error_with_hint,
@@ -37,11 +38,13 @@ __all__ = [
     "GrpcAioTransport",
     "GrpcTransport",
     "KeepAliveOptions",
+    "cancelled_error",
     "channel_credentials",
     "channel_options",
     "channel_target",
     "compression_type",
     "error_from_rpc",
+    "error_of_call",
     "open_channel",
     "pinned_args",
 ]
@@ -459,6 +462,33 @@ def error_from_rpc(rpc_error: Any) -> InferenceServerException:
     return error
 
 
+def cancelled_error(msg: str | None = None) -> InferenceServerException:
+    """The exception reported for a request cancelled by the client.
+
+    Parameters
+    ----------
+    msg : str, optional
+        The message; "Locally cancelled by application!" by default.
+
+    Returns
+    -------
+    InferenceServerException
+        With status ``"StatusCode.CANCELLED"``.
+    """
+    return InferenceServerCancelledError(
+        msg=msg or "Locally cancelled by application!", status="StatusCode.CANCELLED"
+    )
+
+
+def error_of_call(rpc_error: Any) -> InferenceServerException:
+    """The exception for a failed call the client may have cancelled itself (a stream, an
+    ``async_infer`` future): :func:`cancelled_error` with gRPC's details for CANCELLED,
+    else :func:`error_from_rpc`."""
+    if rpc_error.code() == grpc.StatusCode.CANCELLED:
+        return cancelled_error(rpc_error.details())
+    return error_from_rpc(rpc_error)
+
+
 class _Methods:
     """The registered methods of one channel (sync or aio alike)."""
 
@@ -473,7 +503,53 @@ class _Methods:
         self.stream = multicallable(channel.stream_stream, MODEL_STREAM_INFER_METHOD)
 
 
-class GrpcTransport:
+class _Transport:
+    """What the sync and asyncio transports share: the channel's methods, the stream, and
+    what a transport to one server says to the questions a client over several replicas
+    answers otherwise (:mod:`tritonclient._transport.grpc_replicas`).
+
+    Parameters
+    ----------
+    channel : grpc.Channel or grpc.aio.Channel
+        The channel (:func:`open_channel`).
+    """
+
+    def __init__(self, channel: Any) -> None:
+        self._methods = _Methods(channel)
+        self.channel = channel
+
+    def stream(
+        self,
+        requests: Iterator[bytes] | AsyncIterator[bytes],
+        *,
+        metadata: Any,
+        timeout: float | None,
+        compression: Any,
+    ) -> Any:
+        """``ModelStreamInfer``: the call, an iterator (``grpc.aio``: an async iterator) of
+        the responses' bytes."""
+        return self._methods.stream(
+            requests, metadata=metadata, timeout=timeout, compression=compression
+        )
+
+    def stream_method(self) -> Any:
+        """The channel's ``ModelStreamInfer`` (bytes in and out), for
+        :mod:`~tritonclient._transport.grpc_infer_stream`."""
+        return self._methods.stream
+
+    def admit(self, rpc: str) -> None:
+        """Every RPC goes to one server (none is refused)."""
+
+    def route(self, sequence_id: int | str, start: bool, end: bool) -> tuple[Any, None]:
+        """Every inference goes over this transport, its errors as they are."""
+        return self, None
+
+    def replica_stats(self) -> list[ReplicaStats]:
+        """No per-replica counters: empty."""
+        return []
+
+
+class GrpcTransport(_Transport):
     """grpcio's sync channel: blocking unary calls, inference (and its future), the stream.
 
     Parameters
@@ -481,10 +557,6 @@ class GrpcTransport:
     channel : grpc.Channel
         The channel (:func:`open_channel` with ``grpc``).
     """
-
-    def __init__(self, channel: Any) -> None:
-        self._methods = _Methods(channel)
-        self.channel = channel
 
     def unary(self, rpc: str, request: Any, *, metadata: Any, timeout: float | None) -> bytes:
         """Call unary RPC ``rpc``; its response's bytes."""
@@ -525,25 +597,12 @@ class GrpcTransport:
         except grpc.RpcError as rpc_error:
             raise error_from_rpc(rpc_error) from None
 
-    def stream(
-        self, requests: Iterator[bytes], *, metadata: Any, timeout: float | None, compression: Any
-    ) -> Any:
-        """``ModelStreamInfer``: the call, an iterator of the responses' bytes."""
-        return self._methods.stream(
-            requests, metadata=metadata, timeout=timeout, compression=compression
-        )
-
-    def stream_method(self) -> Any:
-        """The channel's ``ModelStreamInfer`` (bytes in and out), for
-        :class:`~tritonclient._transport.grpc_infer_stream.InferStream`."""
-        return self._methods.stream
-
     def close(self) -> None:
         """Close the channel."""
         self.channel.close()
 
 
-class GrpcAioTransport:
+class GrpcAioTransport(_Transport):
     """grpc.aio's channel: the same methods as :class:`GrpcTransport`, awaitable.
 
     Parameters
@@ -551,10 +610,6 @@ class GrpcAioTransport:
     channel : grpc.aio.Channel
         The channel (:func:`open_channel` with ``grpc.aio``).
     """
-
-    def __init__(self, channel: Any) -> None:
-        self._methods = _Methods(channel)
-        self.channel = channel
 
     async def unary(self, rpc: str, request: Any, *, metadata: Any, timeout: float | None) -> bytes:
         """Call unary RPC ``rpc``; its response's bytes."""
@@ -582,24 +637,6 @@ class GrpcAioTransport:
         except grpc.RpcError as rpc_error:
             raise error_from_rpc(rpc_error) from None
         return reply
-
-    def stream(
-        self,
-        requests: AsyncIterator[bytes],
-        *,
-        metadata: Any,
-        timeout: float | None,
-        compression: Any,
-    ) -> Any:
-        """``ModelStreamInfer``: the call, an async iterator of the responses' bytes."""
-        return self._methods.stream(
-            requests, metadata=metadata, timeout=timeout, compression=compression
-        )
-
-    def stream_method(self) -> Any:
-        """The channel's ``ModelStreamInfer`` (bytes in and out), for
-        :class:`~tritonclient._transport.grpc_infer_stream.AioInferStream`."""
-        return self._methods.stream
 
     async def close(self) -> None:
         """Close the channel."""

@@ -9,25 +9,36 @@ sends the unary calls of each sequence over a channel to one replica's address (
 first use, one per address, with the client's settings): the replica is chosen round robin
 when the sequence starts, its calls stay there, and if it goes away they fail with an error
 naming it rather than move.  Shared-memory registrations (per server) are refused.
+
+:func:`open_transport` gives a client its transport: the plain one for one server, wrapped in
+:class:`ReplicaTransport` (sync) or :class:`AioReplicaTransport` (asyncio) for several, so
+that the client itself knows nothing of replicas.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tritonclient._balance import replica_error
 from tritonclient.utils import InferenceServerException, ReplicaStats, raise_error
 
+from .grpc import GrpcAioTransport, channel_target, open_channel, pinned_args
+
 __all__ = [
     "PER_SERVER_RPCS",
+    "AioReplicaTransport",
     "ChannelCounters",
+    "ReplicaTransport",
     "SequencePins",
+    "check_infer_over_stream",
+    "open_transport",
     "refuse_per_server",
     "target_addresses",
 ]
@@ -247,3 +258,129 @@ class ChannelCounters:
                     )
                 )
         return stats
+
+
+#: ``named(error)``: the error of a call pinned to a replica, naming the replica.
+Named = Callable[[InferenceServerException], InferenceServerException]
+
+
+def open_transport(
+    grpc_module: Any,
+    transport_class: Callable[[Any], Any],
+    url: str | Sequence[str],
+    tls: tuple[bool, str | None, str | None, str | None, Any],
+    keepalive_options: Any,
+    channel_args: Sequence[tuple[str, Any]] | None,
+) -> Any:
+    """A client's transport to ``url``: ``transport_class(channel)`` over a channel made by
+    ``grpc_module`` (``grpc`` or ``grpc.aio``) from the constructor's TLS arguments ``tls``
+    (ssl, root_certificates, private_key, certificate_chain, creds), ``keepalive_options``
+    and ``channel_args``.
+
+    When ``url`` names several replicas it is wrapped (:class:`ReplicaTransport` or
+    :class:`AioReplicaTransport`): the channel's counters are attached, and the unary calls
+    of a sequence get channels of their own to one replica's address, with the same
+    settings.
+    """
+
+    def transport(address: str | Sequence[str], args: Any) -> Any:
+        return transport_class(open_channel(grpc_module, address, *tls, keepalive_options, args))
+
+    target, balancing = channel_target(url)
+    if not balancing:
+        return transport(url, channel_args)
+    counters = ChannelCounters(target)
+    opened = transport(url, channel_args)
+    counters.attach()
+    pinned = pinned_args(url, channel_args)
+    pins = SequencePins(target, lambda address: transport(address, pinned))
+    wrapper = AioReplicaTransport if transport_class is GrpcAioTransport else ReplicaTransport
+    return wrapper(opened, target, counters, pins)
+
+
+def check_infer_over_stream(url: str | Sequence[str], enabled: bool) -> None:
+    """Refuse ``infer_over_stream`` for a ``url`` naming several replicas (a stream goes to
+    one), before the client opens anything."""
+    if enabled:
+        target, balancing = channel_target(url)
+        if balancing:
+            raise_error(
+                "infer_over_stream=True needs one server: a stream goes to one replica, so the "
+                f"calls would not be balanced over {target}"
+            )
+
+
+class _Balanced:
+    """What a transport over several replicas adds to the one over the balanced channel
+    (``inner``): the calls it refuses, the sequences it pins, the per-replica counters.
+    Its ``unary``, ``infer``, ``stream`` and ``stream_method`` are the inner transport's.
+
+    Parameters
+    ----------
+    inner : GrpcTransport or GrpcAioTransport
+        The transport over the balanced channel (every call that is not pinned).
+    target : str
+        The channel's target.
+    counters : ChannelCounters
+        The channel's counters (attached).
+    pins : SequencePins
+        Where the sequences run.
+    """
+
+    def __init__(
+        self, inner: Any, target: str, counters: ChannelCounters, pins: SequencePins
+    ) -> None:
+        self._inner = inner
+        self._target = target
+        self._counters = counters
+        self._pins = pins
+        self.channel = inner.channel
+        # Every call that is not pinned goes over the balanced channel as it is: its
+        # methods themselves, no call in between.
+        self.unary: Callable[..., Any] = inner.unary
+        self.infer: Callable[..., Any] = inner.infer
+        self.stream: Callable[..., Any] = inner.stream
+        self.stream_method: Callable[[], Any] = inner.stream_method
+
+    def admit(self, rpc: str) -> None:
+        """Raise for a call made per server (shared-memory registration)."""
+        refuse_per_server(rpc, self._target)
+
+    def route(self, sequence_id: int | str, start: bool, end: bool) -> tuple[Any, Named | None]:
+        """The transport of an inference and how its errors name its replica: this one and
+        None outside a sequence, else the transport of the sequence's replica (see
+        :meth:`SequencePins.route`)."""
+        if not sequence_id:
+            return self, None
+        address, pinned = self._pins.route(sequence_id, start, end)
+        return pinned, functools.partial(self._pins.failed, sequence_id, address)
+
+    def replica_stats(self) -> list[ReplicaStats]:
+        """The channel's per-replica counters (:meth:`ChannelCounters.stats`)."""
+        return self._counters.stats()
+
+
+class ReplicaTransport(_Balanced):
+    """The sync client's transport over several replicas (see :class:`_Balanced`)."""
+
+    def __init__(
+        self, inner: Any, target: str, counters: ChannelCounters, pins: SequencePins
+    ) -> None:
+        super().__init__(inner, target, counters, pins)
+        self.infer_future: Callable[..., Any] = inner.infer_future
+
+    def close(self) -> None:
+        """Close the sequences' channels, then the balanced one."""
+        for pinned in self._pins.transports():
+            pinned.close()
+        self._inner.close()
+
+
+class AioReplicaTransport(_Balanced):
+    """The asyncio client's transport over several replicas (see :class:`_Balanced`)."""
+
+    async def close(self) -> None:
+        """Close the sequences' channels, then the balanced one."""
+        for pinned in self._pins.transports():
+            await pinned.close()
+        await self._inner.close()

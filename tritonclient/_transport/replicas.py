@@ -115,14 +115,38 @@ def _reply_failure(reply: HttpReply) -> str | None:
     return "error" if reply.status >= 500 else None
 
 
-class _Replicas:
-    """What both drivers share: the balancer, the probe call and the refusals."""
+#: Host and port of each replica.
+Servers = Sequence[tuple[str, int]]
+#: ``make(host, port)``: the transport of one replica (the client's settings bound).
+Make = Callable[[str, int], Any]
 
-    def __init__(
-        self, servers: Sequence[tuple[str, int]], base: str, policy: BalancingPolicy, lock: Any
-    ) -> None:
-        self.balancer = Balancer([_address(h, p) for h, p in servers], policy, lock)
+
+class _Replicas:
+    """What both drivers share: the balancer, a transport per replica, the probe call and the
+    refusals.
+
+    Parameters
+    ----------
+    servers : sequence of (str, int)
+        Host and port of each replica.
+    base : str
+        The base path of every url ("" for none).
+    policy : BalancingPolicy
+        How calls are spread and replicas probed.
+    make : callable
+        ``make(host, port)``: the transport of one replica (the client's settings bound).
+    """
+
+    def __init__(self, servers: Servers, base: str, policy: BalancingPolicy, make: Make) -> None:
+        addresses = [_address(h, p) for h, p in servers]
+        self.balancer = Balancer(addresses, policy, self._lock_factory())
         self._probe_path = base + "/v2/health/ready"
+        self._transports = [make(host, port) for host, port in servers]
+
+    @staticmethod
+    def _lock_factory() -> Any:
+        """The balancer's lock factory (None: its default)."""
+        return None
 
     def _probe_call(self) -> HttpCall[bool]:
         return HttpCall("GET", self._probe_path, {}, None, lambda reply: reply.status == 200)
@@ -153,34 +177,17 @@ class _Replicas:
 
 class GeventReplicas(_Replicas):
     """The sync client's transport over several replicas: one
-    :class:`~tritonclient._transport.gevent.GeventTransport` each.
+    :class:`~tritonclient._transport.gevent.GeventTransport` each (parameters as
+    :class:`_Replicas`)."""
 
-    Parameters
-    ----------
-    servers : sequence of (str, int)
-        Host and port of each replica.
-    base : str
-        The base path of every url ("" for none).
-    policy : BalancingPolicy
-        How calls are spread and replicas probed.
-    make : callable
-        ``make(host, port)``: the transport of one replica (the client's settings bound).
-    """
-
-    def __init__(
-        self,
-        servers: Sequence[tuple[str, int]],
-        base: str,
-        policy: BalancingPolicy,
-        make: Callable[[str, int], Any],
-    ) -> None:
+    @staticmethod
+    def _lock_factory() -> Any:
         # A real OS-thread lock even when the program monkey-patched ``threading``: the
         # balancer's state is shared by every calling thread and the hub threads (never held
         # across I/O).  Imported here so that the asyncio client never loads gevent.
         from .gevent import _allocate_lock
 
-        super().__init__(servers, base, policy, _allocate_lock)
-        self._transports = [make(host, port) for host, port in servers]
+        return _allocate_lock
 
     def _start_probes(self) -> None:
         for index in self.balancer.due_probes(_monotonic()):
@@ -267,17 +274,10 @@ class GeventReplicas(_Replicas):
 class AiohttpReplicas(_Replicas):
     """The asyncio client's transport over several replicas: one
     :class:`~tritonclient._transport.aiohttp.AiohttpTransport` each (parameters as
-    :class:`GeventReplicas`)."""
+    :class:`_Replicas`)."""
 
-    def __init__(
-        self,
-        servers: Sequence[tuple[str, int]],
-        base: str,
-        policy: BalancingPolicy,
-        make: Callable[[str, int], Any],
-    ) -> None:
-        super().__init__(servers, base, policy, None)
-        self._transports = [make(host, port) for host, port in servers]
+    def __init__(self, servers: Servers, base: str, policy: BalancingPolicy, make: Make) -> None:
+        super().__init__(servers, base, policy, make)
         #: Probes in progress (a task needs a reference until it is done).
         self._probes: set[asyncio.Task[None]] = set()
 

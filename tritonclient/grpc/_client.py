@@ -9,17 +9,11 @@ thread for :meth:`InferenceServerClient.start_stream`.
 from __future__ import annotations
 
 import contextlib
-import queue
-import sys
-import threading
-import time
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import grpc
 
-from tritonclient._codec import grpc_client
 from tritonclient._codec.types import infer_options
 from tritonclient._ready import wait_sync
 from tritonclient._retry import retry_sync
@@ -28,14 +22,16 @@ from tritonclient._transport.grpc import (
     KeepAliveOptions,
     compression_type,
     error_from_rpc,
+    error_of_call,
 )
 from tritonclient._transport.grpc_infer_stream import InferStream
+from tritonclient._transport.grpc_replicas import ReplicaTransport
+from tritonclient._transport.grpc_stream import CallbackStream
 from tritonclient.utils import (
     InferenceServerException,
     RetryPolicy,
     raise_error,
 )
-from tritonclient.utils._errors import with_note
 
 from . import _calls as calls
 from . import _common as common
@@ -77,148 +73,6 @@ class CallContext:
 #: How long ``stop_stream()`` waits, by default, for the requests still pending on a stream
 #: opened without ``stream_timeout`` before it cancels them (seconds).
 STOP_STREAM_TIMEOUT = 60.0
-#: The grace after a stream's own deadline (``stream_timeout``) that ``stop_stream()`` gives
-#: gRPC to end it, before it cancels it.
-_DEADLINE_GRACE = 1.0
-#: How long closing a stream waits for its thread once the call is cancelled.
-_CANCEL_WAIT = 5.0
-
-
-class _InferStream:
-    """One ``ModelStreamInfer`` call: a request queue and a thread delivering responses.
-
-    Every failure reaches the callback once: a message that does not parse or a server that
-    ends the stream early ends it with one error (the call is cancelled); a failed call gives
-    its status; nothing is delivered after that.
-    """
-
-    def __init__(self, callback: Callback, verbose: bool) -> None:
-        self._callback = callback
-        self._verbose = verbose
-        # SimpleQueue: C locking, no Python Condition per put and get (a stream of small
-        # requests is mostly that).
-        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self._call: Any = None
-        self._thread: threading.Thread | None = None
-        self._ledger = grpc_client.StreamLedger()
-        self._deadline: float | None = None
-        self._active = True
-        self._closed = False
-        self._failed = False
-
-    def start(self, method: Any, metadata: Any, timeout: float | None, compression: Any) -> None:
-        if timeout is not None:
-            self._deadline = time.monotonic() + timeout
-        # The queue's own iterator (C, no generator frame per request) until the None that
-        # closes the sending side.
-        self._call = method(
-            iter(self._queue.get, None),
-            metadata=metadata,
-            timeout=timeout,
-            compression=compression,
-        )
-        self._thread = threading.Thread(
-            target=self._process_responses, name="tritonclient-grpc-stream", daemon=True
-        )
-        self._thread.start()
-        if self._verbose:
-            print("stream started...")
-
-    def enqueue(self, data: bytes, request_id: str, enable_empty_final_response: bool) -> None:
-        if self._closed:
-            raise_error("the stream is stopped; start a new stream with start_stream()")
-        if not self._active:
-            raise_error(
-                "The stream is no longer in valid state, the error detail is reported through "
-                "provided callback. A new stream should be started after stopping the current "
-                "stream."
-            )
-        self._ledger.sent(request_id, enable_empty_final_response)
-        self._queue.put(data)
-
-    def _deliver(self, result: InferResult | None, error: InferenceServerException | None) -> None:
-        try:
-            self._callback(result=result, error=error)
-        except Exception:
-            # A failing callback must not kill the stream: report it and go on.
-            print("Exception in the stream callback (the stream goes on):", file=sys.stderr)
-            traceback.print_exc()
-
-    def _fail(self, error: InferenceServerException) -> None:
-        """End the stream with ``error``: cancel the call and tell the callback, once."""
-        self._active = False
-        if self._failed:
-            return
-        self._failed = True
-        if self._call is not None:
-            self._call.cancel()
-        self._deliver(None, error)
-
-    def _process_responses(self) -> None:
-        try:
-            for data in self._call:
-                parsed = common.parse_stream(data)
-                if self._verbose:
-                    print(parsed[0])
-                self._ledger.received(parsed[0])
-                self._deliver(*common.stream_item(parsed))
-        except grpc.RpcError as rpc_error:
-            if rpc_error.code() == grpc.StatusCode.CANCELLED:
-                error = common.cancelled_error(rpc_error.details())
-            else:
-                error = error_from_rpc(rpc_error)
-            pending = self._ledger.pending()
-            self._fail(
-                with_note(error, pending and f"requests without a final response: {pending}")
-            )
-        except InferenceServerException as error:  # a message that does not parse
-            self._fail(error)
-        except Exception as unexpected:  # never end the thread without telling the callback
-            self._fail(InferenceServerException(f"the stream failed in the client: {unexpected!r}"))
-        else:
-            ended = self._ledger.ended(self._closed, "stop_stream() was called")
-            if ended is not None:
-                self._fail(ended)
-        finally:
-            self._active = False
-            self._queue.put(None)  # release the request consumer if it still waits
-
-    def close(self, cancel_requests: bool, timeout: float | None = None, wait: bool = True) -> None:
-        """Close the client's side of the stream and wait (bounded) for the server to end it.
-
-        Parameters
-        ----------
-        cancel_requests : bool
-            Cancel the call at once instead of waiting for the pending requests.
-        timeout : float, optional
-            The longest wait for the pending requests, then the call is cancelled. None: until
-            the stream's own deadline (and a grace) when it has one, else
-            :data:`STOP_STREAM_TIMEOUT`.
-        wait : bool, optional
-            False: cancel and return without joining the thread (garbage collection).
-        """
-        if self._closed:
-            return
-        self._closed = True
-        if (cancel_requests or not wait) and self._call is not None:
-            self._call.cancel()
-        self._queue.put(None)  # half-close: the server ends the stream once all is done
-        thread = self._thread
-        if not wait or thread is None or thread is threading.current_thread():
-            return
-        if timeout is None:
-            if self._deadline is None:
-                timeout = STOP_STREAM_TIMEOUT
-            else:
-                timeout = max(self._deadline - time.monotonic(), 0.0) + _DEADLINE_GRACE
-        thread.join(timeout)
-        if thread.is_alive() and self._call is not None:
-            # The server did not end the stream in time (stalled): cancel it; the callback
-            # gets the CANCELLED error, naming what was still pending.
-            self._call.cancel()
-            thread.join(_CANCEL_WAIT)
-        if self._verbose:
-            print("stream stopped...")
 
 
 class InferenceServerClient(common.ClientBase):
@@ -320,10 +174,10 @@ class InferenceServerClient(common.ClientBase):
         infer_over_stream: bool = False,
     ) -> None:
         super().__init__(verbose)
-        self._stream: _InferStream | None = None
+        self._stream: CallbackStream | None = None
         tls = (ssl, root_certificates, private_key, certificate_chain, creds)
         channel = (url, tls, keepalive_options, channel_args)
-        self._transport: GrpcTransport = self._connect(
+        self._transport: GrpcTransport | ReplicaTransport = self._connect(
             grpc, GrpcTransport, InferStream, channel, retry_policy, infer_over_stream
         )
         self._closed = False
@@ -353,8 +207,6 @@ class InferenceServerClient(common.ClientBase):
         self._closed = True
         if self._infer_stream is not None:
             self._infer_stream.close()
-        for pinned in self._pinned_transports():
-            pinned.close()
         self._transport.close()
 
     def _run(self, call: common.Ready[T]) -> T:
@@ -1255,10 +1107,7 @@ class InferenceServerClient(common.ClientBase):
             except grpc.FutureCancelledError:
                 error = common.cancelled_error()
             except grpc.RpcError as rpc_error:
-                if rpc_error.code() == grpc.StatusCode.CANCELLED:
-                    error = common.cancelled_error(rpc_error.details())
-                else:
-                    error = error_from_rpc(rpc_error)
+                error = error_of_call(rpc_error)
             except InferenceServerException as failure:
                 error = failure
             except Exception as failure:  # never leave the callback waiting
@@ -1321,7 +1170,7 @@ class InferenceServerClient(common.ClientBase):
                 "time."
             )
         metadata = self._get_metadata(headers)
-        stream = _InferStream(callback, self._verbose)
+        stream = CallbackStream(callback, self._verbose, common.parse_stream, common.stream_item)
         try:
             stream.start(
                 self._transport.stream,
@@ -1353,7 +1202,7 @@ class InferenceServerClient(common.ClientBase):
         """
         stream, self._stream = self._stream, None
         if stream is not None:
-            stream.close(cancel_requests, timeout)
+            stream.close(cancel_requests, timeout, default_timeout=STOP_STREAM_TIMEOUT)
 
     def wait_until_ready(
         self,

@@ -20,15 +20,10 @@ from tritonclient._codec.types import NO_OPTIONS, InferOptions
 from tritonclient._plugin import InferenceServerClientPlugin, PluginSlot, Request
 from tritonclient._proto import service_pb2
 from tritonclient._retry import check_retry_policy
-from tritonclient._transport.grpc import compression_type
-from tritonclient._transport.grpc_replicas import (
-    ChannelCounters,
-    SequencePins,
-    refuse_per_server,
-)
+from tritonclient._transport.grpc import cancelled_error, compression_type
+from tritonclient._transport.grpc_replicas import Named, check_infer_over_stream, open_transport
 from tritonclient.utils import InferenceServerException, ReplicaStats, raise_error
 from tritonclient.utils._errors import (
-    InferenceServerCancelledError,
     InferenceServerDeadlineExceededError,
     InferenceServerProtocolError,
     InferenceServerUnavailableError,
@@ -106,24 +101,6 @@ def not_ready_error(what: str, timeout: float, last: BaseException | None) -> Ex
     )
 
 
-def cancelled_error(msg: str | None = None) -> InferenceServerException:
-    """The exception reported for a request cancelled by the client.
-
-    Parameters
-    ----------
-    msg : str, optional
-        The message; "Locally cancelled by application!" by default.
-
-    Returns
-    -------
-    InferenceServerException
-        With status ``"StatusCode.CANCELLED"``.
-    """
-    return InferenceServerCancelledError(
-        msg=msg or "Locally cancelled by application!", status="StatusCode.CANCELLED"
-    )
-
-
 class ClientBase(PluginSlot):
     """What both clients are but their driver (``_run``): set-up, plugins and headers, and
     each call made ready to go (:meth:`_c_unary`, :meth:`_c_infer`)."""
@@ -135,11 +112,6 @@ class ClientBase(PluginSlot):
         #: The client's transport (``GrpcTransport`` or ``GrpcAioTransport``).
         self._transport: Any = None
         self._stub: Any = None
-        #: The target of a channel over several replicas (None: one server).
-        self._balanced_target: str | None = None
-        self._counters: ChannelCounters | None = None
-        #: Where the sequences of a balanced client run (unary calls of a sequence).
-        self._pins: SequencePins | None = None
         #: The stream that carries ``infer`` calls (``infer_over_stream``), or None.
         self._infer_stream: Any = None
 
@@ -155,7 +127,8 @@ class ClientBase(PluginSlot):
         """Both constructors' work: the arguments checked, the transport opened (see
         :meth:`_open_transport`; ``channel`` is its ``url, tls, keepalive_options,
         channel_args``) with NVIDIA's ``_channel`` beside it, and the ``stream_class`` that
-        carries ``infer`` calls when ``infer_over_stream``.
+        carries ``infer`` calls when ``infer_over_stream``.  Over several replicas the
+        transport is a wrapper (:func:`~tritonclient._transport.grpc_replicas.open_transport`).
 
         Returns
         -------
@@ -163,7 +136,7 @@ class ClientBase(PluginSlot):
         """
         self._retry_policy = check_retry_policy(retry_policy)
         check_infer_over_stream(channel[0], infer_over_stream)
-        transport = self._open_transport(grpc_module, transport_class, *channel)
+        transport = open_transport(grpc_module, transport_class, *channel)
         self._transport = transport
         self._channel = transport.channel
         if infer_over_stream:
@@ -198,7 +171,7 @@ class ClientBase(PluginSlot):
             For a call made per server (shared-memory registration) on a client over
             several replicas.
         """
-        self._refuse_per_server(call.rpc)
+        self._transport.admit(call.rpc)
         metadata = self._get_metadata(headers)
         if self._verbose:
             print(f"{call.label}, metadata {metadata}\n{call.request}")
@@ -252,7 +225,9 @@ class ClientBase(PluginSlot):
         if stream is not None:
             return InferCall(self, data, metadata, client_timeout, options, requested, stream)
         compression = compression_type(compression_algorithm)
-        transport, replica = self._route(options, self._transport)
+        transport, named = self._transport.route(
+            options.sequence_id, options.sequence_start, options.sequence_end
+        )
         return InferCall(
             self,
             data,
@@ -262,67 +237,9 @@ class ClientBase(PluginSlot):
             requested,
             None,
             transport,
-            replica,
+            named,
             compression,
         )
-
-    # -- several replicas (gRPC balances; see tritonclient._transport.grpc_replicas) ----------
-
-    def _open_transport(
-        self,
-        grpc_module: Any,
-        transport_class: Callable[[Any], Any],
-        url: str | Sequence[str],
-        tls: tuple[bool, str | None, str | None, str | None, Any],
-        keepalive_options: Any,
-        channel_args: Sequence[tuple[str, Any]] | None,
-    ) -> Any:
-        """The client's transport to ``url``: ``transport_class(channel)`` over a channel
-        made by ``grpc_module`` (``grpc`` or ``grpc.aio``) from the constructor's TLS
-        arguments ``tls`` (ssl, root_certificates, private_key, certificate_chain, creds),
-        ``keepalive_options`` and ``channel_args``.  When ``url`` names several replicas, the
-        channel's counters are attached and the unary calls of a sequence get channels of
-        their own to one replica's address, with the same settings."""
-        from tritonclient._transport.grpc import channel_target, open_channel, pinned_args
-
-        def transport(address: str | Sequence[str], args: Any) -> Any:
-            return transport_class(
-                open_channel(grpc_module, address, *tls, keepalive_options, args)
-            )
-
-        target, balancing = channel_target(url)
-        if balancing:
-            self._balanced_target = target
-            self._counters = ChannelCounters(target)
-        opened = transport(url, channel_args)
-        if self._counters is not None:
-            self._counters.attach()
-        if self._balanced_target is not None:
-            pinned = pinned_args(url, channel_args)
-            self._pins = SequencePins(
-                self._balanced_target, lambda address: transport(address, pinned)
-            )
-        return opened
-
-    def _route(self, options: InferOptions, transport: Any) -> tuple[Any, str | None]:
-        """The transport of an inference and the replica it is pinned to: ``transport``
-        (gRPC balances) and None, or for a sequence on a balanced client, its replica's."""
-        if self._pins is None or not options.sequence_id:
-            return transport, None
-        address, pinned = self._pins.route(
-            options.sequence_id, options.sequence_start, options.sequence_end
-        )
-        return pinned, address
-
-    def _pinned_error(
-        self, options: InferOptions, replica: str, error: InferenceServerException
-    ) -> InferenceServerException:
-        assert self._pins is not None
-        return self._pins.failed(options.sequence_id, replica, error)
-
-    def _pinned_transports(self) -> list[Any]:
-        """The transports opened for sequences (the client closes them)."""
-        return [] if self._pins is None else self._pins.transports()
 
     def _over_stream(self, headers: Any, compression_algorithm: str | None) -> Any:
         """The stream an ``infer`` call goes over (``infer_over_stream``), or None for a unary
@@ -342,10 +259,6 @@ class ClientBase(PluginSlot):
             print(result.get_response())
         return result
 
-    def _refuse_per_server(self, rpc: str) -> None:
-        if self._balanced_target is not None:
-            refuse_per_server(rpc, self._balanced_target)
-
     def replica_stats(self) -> list[ReplicaStats]:
         """The counters of each replica of a client over several replicas (gRPC's channelz).
 
@@ -358,7 +271,7 @@ class ClientBase(PluginSlot):
             :meth:`tritonclient._transport.grpc_replicas.ChannelCounters.stats` for what
             gRPC counts). Empty for a client of one server.
         """
-        return [] if self._counters is None else self._counters.stats()
+        return self._transport.replica_stats()  # type: ignore[no-any-return]
 
     def _get_metadata(self, headers: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
         """The gRPC metadata of a request: ``headers`` after the plugin saw them.
@@ -468,9 +381,9 @@ class InferCall:
         "compression",
         "data",
         "metadata",
+        "named",
         "options",
         "policy",
-        "replica",
         "requested",
         "stream",
         "timeout",
@@ -487,7 +400,7 @@ class InferCall:
         requested: Requested,
         stream: Any,
         transport: Any = None,
-        replica: str | None = None,
+        named: Named | None = None,
         compression: Any = None,
     ) -> None:
         self._client = client
@@ -498,9 +411,10 @@ class InferCall:
         policy = client._retry_policy
         self.policy = None if policy is None else infer_retry_policy(policy, options)
         #: The stream that carries it (``infer_over_stream``), or None: unary to
-        #: ``transport``, pinned to ``replica`` (or None), with ``compression``.
+        #: ``transport``, with ``compression``; ``named`` names its replica in its errors
+        #: (a sequence pinned to one; None otherwise).
         self.stream = stream
-        self.transport, self.replica, self.compression = transport, replica, compression
+        self.transport, self.named, self.compression = transport, named, compression
 
     def send(self) -> Any:
         """The transport's call: its answer (awaitable over ``grpc.aio``)."""
@@ -521,10 +435,11 @@ class InferCall:
 
     def failed(self, error: InferenceServerException) -> InferenceServerException:
         """The error the method raises when the call failed with ``error``: for a sequence
-        pinned to a replica, naming the replica (see :meth:`SequencePins.failed`)."""
-        if self.replica is None:
+        pinned to a replica, naming the replica (see
+        :meth:`tritonclient._transport.grpc_replicas.SequencePins.failed`)."""
+        if self.named is None:
             return error
-        return self._client._pinned_error(self.options, self.replica, error)
+        return self.named(error)
 
 
 # ------------------------------------------------------------------------------------------
@@ -655,20 +570,6 @@ def parse_streamed_infer(
         raise server_error_with_hint(error) from None
     outputs = grpc_client.check_infer_response(response, raw, requested)
     return InferResult(response, raw, outputs)
-
-
-def check_infer_over_stream(url: str | Sequence[str], enabled: bool) -> None:
-    """Refuse ``infer_over_stream`` for a ``url`` naming several replicas (a stream goes to
-    one), before the client opens anything."""
-    from tritonclient._transport.grpc import channel_target
-
-    if enabled:
-        target, balancing = channel_target(url)
-        if balancing:
-            raise_error(
-                "infer_over_stream=True needs one server: a stream goes to one replica, so the "
-                f"calls would not be balanced over {target}"
-            )
 
 
 def parse_stream(

@@ -199,7 +199,7 @@ class InferenceServerClient(ClientCore):
         load_balancing: str | BalancingPolicy = "round_robin",
     ) -> None:
         self._transport: GeventTransport | GeventReplicas | None = None
-        self._retry_policy = check_retry_policy(retry_policy)
+        policy = check_retry_policy(retry_policy)
         servers, base, balancing = replica_urls(
             url, lambda text: parse_url(text, ssl), load_balancing
         )
@@ -218,7 +218,7 @@ class InferenceServerClient(ClientCore):
                 insecure=insecure,
             )
 
-        super().__init__(base, verbose)
+        super().__init__(base, verbose, policy)
         if balancing is None:  # one server (a url string): exactly as before
             self._transport = make(*servers[0])
         else:

@@ -213,10 +213,12 @@ def _raw_handle_bytes(raw_handle: bytes | str) -> bytes:
 class ClientCore(PluginSlot):
     """Plugins, verbose output and the description of every endpoint, for both clients."""
 
-    def __init__(self, base_path: str, verbose: bool) -> None:
+    def __init__(self, base_path: str, verbose: bool, retry_policy: RetryPolicy | None) -> None:
         self._plugin: InferenceServerClientPlugin | None = None
         self._base_path = base_path
         self._verbose = verbose
+        #: The client's ``retry_policy`` (checked by the constructor, before anything else).
+        self._retry_policy = retry_policy
         #: The inference path of each (model, version) called (quoting is not free).
         self._infer_paths: dict[tuple[str, str], str] = {}
         #: NVIDIA's stub once read or set (``_client_stub``, ``_stub``): see
@@ -593,7 +595,7 @@ class ClientCore(PluginSlot):
             # A client over several replicas keeps a sequence on its replica; never retried.
             call.sequence = (options.sequence_id, options.sequence_start, options.sequence_end)
         else:
-            policy: RetryPolicy | None = getattr(self, "_retry_policy", None)
+            policy = self._retry_policy
             call.idempotent = policy is not None and policy.retry_infer
         return call
 

@@ -8,15 +8,12 @@ transport (``grpc.aio``) differs.
 
 from __future__ import annotations
 
-import asyncio
-import sys
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import grpc
 
 from tritonclient import _auth as auth
-from tritonclient._codec import grpc_client
 from tritonclient._codec.types import infer_options
 from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
@@ -29,6 +26,8 @@ from tritonclient._transport.grpc import (
     error_from_rpc,
 )
 from tritonclient._transport.grpc_infer_stream import AioInferStream
+from tritonclient._transport.grpc_replicas import AioReplicaTransport
+from tritonclient._transport.grpc_stream import ResponseIterator, StreamState
 from tritonclient.grpc import (
     MAX_GRPC_MESSAGE_SIZE,
     InferInput,
@@ -47,7 +46,6 @@ from tritonclient.utils import (
     raise_error,
     triton_to_np_dtype,
 )
-from tritonclient.utils._errors import with_note
 
 #: The base class of the clients (NVIDIA's name for it, re-exported here as NVIDIA's module does).
 InferenceServerClientBase = common.ClientBase
@@ -78,113 +76,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 _Sync = _sync.InferenceServerClient
-
-
-class _StreamState:
-    """What the request side of an ``aio`` stream tells its response side."""
-
-    def __init__(self) -> None:
-        self.ledger = grpc_client.StreamLedger()
-        #: Exceptions raised by the caller's inputs iterator (reported instead of CANCELLED).
-        self.failure: list[BaseException] = []
-        #: Whether the inputs iterator ended (the client closed its side of the stream).
-        self.done_sending = False
-
-
-#: Python 3.10 has no ``Task.cancelling()``.
-_NO_CANCELLING = sys.version_info < (3, 11)
-
-
-def _task_cancelling() -> bool:
-    """Whether the running task is being cancelled (Python >= 3.11; False before)."""
-    task = asyncio.current_task()
-    cancelling = getattr(task, "cancelling", None)
-    return bool(cancelling is not None and cancelling())
-
-
-class _ResponseIterator:
-    """The async iterator of (result, error) pairs returned by ``stream_infer``.
-
-    A failure of the stream (its status, a message that does not parse, a server ending it
-    early) is raised once, as an ``InferenceServerException``; iteration then ends.
-    """
-
-    def __init__(self, call: Any, state: _StreamState, verbose: bool) -> None:
-        self._call = call
-        self._state = state
-        self._verbose = verbose
-        self._cancelled = False
-        self._finished = False
-
-    def __aiter__(self) -> _ResponseIterator:
-        return self
-
-    def _end(self, error: BaseException | None) -> BaseException:
-        """Finish the iteration with ``error`` (the inputs iterator's own first), once.
-
-        After :meth:`cancel` succeeded it is ``asyncio.CancelledError``, as NVIDIA's
-        iterator raises it (grpc.aio's read of a cancelled call); later reads end the
-        iteration."""
-        self._finished = True
-        if self._cancelled:
-            return asyncio.CancelledError()
-        if self._state.failure:
-            return self._state.failure[0]
-        if error is None:
-            return StopAsyncIteration()
-        return error
-
-    async def __anext__(self) -> tuple[InferResult | None, InferenceServerException | None]:
-        if self._finished:
-            raise StopAsyncIteration
-        try:
-            data = await self._call.read()
-        except asyncio.CancelledError:
-            if _task_cancelling():
-                raise  # the caller's task is cancelled: let it go
-            if _NO_CANCELLING and not (
-                self._state.failure or self._cancelled or self._call.cancelled()
-            ):
-                raise  # Python 3.10 cannot tell the caller's cancellation from the call's
-            # The call was cancelled under the iterator (the client was closed).
-            raise self._end(
-                common.cancelled_error("the stream was cancelled (the client was closed)")
-            ) from None
-        except grpc.RpcError as rpc_error:
-            error = error_from_rpc(rpc_error)
-            pending = self._state.ledger.pending()
-            with_note(error, pending and f"requests without a final response: {pending}")
-            raise self._end(error) from None
-        if data is grpc.aio.EOF:
-            raise self._end(
-                self._state.ledger.ended(
-                    self._state.done_sending, "the inputs iterator was exhausted"
-                )
-            )
-        try:
-            parsed = common.parse_stream(data)
-        except InferenceServerException as error:
-            self._call.cancel()
-            raise self._end(error) from None
-        if self._verbose:
-            print(parsed[0])
-        self._state.ledger.received(parsed[0])
-        return common.stream_item(parsed)
-
-    def cancel(self) -> bool:
-        """Cancel the stream and every request still running on it; the next read of the
-        iterator then raises ``asyncio.CancelledError`` (as NVIDIA's), and iteration ends.
-
-        Returns
-        -------
-        bool
-            True if the stream was cancelled, False if it had already finished (the
-            responses it received can still be read).
-        """
-        cancelled = bool(self._call.cancel())
-        if cancelled and not self._finished:
-            self._cancelled = True
-        return cancelled
 
 
 class InferenceServerClient(common.ClientBase):
@@ -247,7 +138,7 @@ class InferenceServerClient(common.ClientBase):
         super().__init__(verbose)
         tls = (ssl, root_certificates, private_key, certificate_chain, creds)
         channel = (url, tls, keepalive_options, channel_args)
-        self._transport: GrpcAioTransport = self._connect(
+        self._transport: GrpcAioTransport | AioReplicaTransport = self._connect(
             grpc.aio, GrpcAioTransport, AioInferStream, channel, retry_policy, infer_over_stream
         )
 
@@ -261,8 +152,6 @@ class InferenceServerClient(common.ClientBase):
         """Close the client. Any future calls to server will result in an Error."""
         if self._infer_stream is not None:
             await self._infer_stream.close()
-        for pinned in self._pinned_transports():
-            await pinned.close()
         await self._transport.close()
 
     @doc_from(_Sync.wait_until_ready)
@@ -533,7 +422,7 @@ class InferenceServerClient(common.ClientBase):
         stream_timeout: float | None = None,
         headers: Mapping[str, Any] | None = None,
         compression_algorithm: str | None = None,
-    ) -> _ResponseIterator:
+    ) -> ResponseIterator:
         """Runs an asynchronous inference over gRPC bi-directional streaming API.
 
         Parameters
@@ -577,31 +466,14 @@ class InferenceServerClient(common.ClientBase):
             :class:`tritonclient._codec.grpc_client.StreamLedger` for the rule).
         """
         metadata = self._get_metadata(headers)
-        state = _StreamState()
-        verbose = self._verbose
-
-        async def requests() -> AsyncIterator[bytes]:
-            try:
-                async for item in inputs_iterator:
-                    parts = common.infer_request_from_dict(item)
-                    if verbose:
-                        print(f"stream_infer\n{parts[0]}")
-                    state.ledger.sent(
-                        item.get("request_id", ""), bool(item.get("enable_empty_final_response"))
-                    )
-                    yield common.serialize_request(parts)
-            except Exception as error:
-                state.failure.append(error)
-                raise
-            state.done_sending = True
-
+        state = StreamState()
         try:
             call = self._transport.stream(
-                requests(),
+                state.requests(inputs_iterator, common.infer_request_from_dict, self._verbose),
                 metadata=metadata,
                 timeout=stream_timeout,
                 compression=compression_type(compression_algorithm),
             )
         except grpc.RpcError as rpc_error:
             raise error_from_rpc(rpc_error) from None
-        return _ResponseIterator(call, state, self._verbose)
+        return ResponseIterator(call, state, self._verbose, common.parse_stream, common.stream_item)

@@ -126,12 +126,12 @@ class InferenceServerClient(ClientCore):
         retry_policy: RetryPolicy | None = None,
         load_balancing: str | BalancingPolicy = "round_robin",
     ) -> None:
-        self._retry_policy = check_retry_policy(retry_policy)
+        policy = check_retry_policy(retry_policy)
         scheme = "https" if ssl else "http"
         servers, base, balancing = replica_urls(
             url, lambda text: parse_url(text, ssl), load_balancing
         )
-        super().__init__(base, verbose)
+        super().__init__(base, verbose, policy)
 
         def make(host: str, port: int) -> AiohttpTransport:
             return AiohttpTransport(
