@@ -96,11 +96,17 @@ class TritonCompat:
         prefix after leading slashes; #8273, #8336).  2.51 checks the last byte with unsigned
         arithmetic (an empty tensor at offset 0 is refused) and only the reserved prefix.
     deferred_shm_unregister : bool
-        Whether unregistering a region that an in-flight request uses succeeds and takes
-        effect when the request completes (``UnregisterHelper``, ``awaiting_unregister_``;
-        #7743, 2.53).  2.51 refuses it: "Cannot unregister shared memory region 'x', it is
-        currently in use."  Not decided yet: under both profiles the region is unregistered
-        at once, the request in flight keeping its mapping (see ``core/shm.py``).
+        Whether unregistering a system or CUDA region that an in-flight request uses (an
+        input or output placed in it) succeeds and takes effect when the last such request
+        completes: the region stays listed by status and its name taken ("already in
+        manager") until then, new requests may still use it, and it is unmapped (its IPC
+        handle closed) once the last one's response is sent (``UnregisterHelper``,
+        ``awaiting_unregister_``: src/shared_memory_manager.cc:675-719; the releases in
+        src/http_server.h:294-315 and src/grpc/infer_handler.h:1395-1419; #7743, 2.53).
+        2.51 refuses it with INTERNAL "Cannot unregister shared memory region 'x', it is
+        currently in use." (unregistering all: "Failed to unregister the following system
+        shared memory regions: x ,", the others unregistered).  Decided in
+        ``SharedMemoryRegistry`` (``core/shm.py``).
     grpc_graceful_shutdown : bool
         Whether the gRPC frontend, once the server is stopping, refuses new requests on open
         streams with UNAVAILABLE "GRPC server is shutting down and has stopped accepting new
