@@ -160,8 +160,8 @@ class InferRpcs:
         request, raw = parts
         if self._compression is not None:
             context.set_compression(self._compression)
-        # The regions the request uses are held until its response is encoded (Triton: the
-        # ResponseReleasePayload, src/grpc/infer_handler.cc:1180-1197, 2.73.0).
+        # The regions the request uses are held until its response is encoded (Triton deletes
+        # the ResponseReleasePayload after ``Finish``: src/grpc/infer_handler.cc:1189-1197).
         holds = self.dataplane.holds()
         try:
             return await self._model_infer(request, raw, context, holds)

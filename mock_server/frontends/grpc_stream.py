@@ -156,8 +156,9 @@ class Stream:
         response: InferResponse,
     ) -> None:
         """Response callback, on the thread that produced the response.  The request's
-        shared-memory regions are released after its final response is encoded (Triton:
-        src/grpc/stream_infer_handler.cc, the ResponseReleasePayload of the final response)."""
+        shared-memory regions are released after its final response is encoded (Triton deletes
+        the final response's ResponseReleasePayload: src/grpc/stream_infer_handler.cc:894-896,
+        2.73.0)."""
         try:
             if key not in self._in_flight:
                 return  # cancelled: nobody reads it
