@@ -86,8 +86,8 @@ class TritonCompat:
         The HTTP frontend's newer request checks and words (``src/http_server.cc``): a
         non-boolean ``ready`` in a repository index request is a 400, a bad
         ``Inference-Header-Content-Length`` or ``Content-Length`` is refused (``std::stoi``),
-        JSON tensor data errors say "Failed to parse 'data' field: ...", a JSON input whose
-        element count overflows is refused.  2.51 has the older ones.
+        JSON tensor data errors say "Failed to parse 'data' field: ...".  2.51 has the older
+        ones.
     shm_bounds_2_73 : bool
         The shared-memory bounds of 2.73 (``src/shared_memory_manager.cc``
         ``GetMemoryInfo``: an offset must lie inside the region, an offset plus size that
@@ -117,11 +117,19 @@ class TritonCompat:
         Whether a generate request with the ``endpoint-load-metrics-format`` header (``text``
         or ``json``) is answered with an ``endpoint-load-metrics`` header computed from the
         ``nv_trt_llm_kv_cache_block_metrics`` family (``src/orca_http.cc``; #7839).
-    negative_dims_2_73 : bool
-        A request shape with a negative dimension: 2.73 refuses it as "invalid shape for input
-        'X': shape [..] contains one or more invalid dimensions" (``src/http_server.cc``
-        ``ParseJsonTritonIO``, ``GetElementCount`` of ``src/common.cc`` returning -2); 2.51
-        multiplies it out and reports the byte-size mismatch ("Expected -16, got 16").
+    element_count_2_73 : bool
+        How the HTTP frontend counts a JSON-data input's elements (``ParseJsonTritonIO`` of
+        ``src/http_server.cc``:2701-2767 over ``GetElementCount`` of ``src/common.cc``:
+        109-135).  2.73 refuses a shape with a negative dimension ("invalid shape for input
+        'X': shape [..] contains one or more invalid dimensions", -2), one whose element
+        count passes ``INT64_MAX`` ("... causes total element count to exceed maximum size
+        of 9223372036854775807", -3) and a typed input whose byte size does ("byte size
+        overflow for input 'X': element count (N) * data type size (S) exceeds maximum
+        allowed size (9223372036854775807)"), and checks the input's byte size against
+        ``--http-max-input-size`` ("JSON input 'X' has a byte_size (N bytes) that exceeds the
+        maximum allowed value of M bytes. ...", a wildcard shape counting -1 and so wrapping
+        round); 2.51 multiplies the shape out, wrapping round, and reports the byte-size
+        mismatch ("Expected -16, got 16").
     """
 
     version: str
@@ -136,7 +144,7 @@ class TritonCompat:
     deferred_shm_unregister: bool
     grpc_graceful_shutdown: bool
     endpoint_load_metrics: bool
-    negative_dims_2_73: bool
+    element_count_2_73: bool
 
     @property
     def http_max_chunks(self) -> int | None:

@@ -55,16 +55,19 @@ def decode(
     name: str,
     version: int,
     holds: RegionHolds,
+    max_json_bytes: int | None = None,
 ) -> types.DecodedInferRequest:
     """A parsed request's tensors decoded, inputs in shared memory resolved (and their regions
-    held) through the request's ``holds``."""
+    held) through the request's ``holds``; ``max_json_bytes``: the largest JSON input
+    (``/infer``'s ``--http-max-input-size``; the generate endpoints have their own checks)."""
     return http_server.decode_infer_request(
         parsed,
         name,
         version,
         shm_resolver=holds.read_input,
         max_json_depth=dataplane.core.compat.http_json_depth,
-        refuse_negative_dims=dataplane.core.compat.negative_dims_2_73,
+        element_count_2_73=dataplane.core.compat.element_count_2_73,
+        max_json_bytes=max_json_bytes,
     )
 
 
@@ -155,7 +158,14 @@ class InferEndpoint:
             )
         try:
             decoded = await frontend._maybe_blocking(
-                len(body), decode, frontend._dataplane, parsed, name, version, holds
+                len(body),
+                decode,
+                frontend._dataplane,
+                parsed,
+                name,
+                version,
+                holds,
+                bodies.max_input_size,
             )
         except errors.HttpCodecError as exc:
             if exc.in_response:  # Triton finds this one while running the request
