@@ -30,6 +30,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -298,3 +299,45 @@ def test_unregister_during_inference_refused_under_2_51(
         client.unregister_system_shared_memory()
         assert _listed(client, protocol) == []
         _wait_until_let_go(info, regions)
+
+
+def _refusals(info: dict[str, Any], protocol: str) -> list[object]:
+    """What a client sees when it unregisters a held region, then all regions, while a
+    request is held; then the request's outcome and the regions listed after it."""
+    seen: list[object] = []
+    with _held_request(info, protocol) as (client, regions, blocker, held):
+        for args in (("in",), ()):
+            try:
+                client.unregister_system_shared_memory(*args)
+                seen.append("unregistered")
+            except InferenceServerException as exc:
+                seen.append((exc.status(), exc.message()))
+        seen.append(_listed(client, protocol))
+        seen.extend((blocker()[1], held()[1], regions.output()))
+        seen.append(_listed(client, protocol))
+    return seen
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_2_51_profile_answers_as_the_real_triton_2_51(tmp_path: Path, protocol: str) -> None:
+    """The real Triton 2.51 (the peer of :mod:`tests.conformance`) and mock_server under the
+    2.51 profile answer the same, status included, when a held region is unregistered
+    (src/shared_memory_manager.cc:682-695 and :634-678 at v2.51.0)."""
+    from tests.conformance.pair import run_pair
+
+    with run_pair(tmp_path, models=["slow"]) as pair:
+        seen = {
+            endpoint.name: _refusals(
+                {
+                    "http": endpoint.http.rsplit(":", 1)[1],
+                    "grpc": endpoint.grpc.rsplit(":", 1)[1],
+                    "metrics": endpoint.metrics.rsplit(":", 1)[1],
+                },
+                protocol,
+            )
+            for endpoint in pair
+        }
+    assert seen["mock"] == seen["triton"]
+    assert seen["mock"][0][1] == (
+        "Cannot unregister shared memory region 'in', it is currently in use."
+    )
