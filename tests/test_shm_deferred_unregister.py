@@ -269,6 +269,29 @@ def test_unregister_during_inference_is_deferred(
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_request_after_a_deferred_unregister_keeps_the_regions(
+    servers: dict[str, dict[str, Any]], protocol: str
+) -> None:
+    """Triton 2.73: a region marked ``awaiting_unregister_`` is still found by a request sent
+    after the unregister (``GetMemoryInfo``, src/shared_memory_manager.cc:446-509, does not
+    look at the mark), which holds it in turn: the first request's release finds it in use
+    (:682-688) and only the last one releases it (src/http_server.h:294-315) -- the QA case
+    ``test_unregister_shm_during_inference_multiple_req_*`` of
+    qa/L0_shared_memory/shared_memory_test.py:739-770 and :822-868."""
+    info = servers["2.73"]
+    with _held_request(info, protocol) as (client, regions, blocker, held):
+        client.unregister_system_shared_memory()
+        later = _infer(client, protocol, BLOCK_MS, shared=True)
+        _wait_until(lambda: _queued(info) >= 2, "the later request is queued")
+        assert blocker()[1] is None and held()[1] is None
+        assert _listed(client, protocol) == ["in", "out"]  # the later request holds them
+        assert later()[1] is None
+        assert regions.output() == DATA.tolist()
+        _wait_until(lambda: _listed(client, protocol) == [], "the regions are released")
+        _wait_until_let_go(info, regions)
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_unregister_during_inference_refused_under_2_51(
     servers: dict[str, dict[str, Any]], protocol: str
 ) -> None:
