@@ -45,11 +45,12 @@ region is unregistered, so that they let go of their mappings.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,8 +172,9 @@ class RegionHolds:
     response is sent (src/http_server.h:287-316, src/grpc/infer_handler.h:1373-1420, 2.73.0).
     A frontend makes one with :meth:`SharedMemoryRegistry.holds` before decoding a request,
     resolves the request's inputs with :meth:`read_input` and checks its outputs with
-    :meth:`check_outputs`, and calls :meth:`release` when the request is done (released too
-    when it is garbage collected, as Triton releases them in a destructor).
+    :meth:`check_outputs`, and calls :meth:`release` when the request is done.  A request
+    collected without a release lets go of its regions at the registry's next call, as Triton
+    releases them in a destructor.
     """
 
     def __init__(self, registry: SharedMemoryRegistry) -> None:
@@ -184,7 +186,7 @@ class RegionHolds:
     def _add(self, name: str, region: object) -> None:
         """Record a hold on ``region`` (registered as ``name``); the registry counts it."""
         if self._finalizer is None:
-            self._finalizer = weakref.finalize(self, self._registry._let_go, self._held)
+            self._finalizer = weakref.finalize(self, self._registry._orphaned, self._held)
             self._finalizer.atexit = False
         self._held.append((name, region))
 
@@ -201,8 +203,8 @@ class RegionHolds:
         """The request is done with its regions: let go of them (once; later calls do
         nothing).  A region unregistered meanwhile that no other request holds is released
         now."""
-        if self._finalizer is not None:
-            self._finalizer()
+        if self._finalizer is not None and self._finalizer.detach() is not None:
+            self._registry._let_go(self._held)
 
 
 class SharedMemoryRegistry:
@@ -249,6 +251,8 @@ class SharedMemoryRegistry:
         self._uses: dict[str, int] = {}
         #: Held regions unregistered under 2.73: released when their last hold goes.
         self._awaiting: set[str] = set()
+        #: Holds of requests collected without a release (see :meth:`_orphaned`).
+        self._orphans: collections.deque[list[tuple[str, object]]] = collections.deque()
 
     def holds(self) -> RegionHolds:
         """A new, empty set of holds for one request (see :class:`RegionHolds`)."""
@@ -290,7 +294,7 @@ class SharedMemoryRegistry:
                 f"cannot register shared memory region '{name}' with key '{key}' as the key "
                 f"contains the reserved prefix '{_RESERVED_KEY_PREFIX}'"
             )
-        with self._lock:
+        with self._locked():
             if name in self._system or name in self._cuda:
                 raise ServerError(
                     ErrorKind.ALREADY_EXISTS, f"shared memory region '{name}' already in manager"
@@ -341,7 +345,7 @@ class SharedMemoryRegistry:
 
     def system_status(self, name: str | None = None) -> list[SystemRegionStatus]:
         """One system region, or every one in name order (each frontend renders its form)."""
-        with self._lock:
+        with self._locked():
             if name:
                 if name in self._cuda:
                     raise ServerError.not_found(
@@ -369,7 +373,7 @@ class SharedMemoryRegistry:
             name in use, INTERNAL when the handle cannot be opened.
         """
         self.check_allowed()
-        with self._lock:
+        with self._locked():
             if name in self._system or name in self._cuda:
                 raise ServerError(
                     ErrorKind.ALREADY_EXISTS, f"shared memory region '{name}' already in manager"
@@ -410,7 +414,7 @@ class SharedMemoryRegistry:
         """Unregister region ``name`` of ``table`` (``_system`` or ``_cuda``), or all of its
         regions: Triton's ``Unregister`` and ``UnregisterAll`` over ``UnregisterHelper``."""
         self.check_allowed()
-        with self._lock:
+        with self._locked():
             names = [n for n in ([name] if name else sorted(table)) if n in table]
             held = [n for n in names if n in self._uses]
             deferred = self._compat.deferred_shm_unregister
@@ -481,6 +485,26 @@ class SharedMemoryRegistry:
         if failure is not None:
             raise failure
 
+    def _orphaned(self, held: list[tuple[str, object]]) -> None:
+        """The finalizer of a :class:`RegionHolds` collected without a release.  The garbage
+        collector may run it on any thread, one that holds ``_lock`` included, so it only
+        queues the holds (``deque.append`` takes no lock); the next call that takes the lock
+        through :meth:`_locked` lets go of them first."""
+        self._orphans.append(held)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """``_lock``, after letting go of the holds of requests collected without a release
+        (what status, register, unregister and lookups see is then up to date)."""
+        while self._orphans:
+            try:
+                held = self._orphans.popleft()
+            except IndexError:  # another thread took the last one
+                break
+            self._let_go(held)
+        with self._lock:
+            yield
+
     def _let_go(self, held: list[tuple[str, object]]) -> None:
         """A request let go of the regions it ``held`` (:meth:`RegionHolds.release`).
 
@@ -508,7 +532,7 @@ class SharedMemoryRegistry:
 
     def cuda_status(self, name: str | None = None) -> list[CudaRegionStatus]:
         """One CUDA region, or every one in name order (each frontend renders its form)."""
-        with self._lock:
+        with self._locked():
             if name:
                 if name in self._system:
                     raise ServerError.not_found(
@@ -553,7 +577,7 @@ class SharedMemoryRegistry:
             where offset plus byte size pass ``SIZE_MAX``: src/shared_memory_manager.cc:447-500
             of 2.73.0, #8330, #8335).
         """
-        with self._lock:
+        with self._locked():
             region = self._region(name)
             self._check_bounds(name, region.byte_size, offset, byte_size)
             if holds is not None:
