@@ -849,6 +849,94 @@ def test_json_input_invalid_dimension(server_273: MockServer, shape: list[int]) 
     )
 
 
+def _json_infer(
+    server: MockServer, model: str, datatype: str, shape: list[int], data: list[object]
+) -> tuple[int, dict[str, object]]:
+    tensor = {"name": "INPUT0", "datatype": datatype, "shape": shape, "data": data}
+    body = json.dumps({"inputs": [tensor]}, separators=(",", ":")).encode()
+    return _post(server, f"/v2/models/{model}/infer", body)
+
+
+@pytest.mark.parametrize(
+    ("shape", "dims"),
+    [([2**32, 2**32], "4294967296,4294967296"), ([3, 2**62, 5], f"3,{2**62},5")],
+)
+def test_json_input_element_count_overflow(
+    server_273: MockServer, server_251: MockServer, shape: list[int], dims: str
+) -> None:
+    """A JSON-data input whose element count passes ``INT64_MAX``: ``GetElementCount``
+    returns -3 (src/common.cc:125-129, 2.73.0) and ``ParseJsonTritonIO`` answers "invalid
+    shape for input 'INPUT0': shape [..] causes total element count to exceed maximum size
+    of 9223372036854775807" (src/http_server.cc:2717-2726).  2.51's ``GetElementCount``
+    multiplies on, wrapping round (src/common.cc:79-97 at v2.51.0): no such text."""
+    status, answer = _json_infer(server_273, "simple", "INT32", shape, list(range(16)))
+    assert (status, answer) == (
+        400,
+        {
+            "error": f"invalid shape for input 'INPUT0': shape [{dims}] causes total element "
+            "count to exceed maximum size of 9223372036854775807"
+        },
+    )
+    status, answer = _json_infer(server_251, "simple", "INT32", shape, list(range(16)))
+    assert status != 200 and "exceed maximum size" not in str(answer["error"])
+
+
+def test_json_input_byte_size_overflow(server_273: MockServer, server_251: MockServer) -> None:
+    """A typed JSON-data input whose byte size passes ``INT64_MAX`` though its element count
+    does not: "byte size overflow for input 'INPUT0': element count (N) * data type size (4)
+    exceeds maximum allowed size (9223372036854775807)" (src/http_server.cc:2736-2753,
+    2.73.0), before the data are read.  2.51 has no such check."""
+    count = 2**62
+    status, answer = _json_infer(server_273, "simple", "INT32", [1, count], [1])
+    assert (status, answer) == (
+        400,
+        {
+            "error": f"byte size overflow for input 'INPUT0': element count ({count}) * data "
+            "type size (4) exceeds maximum allowed size (9223372036854775807)"
+        },
+    )
+    status, answer = _json_infer(server_251, "simple", "INT32", [1, count], [1])
+    assert status != 200 and "byte size overflow" not in str(answer["error"])
+
+
+def test_json_input_byte_size_limit(server_251: MockServer) -> None:
+    """A JSON-data input larger than ``--http-max-input-size``: "JSON input 'INPUT0' has a
+    byte_size (N bytes) that exceeds the maximum allowed value of M bytes. Use
+    --http-max-input-size to increase the limit." (src/http_server.cc:2757-2767, 2.73.0).
+    A typed input is sized from its shape before its data are read (:2736-2755), so that a
+    wildcard dimension (a uint64 of 2**64-1, read as -1: ``GetElementCount`` returns -1)
+    wraps round as a ``size_t``; a BYTES input is sized from its strings, 4 bytes and the
+    string each (``JsonBytesArrayByteSize``, :479-516).  2.51 has no such limit."""
+    limit = 1024
+
+    def error(size: int) -> dict[str, object]:
+        return {
+            "error": f"JSON input 'INPUT0' has a byte_size ({size} bytes) that exceeds the "
+            f"maximum allowed value of {limit} bytes. Use --http-max-input-size to increase "
+            "the limit."
+        }
+
+    with MockServer(
+        ServerOptions(model_repository=[BUNDLED_MODELS]),
+        FrontendOptions(**PORTS, http_max_input_size=limit),
+    ) as server:
+        assert _json_infer(server, "identity_int32", "INT32", [1, 257], [1]) == (400, error(1028))
+        status, _ = _json_infer(server, "identity_int32", "INT32", [1, 256], [0] * 256)
+        assert status == 200
+        assert _json_infer(server, "identity_int32", "INT32", [2**64 - 1, 4], [1]) == (
+            400,
+            error(2**64 - 4),
+        )
+        assert _json_infer(server, "identity_bytes", "BYTES", [1, 300], [""] * 300) == (
+            400,
+            error(1200),
+        )
+        status, _ = _json_infer(server, "identity_bytes", "BYTES", [1, 256], [""] * 256)
+        assert status == 200
+    status, answer = _json_infer(server_251, "identity_int32", "INT32", [1, 2**25], [1])
+    assert status != 200 and "JSON input" not in str(answer["error"])
+
+
 # -- HTTP request checks of 2.73 -------------------------------------------------------------
 
 

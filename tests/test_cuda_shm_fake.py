@@ -445,3 +445,66 @@ def test_real_gpu_simple_in_process(server: MockServer, protocol: str) -> None:
         client.close()
         cudashm.destroy_shared_memory_region(ip)
         cudashm.destroy_shared_memory_region(op)
+
+
+# -- unregistering a CUDA region while a request uses it (Triton #7743) -----------------------
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("profile", ["2.73", "2.51"])
+def test_unregister_held_cuda_region(fake: FakeCudaRuntime, profile: str, protocol: str) -> None:
+    """A CUDA region goes through the same ``UnregisterHelper`` as a system one
+    (src/shared_memory_manager.cc:675-719, 2.73.0): unregistering the regions of a request in
+    flight succeeds, they stay listed and their IPC handles open until the request is done,
+    then the handles are closed (``cudaIpcCloseMemHandle``, :695) without another unregister;
+    the request's result is right.  Under 2.51 (:682-695 and :634-678 at v2.51.0) it is
+    refused: "Failed to unregister the following cuda shared memory regions: in ,out ,".
+    The request is held as in :mod:`tests.test_shm_deferred_unregister`."""
+    from tests.test_shm_deferred_unregister import DATA, NBYTES, _hold, _wait_until
+
+    options = ServerOptions(
+        model_repository=[BUNDLED_MODELS],
+        has_gpu=True,
+        allow_client_shm=True,
+        triton_compat=profile,
+    )
+    with MockServer(options, FrontendOptions(http_port=0, grpc_port=0, metrics_port=0)) as srv:
+        info = {"http": srv.http_port, "grpc": srv.grpc_port, "metrics": srv.metrics_port}
+        client: Any = (
+            httpclient.InferenceServerClient(srv.http_url, concurrency=4)
+            if protocol == "http"
+            else grpcclient.InferenceServerClient(srv.grpc_url)
+        )
+        client.protocol = protocol
+        regions = {
+            name: cudashm.create_shared_memory_region(name, NBYTES, 0) for name in ("in", "out")
+        }
+        try:
+            cudashm.set_shared_memory_region(regions["in"], [DATA])
+            for name, handle in regions.items():
+                client.register_cuda_shared_memory(name, cudashm.get_raw_handle(handle), 0, NBYTES)
+            blocker, held = _hold(info, client, protocol)
+            if profile == "2.73":
+                client.unregister_cuda_shared_memory("in")
+                client.unregister_cuda_shared_memory()
+            else:
+                with pytest.raises(InferenceServerException) as refused:
+                    client.unregister_cuda_shared_memory()
+                assert refused.value.message() == (
+                    "Failed to unregister the following cuda shared memory regions: in ,out ,"
+                )
+            assert [r["name"] for r in _status(client)] == ["in", "out"]
+            assert fake.open_count() == 2
+            assert blocker()[1] is None and held()[1] is None
+            output = cudashm.get_contents_as_numpy(regions["out"], np.int32, [16])
+            assert output.tolist() == DATA.tolist()
+            if profile == "2.51":
+                assert [r["name"] for r in _status(client)] == ["in", "out"]
+                client.unregister_cuda_shared_memory()
+            _wait_until(lambda: not _status(client), "the regions are released")
+            _wait_until(lambda: fake.open_count() == 0, "the IPC handles are closed")
+        finally:
+            client.unregister_cuda_shared_memory()
+            client.close()
+            for handle in regions.values():
+                cudashm.destroy_shared_memory_region(handle)

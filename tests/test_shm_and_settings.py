@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from mock_server.core.compat import TRITON_2_51, TRITON_2_73, TritonCompat
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.settings import LogSettings, TraceSettings
 from mock_server.core.shm import (
@@ -21,6 +22,7 @@ from mock_server.core.shm import (
 from shm import cuda as shm_cuda
 from shm import posix
 from tests.fake_cuda import FakeCudaRuntime, cudaMemcpyKind, fake_cudart
+from tritonclient._codec.types import SharedMemoryRef
 
 __all__ = ["fake_cudart"]  # the fixture, used by name
 
@@ -59,7 +61,7 @@ def test_open_beyond_object_size(key: str) -> None:
 
 def test_registry_system_regions(key: str) -> None:
     region = posix.create(key, 32)
-    registry = SharedMemoryRegistry()
+    registry = SharedMemoryRegistry(allow_client_shm=True)
     registry.register_system("r", key, 8, 16)
     assert registry.system_status() == [SystemRegionStatus("r", key, 8, 16)]
     with pytest.raises(ServerError) as info:
@@ -98,7 +100,7 @@ def test_registry_read_views_large_inputs_copies_small(key: str, copy_inputs: bo
     region = posix.create(key, size)
     base = np.frombuffer(region.buffer, dtype=np.uint8)
     base[:] = np.arange(size, dtype=np.uint64).astype(np.uint8)
-    registry = SharedMemoryRegistry(copy_inputs=copy_inputs)
+    registry = SharedMemoryRegistry(allow_client_shm=True, copy_inputs=copy_inputs)
     registry.register_system("r", key, 0, size)
     large = registry.read("r", 16, COPY_BELOW)
     small = registry.read("r", 16, COPY_BELOW - 1)
@@ -121,7 +123,7 @@ def test_registry_read_views_large_inputs_copies_small(key: str, copy_inputs: bo
 def test_registry_read_refuses_a_truncated_object(key: str) -> None:
     size = 2 * COPY_BELOW
     region = posix.create(key, size)
-    registry = SharedMemoryRegistry()
+    registry = SharedMemoryRegistry(allow_client_shm=True)
     registry.register_system("r", key, 0, size)
     fd = os.open("/dev/shm" + key, os.O_RDWR)
     try:
@@ -136,7 +138,7 @@ def test_registry_read_refuses_a_truncated_object(key: str) -> None:
 
 
 def test_registry_cuda_without_gpu() -> None:
-    registry = SharedMemoryRegistry(has_gpu=False)
+    registry = SharedMemoryRegistry(has_gpu=False, allow_client_shm=True)
     # What Triton's GPU build answers when it cannot open a handle (no GPU, or no handle).
     with pytest.raises(ServerError, match="failed to register shared memory region: invalid args"):
         registry.register_cuda("c", b"short", 0, 16)
@@ -150,7 +152,7 @@ def test_registry_cuda_regions(fake_cudart: FakeCudaRuntime, key: str) -> None:
     device = shm_cuda.DeviceBuffer(64, 0)
     host = np.arange(64, dtype=np.uint8)
     device.copy_in(host.ctypes.data, 64)
-    registry = SharedMemoryRegistry(has_gpu=True)
+    registry = SharedMemoryRegistry(has_gpu=True, allow_client_shm=True)
     registry.register_cuda("c", device.ipc_handle(), 0, 48)
     assert fake_cudart.opened == [(device.ptr, 1)]
     assert registry.cuda_status() == [CudaRegionStatus("c", 0, 48)]
@@ -201,7 +203,7 @@ def test_registry_cuda_regions(fake_cudart: FakeCudaRuntime, key: str) -> None:
 
 def test_registry_cuda_errors(fake_cudart: FakeCudaRuntime) -> None:
     device = shm_cuda.DeviceBuffer(32, 0)
-    registry = SharedMemoryRegistry(has_gpu=True)
+    registry = SharedMemoryRegistry(has_gpu=True, allow_client_shm=True)
     with pytest.raises(ServerError) as info:
         registry.register_cuda("bad", b"\x01" * 64, 0, 32)
     assert info.value.kind is ErrorKind.INTERNAL
@@ -336,3 +338,124 @@ def test_log_settings_apply_to_logger() -> None:
         assert logs.update({"log_file": None, "log_format": "ISO8601"})["log_format"] == "ISO8601"
     finally:
         LogSettings()  # restore defaults on the shared logger
+
+
+# -- unregistering a region a request holds (the profile's deferred_shm_unregister) -----------
+
+
+def _mapped_by_this_process(key: str) -> bool:
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        return any(line.rstrip().endswith("/dev/shm" + key) for line in maps)
+
+
+def test_registry_defers_unregistering_a_held_region(key: str) -> None:
+    """Triton 2.73 (src/shared_memory_manager.cc:675-719, ``UnregisterHelper``): a region a
+    request holds is marked ``awaiting_unregister_`` and the unregister succeeds; it stays
+    listed and its name taken, later requests may still use it, and the last request to let
+    go releases it (src/http_server.h:294-315: the request's release calls ``Unregister``
+    again)."""
+    posix.create(key, 64).close()
+    registry = SharedMemoryRegistry(allow_client_shm=True)
+    registry.register_system("r", key, 0, 64)
+    first, second = registry.holds(), registry.holds()
+    assert bytes(first.read_input("INPUT0", SharedMemoryRef("r", 4, 0))) == bytes(4)
+    registry.unregister_system("r")
+    status = [SystemRegionStatus("r", key, 0, 64)]
+    assert registry.system_status() == status
+    with pytest.raises(ServerError, match="shared memory region 'r' already in manager") as info:
+        registry.register_system("r", key, 0, 64)
+    assert info.value.kind is ErrorKind.ALREADY_EXISTS
+    second.check_outputs([SharedMemoryRef("r", 8, 16)])  # a later request still finds it
+    first.release()
+    assert registry.system_status() == status and _mapped_by_this_process(key)
+    second.release()
+    second.release()  # once only
+    assert registry.system_status() == [] and not _mapped_by_this_process(key)
+    registry.register_system("r", key, 0, 64)  # the name is free again
+    registry.close()
+    assert not _mapped_by_this_process(key)
+
+
+def test_registry_unregister_all_defers_only_held_regions(key: str) -> None:
+    """``UnregisterAll`` (src/shared_memory_manager.cc:628-673, 2.73.0) runs
+    ``UnregisterHelper`` on each region: idle ones go at once, held ones when released; a
+    request dropped without an explicit release lets go once it is collected (Triton releases
+    in a destructor, src/http_server.h:287-316)."""
+    posix.create(key, 64).close()
+    registry = SharedMemoryRegistry(allow_client_shm=True)
+    registry.register_system("held", key, 0, 32)
+    # Triton 2.51 refuses a second region on one key (see register_system): another key.
+    posix.create(key + "_idle", 8).close()
+    registry.register_system("idle", key + "_idle", 0, 8)
+    holds = registry.holds()
+    holds.check_outputs([SharedMemoryRef("held", 4, 0)])
+    registry.unregister_system()
+    assert [s.name for s in registry.system_status()] == ["held"]
+    # Collected while the registry's lock is held (the garbage collector may run anywhere):
+    # no deadlock; the registry's next call lets go.
+    with registry._lock:
+        del holds
+    assert registry.system_status() == [] and not _mapped_by_this_process(key)
+    posix.unlink(key + "_idle")
+
+
+def test_registry_2_51_refuses_unregistering_a_held_region(key: str) -> None:
+    """Triton 2.51 (src/shared_memory_manager.cc:682-695 at v2.51.0): INTERNAL "Cannot
+    unregister shared memory region 'r', it is currently in use."; unregistering all fails
+    naming the held regions (:634-678) after unregistering the others; the held region stays
+    registered after its request is done."""
+    posix.create(key, 64).close()
+    posix.create(key + "_b", 64).close()
+    registry = SharedMemoryRegistry(compat=TRITON_2_51)
+    assert registry.allowed  # 2.51 has no gate
+    registry.register_system("r", key, 0, 64)
+    registry.register_system("s", key + "_b", 0, 64)
+    holds = registry.holds()
+    holds.read_input("INPUT0", SharedMemoryRef("r", 4, 0))
+    with pytest.raises(ServerError) as info:
+        registry.unregister_system("r")
+    assert info.value.kind is ErrorKind.INTERNAL
+    assert info.value.message == (
+        "Cannot unregister shared memory region 'r', it is currently in use."
+    )
+    with pytest.raises(ServerError) as info:
+        registry.unregister_system()
+    assert info.value.message == (
+        "Failed to unregister the following system shared memory regions: r ,"
+    )
+    assert [s.name for s in registry.system_status()] == ["r"]
+    holds.release()
+    assert [s.name for s in registry.system_status()] == ["r"]
+    registry.unregister_system("r")
+    assert registry.system_status() == [] and not _mapped_by_this_process(key)
+    posix.unlink(key + "_b")
+
+
+@pytest.mark.parametrize("compat", [TRITON_2_73, TRITON_2_51])
+def test_registry_held_cuda_region(fake_cudart: FakeCudaRuntime, compat: TritonCompat) -> None:
+    """A CUDA region goes through the same ``UnregisterHelper`` (src/shared_memory_manager.cc:
+    675-719, 2.73.0): its IPC handle is closed when the last request holding it lets go
+    (2.73), or the unregister is refused (2.51, "cuda shared memory regions" when all)."""
+    device = shm_cuda.DeviceBuffer(64, 0)
+    registry = SharedMemoryRegistry(has_gpu=True, compat=compat, allow_client_shm=True)
+    registry.register_cuda("c", device.ipc_handle(), 0, 64)
+    holds = registry.holds()
+    assert bytes(holds.read_input("INPUT0", SharedMemoryRef("c", 8, 0))) == bytes(8)
+    if compat.deferred_shm_unregister:
+        registry.unregister_cuda()
+        assert registry.cuda_status() == [CudaRegionStatus("c", 0, 64)]
+        assert fake_cudart.open_count() == 1
+        holds.release()
+    else:
+        with pytest.raises(ServerError) as info:
+            registry.unregister_cuda()
+        assert info.value.message == (
+            "Failed to unregister the following cuda shared memory regions: c ,"
+        )
+        holds.release()
+        assert fake_cudart.open_count() == 1
+        registry.unregister_cuda("c")
+    assert registry.cuda_status() == [] and fake_cudart.open_count() == 0
+    assert fake_cudart.closed == [device.ptr]
+    registry.close()
+    device.free()

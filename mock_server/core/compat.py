@@ -86,8 +86,8 @@ class TritonCompat:
         The HTTP frontend's newer request checks and words (``src/http_server.cc``): a
         non-boolean ``ready`` in a repository index request is a 400, a bad
         ``Inference-Header-Content-Length`` or ``Content-Length`` is refused (``std::stoi``),
-        JSON tensor data errors say "Failed to parse 'data' field: ...", a JSON input whose
-        element count overflows is refused.  2.51 has the older ones.
+        JSON tensor data errors say "Failed to parse 'data' field: ...".  2.51 has the older
+        ones.
     shm_bounds_2_73 : bool
         The shared-memory bounds of 2.73 (``src/shared_memory_manager.cc``
         ``GetMemoryInfo``: an offset must lie inside the region, an offset plus size that
@@ -96,11 +96,17 @@ class TritonCompat:
         prefix after leading slashes; #8273, #8336).  2.51 checks the last byte with unsigned
         arithmetic (an empty tensor at offset 0 is refused) and only the reserved prefix.
     deferred_shm_unregister : bool
-        Whether unregistering a region that an in-flight request uses succeeds and takes
-        effect when the request completes (``UnregisterHelper``, ``awaiting_unregister_``;
-        #7743, 2.53).  2.51 refuses it: "Cannot unregister shared memory region 'x', it is
-        currently in use."  Not decided yet: under both profiles the region is unregistered
-        at once, the request in flight keeping its mapping (see ``core/shm.py``).
+        Whether unregistering a system or CUDA region that an in-flight request uses (an
+        input or output placed in it) succeeds and takes effect when the last such request
+        completes: the region stays listed by status and its name taken ("already in
+        manager") until then, new requests may still use it, and it is unmapped (its IPC
+        handle closed) once the last one's response is sent (``UnregisterHelper``,
+        ``awaiting_unregister_``: src/shared_memory_manager.cc:675-719; the releases in
+        src/http_server.h:294-315 and src/grpc/infer_handler.h:1395-1419; #7743, 2.53).
+        2.51 refuses it with INTERNAL "Cannot unregister shared memory region 'x', it is
+        currently in use." (unregistering all: "Failed to unregister the following system
+        shared memory regions: x ,", the others unregistered).  Decided in
+        ``SharedMemoryRegistry`` (``core/shm.py``).
     grpc_graceful_shutdown : bool
         Whether the gRPC frontend, once the server is stopping, refuses new requests on open
         streams with UNAVAILABLE "GRPC server is shutting down and has stopped accepting new
@@ -111,11 +117,19 @@ class TritonCompat:
         Whether a generate request with the ``endpoint-load-metrics-format`` header (``text``
         or ``json``) is answered with an ``endpoint-load-metrics`` header computed from the
         ``nv_trt_llm_kv_cache_block_metrics`` family (``src/orca_http.cc``; #7839).
-    negative_dims_2_73 : bool
-        A request shape with a negative dimension: 2.73 refuses it as "invalid shape for input
-        'X': shape [..] contains one or more invalid dimensions" (``src/http_server.cc``
-        ``ParseJsonTritonIO``, ``GetElementCount`` of ``src/common.cc`` returning -2); 2.51
-        multiplies it out and reports the byte-size mismatch ("Expected -16, got 16").
+    element_count_2_73 : bool
+        How the HTTP frontend counts a JSON-data input's elements (``ParseJsonTritonIO`` of
+        ``src/http_server.cc``:2701-2767 over ``GetElementCount`` of ``src/common.cc``:
+        109-135).  2.73 refuses a shape with a negative dimension ("invalid shape for input
+        'X': shape [..] contains one or more invalid dimensions", -2), one whose element
+        count passes ``INT64_MAX`` ("... causes total element count to exceed maximum size
+        of 9223372036854775807", -3) and a typed input whose byte size does ("byte size
+        overflow for input 'X': element count (N) * data type size (S) exceeds maximum
+        allowed size (9223372036854775807)"), and checks the input's byte size against
+        ``--http-max-input-size`` ("JSON input 'X' has a byte_size (N bytes) that exceeds the
+        maximum allowed value of M bytes. ...", a wildcard shape counting -1 and so wrapping
+        round); 2.51 multiplies the shape out, wrapping round, and reports the byte-size
+        mismatch ("Expected -16, got 16").
     """
 
     version: str
@@ -130,7 +144,7 @@ class TritonCompat:
     deferred_shm_unregister: bool
     grpc_graceful_shutdown: bool
     endpoint_load_metrics: bool
-    negative_dims_2_73: bool
+    element_count_2_73: bool
 
     @property
     def http_max_chunks(self) -> int | None:

@@ -115,13 +115,9 @@ class CoreServer:
         #: Client shared-memory regions (system and CUDA).
         self.shm = SharedMemoryRegistry(
             has_gpu=self.has_gpu,
-            allow_client_shm=(
-                not self.compat.client_shm_off_by_default
-                if options.allow_client_shm is None
-                else options.allow_client_shm
-            ),
+            compat=self.compat,
+            allow_client_shm=options.allow_client_shm,
             copy_inputs=options.shm_copy_inputs,
-            bounds_2_73=self.compat.shm_bounds_2_73,
         )
         #: Log settings (logging extension).
         self.log_settings = LogSettings(options.log_file)

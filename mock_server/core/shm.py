@@ -22,8 +22,15 @@ GPU, ``has_gpu``); unregistering it, or closing the registry, closes the handle.
 run on the host, so, as Triton does for CPU models, an input in a CUDA region is copied device
 to host (:meth:`SharedMemoryRegistry.read` returns that read-only host copy) and an output is
 copied host to device (:meth:`SharedMemoryRegistry.write`), after the same bounds checks as for
-system regions.  A copy and the closing of its region are serialized, so unregistering a
-region while a request uses it gives that request an error, never a copy into a closed mapping.
+system regions.
+
+A request holds the regions its tensors lie in (a :class:`RegionHolds`, Triton's
+``shm_regions_info_`` of a request) from the lookup of each tensor until the request is done.
+Unregistering a held region is decided by the compatibility profile
+(``TritonCompat.deferred_shm_unregister``): Triton 2.73 answers success, keeps the region
+registered (listed by status, its name taken) until the last request holding it is done, and
+releases it then; Triton 2.51 refuses it.  Either way a held region's mapping and IPC handle
+stay open while a request uses them.
 
 Region names share one namespace across system and CUDA regions, as in Triton.
 
@@ -38,10 +45,12 @@ region is unregistered, so that they let go of their mappings.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import threading
-from collections.abc import Callable, Iterable, Mapping
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,12 +62,14 @@ from shm.posix import MappedRegion, SharedMemoryError, named_identity, open_regi
 from tritonclient._codec.raw import tensor_to_buffer
 from tritonclient._codec.types import SharedMemoryRef
 
+from .compat import DEFAULT_COMPAT, TritonCompat
 from .errors import ErrorKind, ServerError
 
 __all__ = [
     "COPY_BELOW",
     "CUDA_IPC_HANDLE_SIZE",
     "CudaRegionStatus",
+    "RegionHolds",
     "RegionShare",
     "SharedMemoryRegistry",
     "SystemRegionStatus",
@@ -153,6 +164,49 @@ def _still_named(share: RegionShare) -> bool:
     return named_identity(share.key) == share.identity
 
 
+class RegionHolds:
+    """The registered regions one request's tensors lie in, held until the request is done.
+
+    Triton's frontends keep, per request, a shared pointer to each region a tensor was looked
+    up in (``shm_regions_info_``), so that the region counts as in use until the request's
+    response is sent (src/http_server.h:287-316, src/grpc/infer_handler.h:1373-1420, 2.73.0).
+    A frontend makes one with :meth:`SharedMemoryRegistry.holds` before decoding a request,
+    resolves the request's inputs with :meth:`read_input` and checks its outputs with
+    :meth:`check_outputs`, and calls :meth:`release` when the request is done.  A request
+    collected without a release lets go of its regions at the registry's next call, as Triton
+    releases them in a destructor.
+    """
+
+    def __init__(self, registry: SharedMemoryRegistry) -> None:
+        self._registry = registry
+        self._held: list[tuple[str, object]] = []
+        # Made with the first hold: most requests use no shared memory.
+        self._finalizer: weakref.finalize[..., RegionHolds] | None = None
+
+    def _add(self, name: str, region: object) -> None:
+        """Record a hold on ``region`` (registered as ``name``); the registry counts it."""
+        if self._finalizer is None:
+            self._finalizer = weakref.finalize(self, self._registry._orphaned, self._held)
+            self._finalizer.atexit = False
+        self._held.append((name, region))
+
+    def read_input(self, input_name: str, ref: SharedMemoryRef) -> memoryview:
+        """The bytes of input ``input_name`` placed at ``ref`` (the codec's ``shm_resolver``):
+        :meth:`SharedMemoryRegistry.read_input`, holding the region."""
+        return self._registry.read_input(ref.region, ref.offset, ref.byte_size, holds=self)
+
+    def check_outputs(self, placements: Iterable[SharedMemoryRef | None]) -> None:
+        """:meth:`SharedMemoryRegistry.check_outputs`, holding each output's region."""
+        self._registry.check_outputs(placements, holds=self)
+
+    def release(self) -> None:
+        """The request is done with its regions: let go of them (once; later calls do
+        nothing).  A region unregistered meanwhile that no other request holds is released
+        now."""
+        if self._finalizer is not None and self._finalizer.detach() is not None:
+            self._registry._let_go(self._held)
+
+
 class SharedMemoryRegistry:
     """Registered regions, by name.
 
@@ -160,34 +214,49 @@ class SharedMemoryRegistry:
     ----------
     has_gpu : bool
         Whether CUDA regions can be registered.
-    allow_client_shm : bool
+    compat : TritonCompat
+        The compatibility profile: its ``shm_bounds_2_73`` (tensor bounds and key checks, see
+        :meth:`locate` and :meth:`register_system`), ``deferred_shm_unregister`` (see
+        :meth:`unregister_system`) and ``client_shm_off_by_default``.
+    allow_client_shm : bool or None
         False refuses every register and unregister of client regions, as Triton does without
         ``--allow-client-shm=true`` (Triton >= 2.68); status then answers as for a registry
-        with no region (empty, or not found).
+        with no region (empty, or not found).  None: the profile's default (refused under
+        2.73, allowed under 2.51).
     copy_inputs : bool
         True copies every input out of its region instead of handing the model a zero-copy
         view (see the module docstring).
-    bounds_2_73 : bool
-        Triton 2.73's tensor bounds and key checks (the compatibility profile's
-        ``shm_bounds_2_73``, see :meth:`locate` and :meth:`register_system`); False: 2.51's.
     """
 
     def __init__(
         self,
         has_gpu: bool = False,
-        allow_client_shm: bool = True,
+        *,
+        compat: TritonCompat = DEFAULT_COMPAT,
+        allow_client_shm: bool | None = None,
         copy_inputs: bool = False,
-        bounds_2_73: bool = True,
     ) -> None:
-        self._bounds_2_73 = bounds_2_73
+        self._compat = compat
         self._has_gpu = has_gpu
-        self._allowed = allow_client_shm
+        self._allowed = (
+            not compat.client_shm_off_by_default if allow_client_shm is None else allow_client_shm
+        )
         self._copy_inputs = copy_inputs
         self._lock = threading.Lock()
         self._system: dict[str, MappedRegion] = {}
         self._cuda: dict[str, _CudaRegion] = {}
         self._sharing: dict[str, _Sharing] = {}
         self._watchers: list[Callable[[int], None]] = []
+        #: How many holds (:class:`RegionHolds`) each region has, by name; held regions only.
+        self._uses: dict[str, int] = {}
+        #: Held regions unregistered under 2.73: released when their last hold goes.
+        self._awaiting: set[str] = set()
+        #: Holds of requests collected without a release (see :meth:`_orphaned`).
+        self._orphans: collections.deque[list[tuple[str, object]]] = collections.deque()
+
+    def holds(self) -> RegionHolds:
+        """A new, empty set of holds for one request (see :class:`RegionHolds`)."""
+        return RegionHolds(self)
 
     # -- system --------------------------------------------------------------------------
     @property
@@ -210,7 +279,7 @@ class SharedMemoryRegistry:
         An empty ``name`` is a name like any other (Triton's gRPC frontend registers it; its
         HTTP routes cannot carry one)."""
         self.check_allowed()
-        if self._bounds_2_73:
+        if self._compat.shm_bounds_2_73:
             # ValidateSharedMemoryKey (src/common.cc:167-199, 2.73.0): a key of slashes only,
             # and the reserved prefix after the leading slashes (#8273, #8336).
             if not key.strip("/"):
@@ -225,7 +294,7 @@ class SharedMemoryRegistry:
                 f"cannot register shared memory region '{name}' with key '{key}' as the key "
                 f"contains the reserved prefix '{_RESERVED_KEY_PREFIX}'"
             )
-        with self._lock:
+        with self._locked():
             if name in self._system or name in self._cuda:
                 raise ServerError(
                     ErrorKind.ALREADY_EXISTS, f"shared memory region '{name}' already in manager"
@@ -257,21 +326,26 @@ class SharedMemoryRegistry:
             self._sharing[name] = _Sharing(next(_tokens), region.address(), region.identity())
 
     def unregister_system(self, name: str | None = None) -> None:
-        """Unregister one system region, or all of them (unknown names are not an error)."""
-        self.check_allowed()
-        gone: list[int] = []
-        with self._lock:
-            names = [name] if name else list(self._system)
-            for each in names:
-                region = self._system.pop(each, None)
-                if region is not None:
-                    region.close()
-                    gone.append(self._sharing.pop(each).token)
-        self._tell_watchers(gone)
+        """Unregister one system region, or all of them (unknown names are not an error).
+
+        A region a request in flight holds (see :class:`RegionHolds`) is, under Triton 2.73
+        (``deferred_shm_unregister``), marked and released when the last request holding it
+        is done: the call succeeds, status still lists the region and its name cannot be
+        registered again until then (src/shared_memory_manager.cc:675-719, 2.73.0; #7743).
+        Under 2.51 it stays registered and the call fails.
+
+        Raises
+        ------
+        ServerError
+            2.51, a held region: INTERNAL "Cannot unregister shared memory region '<name>', it
+            is currently in use." (one region), or "Failed to unregister the following system
+            shared memory regions: <name> ,..." (all of them; the others are unregistered).
+        """
+        self._unregister(self._system, "system", name)
 
     def system_status(self, name: str | None = None) -> list[SystemRegionStatus]:
         """One system region, or every one in name order (each frontend renders its form)."""
-        with self._lock:
+        with self._locked():
             if name:
                 if name in self._cuda:
                     raise ServerError.not_found(
@@ -299,7 +373,7 @@ class SharedMemoryRegistry:
             name in use, INTERNAL when the handle cannot be opened.
         """
         self.check_allowed()
-        with self._lock:
+        with self._locked():
             if name in self._system or name in self._cuda:
                 raise ServerError(
                     ErrorKind.ALREADY_EXISTS, f"shared memory region '{name}' already in manager"
@@ -325,19 +399,77 @@ class SharedMemoryRegistry:
 
     def unregister_cuda(self, name: str | None = None) -> None:
         """Unregister one CUDA region, or all of them, closing their IPC handles (unknown
-        names are not an error).
+        names are not an error); a held region as :meth:`unregister_system` says.
 
         Raises
         ------
         ServerError
-            INTERNAL if a handle cannot be closed (its region is unregistered all the same).
+            INTERNAL if a handle cannot be closed (its region is unregistered all the same);
+            under 2.51 the errors of :meth:`unregister_system` for held regions ("cuda shared
+            memory regions" when all are unregistered).
         """
+        self._unregister(self._cuda, "cuda", name)
+
+    def _unregister(self, table: Mapping[str, object], kind: str, name: str | None) -> None:
+        """Unregister region ``name`` of ``table`` (``_system`` or ``_cuda``), or all of its
+        regions: Triton's ``Unregister`` and ``UnregisterAll`` over ``UnregisterHelper``."""
         self.check_allowed()
-        with self._lock:
-            regions = [
-                self._cuda.pop(each, None) for each in ([name] if name else list(self._cuda))
-            ]
-        self._close_cuda([r for r in regions if r is not None])
+        with self._locked():
+            names = [n for n in ([name] if name else sorted(table)) if n in table]
+            held = [n for n in names if n in self._uses]
+            deferred = self._compat.deferred_shm_unregister
+            if deferred:
+                self._awaiting.update(held)
+            dropped = self._drop(n for n in names if n not in self._uses)
+        self._release(*dropped, strict=True)
+        if held and not deferred:
+            if name:
+                raise ServerError.internal(
+                    f"Cannot unregister shared memory region '{name}', it is currently in use."
+                )
+            raise ServerError.internal(
+                f"Failed to unregister the following {kind} shared memory regions: "
+                + "".join(f"{n} ," for n in held)
+            )
+
+    def _drop(
+        self, names: Iterable[str]
+    ) -> tuple[list[MappedRegion], list[int], list[_CudaRegion]]:
+        """Take regions ``names`` out of the registry (call with the lock held); return what
+        :meth:`_release` lets go of after the lock is released."""
+        system: list[MappedRegion] = []
+        tokens: list[int] = []
+        cuda: list[_CudaRegion] = []
+        for each in names:
+            self._awaiting.discard(each)
+            region = self._system.pop(each, None)
+            if region is not None:
+                system.append(region)
+                tokens.append(self._sharing.pop(each).token)
+            gpu = self._cuda.pop(each, None)
+            if gpu is not None:
+                cuda.append(gpu)
+        return system, tokens, cuda
+
+    def _release(
+        self,
+        system: list[MappedRegion],
+        tokens: list[int],
+        cuda: list[_CudaRegion],
+        *,
+        strict: bool,
+    ) -> None:
+        """Unmap ``system`` regions, tell the watchers, close the IPC handles of ``cuda``;
+        ``strict`` raises the first handle that fails to close (after trying all), else a
+        failure is only logged by Triton and ignored here."""
+        for region in system:
+            region.close()
+        self._tell_watchers(tokens)
+        if strict:
+            self._close_cuda(cuda)
+        else:
+            with contextlib.suppress(ServerError):
+                self._close_cuda(cuda)
 
     @staticmethod
     def _close_cuda(regions: list[_CudaRegion]) -> None:
@@ -353,9 +485,54 @@ class SharedMemoryRegistry:
         if failure is not None:
             raise failure
 
+    def _orphaned(self, held: list[tuple[str, object]]) -> None:
+        """The finalizer of a :class:`RegionHolds` collected without a release.  The garbage
+        collector may run it on any thread, one that holds ``_lock`` included, so it only
+        queues the holds (``deque.append`` takes no lock); the next call that takes the lock
+        through :meth:`_locked` lets go of them first."""
+        self._orphans.append(held)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """``_lock``, after letting go of the holds of requests collected without a release
+        (what status, register, unregister and lookups see is then up to date)."""
+        while self._orphans:
+            try:
+                held = self._orphans.popleft()
+            except IndexError:  # another thread took the last one
+                break
+            self._let_go(held)
+        with self._lock:
+            yield
+
+    def _let_go(self, held: list[tuple[str, object]]) -> None:
+        """A request let go of the regions it ``held`` (:meth:`RegionHolds.release`).
+
+        A region unregistered meanwhile (2.73) that no other request holds is released now,
+        as Triton's request releases call ``Unregister`` again for regions marked
+        ``awaiting_unregister_`` (src/http_server.h:294-315, src/grpc/infer_handler.h:
+        1395-1419, 2.73.0).  Holds on a registration that is gone (server shutdown) count for
+        nothing.
+        """
+        with self._lock:
+            done: list[str] = []
+            for name, region in held:
+                if self._system.get(name, self._cuda.get(name)) is not region:
+                    continue
+                left = self._uses[name] - 1
+                if left:
+                    self._uses[name] = left
+                    continue
+                del self._uses[name]
+                if name in self._awaiting:
+                    done.append(name)
+            held.clear()
+            dropped = self._drop(done)
+        self._release(*dropped, strict=False)
+
     def cuda_status(self, name: str | None = None) -> list[CudaRegionStatus]:
         """One CUDA region, or every one in name order (each frontend renders its form)."""
-        with self._lock:
+        with self._locked():
             if name:
                 if name in self._system:
                     raise ServerError.not_found(
@@ -381,8 +558,12 @@ class SharedMemoryRegistry:
             raise ServerError.not_found(f"Unable to find shared memory region: '{name}'")
         return region
 
-    def locate(self, name: str, offset: int, byte_size: int) -> None:
-        """Triton's lookup of a tensor placed in region ``name`` (``GetMemoryInfo``).
+    def locate(
+        self, name: str, offset: int, byte_size: int, holds: RegionHolds | None = None
+    ) -> None:
+        """Triton's lookup of a tensor placed in region ``name`` (``GetMemoryInfo``); with
+        ``holds``, the request holds the region from then on (Triton hands out its shared
+        pointer at the end of a lookup that passed).
 
         Raises
         ------
@@ -396,9 +577,16 @@ class SharedMemoryRegistry:
             where offset plus byte size pass ``SIZE_MAX``: src/shared_memory_manager.cc:447-500
             of 2.73.0, #8330, #8335).
         """
-        with self._lock:
-            size = self._region(name).byte_size
-        if self._bounds_2_73:
+        with self._locked():
+            region = self._region(name)
+            self._check_bounds(name, region.byte_size, offset, byte_size)
+            if holds is not None:
+                holds._add(name, region)
+                self._uses[name] = self._uses.get(name, 0) + 1
+
+    def _check_bounds(self, name: str, size: int, offset: int, byte_size: int) -> None:
+        """:meth:`locate`'s bounds checks, as the profile's release makes them."""
+        if self._compat.shm_bounds_2_73:
             if offset >= size:
                 raise ServerError.invalid_arg(f"Invalid offset for shared memory region: '{name}'")
             if byte_size > _SIZE_MAX - offset:
@@ -520,18 +708,22 @@ class SharedMemoryRegistry:
         copy_into(target, source)
 
     # -- a request's tensors (the dataplane's) --------------------------------------------
-    def read_input(self, region: str, offset: int, byte_size: int) -> memoryview:
-        """An input's bytes placed in ``region``: Triton's lookup (:meth:`locate`), then
-        :meth:`read` (a size-checked view or copy of a system region, a host copy of a CUDA
-        one)."""
-        self.locate(region, offset, byte_size)
+    def read_input(
+        self, region: str, offset: int, byte_size: int, holds: RegionHolds | None = None
+    ) -> memoryview:
+        """An input's bytes placed in ``region``: Triton's lookup (:meth:`locate`, holding the
+        region in ``holds``), then :meth:`read` (a size-checked view or copy of a system
+        region, a host copy of a CUDA one)."""
+        self.locate(region, offset, byte_size, holds)
         return self.read(region, offset, byte_size)
 
-    def check_output(self, region: str, offset: int, byte_size: int) -> None:
+    def check_output(
+        self, region: str, offset: int, byte_size: int, holds: RegionHolds | None = None
+    ) -> None:
         """Check, before the model runs, that an output can be written where the request
-        placed it: Triton's lookup (:meth:`locate`), then the object's current size (its owner
-        may have shrunk it since)."""
-        self.locate(region, offset, byte_size)
+        placed it: Triton's lookup (:meth:`locate`, holding the region in ``holds``), then the
+        object's current size (its owner may have shrunk it since)."""
+        self.locate(region, offset, byte_size, holds)
         self.check(region, offset, byte_size)
 
     def write_output(
@@ -554,11 +746,13 @@ class SharedMemoryRegistry:
         self.write(region, offset, data)
         return data.nbytes
 
-    def check_outputs(self, placements: Iterable[SharedMemoryRef | None]) -> None:
+    def check_outputs(
+        self, placements: Iterable[SharedMemoryRef | None], holds: RegionHolds | None = None
+    ) -> None:
         """:meth:`check_output` for each output a request placed in shared memory."""
         for ref in placements:
             if ref is not None:
-                self.check_output(ref.region, ref.offset, ref.byte_size)
+                self.check_output(ref.region, ref.offset, ref.byte_size, holds)
 
     def write_outputs(
         self, outputs: Iterable[Any], placements: Mapping[str, SharedMemoryRef]
@@ -662,16 +856,9 @@ class SharedMemoryRegistry:
                 callback(token)
 
     def close(self) -> None:
-        """Unmap every system region and close every CUDA IPC handle (server shutdown; a
-        handle that fails to close is not an error here)."""
+        """Unmap every system region and close every CUDA IPC handle, held or not (server
+        shutdown; a handle that fails to close is not an error here)."""
         with self._lock:
-            for region in self._system.values():
-                region.close()
-            self._system.clear()
-            gone = [sharing.token for sharing in self._sharing.values()]
-            self._sharing.clear()
-            cuda, self._cuda = list(self._cuda.values()), {}
-        for each in cuda:
-            with contextlib.suppress(shm_cuda.CudaError):
-                each.buffer.close()
-        self._tell_watchers(gone)
+            self._uses.clear()
+            dropped = self._drop(list(self._system) + list(self._cuda))
+        self._release(*dropped, strict=False)

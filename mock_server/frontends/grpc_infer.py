@@ -20,6 +20,7 @@ from tritonclient._proto import service_pb2 as pb
 
 from ..core.dataplane import Call, Dataplane
 from ..core.errors import ServerError
+from ..core.shm import RegionHolds
 from ..core.types import InferResponse
 from ..core.validation import forwarded_headers
 from .grpc_stream import END, Stream
@@ -86,9 +87,15 @@ class InferRpcs:
         self._refusing = True
 
     async def decode(
-        self, request: pb.ModelInferRequest, raw: list[memoryview], *, unary: bool
+        self,
+        request: pb.ModelInferRequest,
+        raw: list[memoryview],
+        holds: RegionHolds,
+        *,
+        unary: bool,
     ) -> tuple[grpc_server.DecodedInferRequest, bool]:
-        """Look the model up, then decode the request; also says whether it is decoupled.
+        """Look the model up, then decode the request (the regions of its shared-memory inputs
+        held in ``holds``); also says whether it is decoupled.
 
         In Triton's order: the model first, then (``unary``) the refusal of decoupled models,
         then the tensors.  Decoding runs in a worker thread when the request holds much
@@ -111,7 +118,7 @@ class InferRpcs:
             grpc_server.decode_infer_request,
             request,
             raw,
-            shm_resolver=self.dataplane.read_input,
+            shm_resolver=holds.read_input,
         )
         heavy = False
         if any(i.datatype == "BYTES" or i.HasField("contents") for i in request.inputs):
@@ -153,9 +160,22 @@ class InferRpcs:
         request, raw = parts
         if self._compression is not None:
             context.set_compression(self._compression)
-        decoded, _ = await self.decode(request, raw, unary=True)
+        # The regions the request uses are held until its response is encoded (Triton deletes
+        # the ResponseReleasePayload after ``Finish``: src/grpc/infer_handler.cc:1189-1197).
+        holds = self.dataplane.holds()
+        try:
+            return await self._model_infer(request, raw, context, holds)
+        finally:
+            holds.release()
+
+    async def _model_infer(
+        self, request: pb.ModelInferRequest, raw: list[memoryview], context: Any, holds: RegionHolds
+    ) -> Any:
+        decoded, _ = await self.decode(request, raw, holds, unary=True)
         call = self.dataplane.prepare(
-            decoded, lambda: forwarded_headers(self._forward, context.invocation_metadata() or ())
+            decoded,
+            lambda: forwarded_headers(self._forward, context.invocation_metadata() or ()),
+            holds,
         )
         loop = asyncio.get_running_loop()
         done: asyncio.Future[Any] = loop.create_future()

@@ -87,15 +87,18 @@ class Stream:
     async def _submit(self, request: pb.ModelInferRequest, raw: list[memoryview]) -> None:
         dataplane = self._rpcs.dataplane
         key: int | None = None
+        # Held until the request's final response is encoded (:meth:`_on_response_thread`).
+        holds = dataplane.holds()
         try:
-            decoded, decoupled = await self._rpcs.decode(request, raw, unary=False)
-            call = dataplane.prepare(decoded, self._forwarded)
+            decoded, decoupled = await self._rpcs.decode(request, raw, holds, unary=False)
+            call = dataplane.prepare(decoded, self._forwarded, holds)
             key = next(self._keys)
             self._in_flight[key] = call.request
             dataplane.submit(
                 call, functools.partial(self._on_response_thread, key, call, decoded, decoupled)
             )
         except Exception as exc:
+            holds.release()
             if key is not None:
                 self._in_flight.pop(key, None)
             # Reported in the stream, even with triton_grpc_error (Triton 2.51 ends the stream
@@ -152,17 +155,24 @@ class Stream:
         decoupled: bool,
         response: InferResponse,
     ) -> None:
-        """Response callback, on the thread that produced the response."""
-        if key not in self._in_flight:
-            return  # cancelled: nobody reads it
-        call_soon(
-            self._loop,
-            self._on_response,
-            key,
-            self._encode(call, decoded, decoupled, response),
-            response.final,
-            decoupled,
-        )
+        """Response callback, on the thread that produced the response.  The request's
+        shared-memory regions are released after its final response is encoded (Triton deletes
+        the final response's ResponseReleasePayload: src/grpc/stream_infer_handler.cc:894-896,
+        2.73.0)."""
+        try:
+            if key not in self._in_flight:
+                return  # cancelled: nobody reads it
+            call_soon(
+                self._loop,
+                self._on_response,
+                key,
+                self._encode(call, decoded, decoupled, response),
+                response.final,
+                decoupled,
+            )
+        finally:
+            if response.final:
+                call.release()
 
     def _on_response(self, key: int, item: Any, final: bool, decoupled: bool = True) -> None:
         if key not in self._in_flight:

@@ -87,20 +87,24 @@ class GenerateEndpoints:
         frontend._bodies.check_size(len(body), "JSON")
         model_inputs = {i["name"]: (i["datatype"], i["shape"]) for i in metadata["inputs"]}
         parsed = generate.parse_generate_request(body, model_inputs=model_inputs)
-        call, responses = submit(
-            frontend, request, decode(frontend._dataplane, parsed, name, version)
-        )
-        core_request = call.request
-        report_format = request.headers.get(FORMAT_HEADER)
+        holds = frontend._dataplane.holds()
         try:
-            if stream:
-                return await self._stream(request, core_request, responses, name, report_format)
-            return await self._one(core_request, responses, name, report_format)
-        except BaseException:
-            # The client went away (the handler is cancelled, or a write failed): stop the
-            # model through the core's cancel path.
-            core_request.cancel()
-            raise
+            call, responses = submit(
+                frontend, request, decode(frontend._dataplane, parsed, name, version, holds), holds
+            )
+            core_request = call.request
+            report_format = request.headers.get(FORMAT_HEADER)
+            try:
+                if stream:
+                    return await self._stream(request, core_request, responses, name, report_format)
+                return await self._one(core_request, responses, name, report_format)
+            except BaseException:
+                # The client went away (the handler is cancelled, or a write failed): stop the
+                # model through the core's cancel path.
+                core_request.cancel()
+                raise
+        finally:
+            holds.release()
 
     async def _load_report(self, report_format: str | None) -> dict[str, str]:
         """The ``endpoint-load-metrics`` header asked for with ``endpoint-load-metrics-format``

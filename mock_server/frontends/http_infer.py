@@ -21,6 +21,7 @@ from tritonclient._codec import errors, http_body, http_server, types
 
 from ..core.config import datatype_of
 from ..core.dataplane import Call, Dataplane, Reply
+from ..core.shm import RegionHolds
 from ..core.types import InferResponse
 from ..core.validation import forwarded_headers
 from ._delivery import Responses, delivery_for
@@ -49,28 +50,39 @@ _DECOUPLED_MESSAGE = "HTTP end point doesn't support models with decoupled trans
 
 
 def decode(
-    dataplane: Dataplane, parsed: http_server.ParsedInferRequest, name: str, version: int
+    dataplane: Dataplane,
+    parsed: http_server.ParsedInferRequest,
+    name: str,
+    version: int,
+    holds: RegionHolds,
+    max_json_bytes: int | None = None,
 ) -> types.DecodedInferRequest:
-    """A parsed request's tensors decoded, inputs in shared memory resolved by the dataplane."""
+    """A parsed request's tensors decoded, inputs in shared memory resolved (and their regions
+    held) through the request's ``holds``; ``max_json_bytes``: the largest JSON input
+    (``/infer``'s ``--http-max-input-size``; the generate endpoints have their own checks)."""
     return http_server.decode_infer_request(
         parsed,
         name,
         version,
-        shm_resolver=dataplane.read_input,
+        shm_resolver=holds.read_input,
         max_json_depth=dataplane.core.compat.http_json_depth,
-        refuse_negative_dims=dataplane.core.compat.negative_dims_2_73,
+        element_count_2_73=dataplane.core.compat.element_count_2_73,
+        max_json_bytes=max_json_bytes,
     )
 
 
 def submit(
-    frontend: Frontend, request: web.BaseRequest, decoded: types.DecodedInferRequest
+    frontend: Frontend,
+    request: web.BaseRequest,
+    decoded: types.DecodedInferRequest,
+    holds: RegionHolds,
 ) -> tuple[Call, Responses[InferResponse]]:
     """Submit ``decoded`` through the dataplane (with the headers the frontend forwards); its
     responses arrive on the returned inbox (moved onto the loop by the loop's shared delivery,
-    one wake-up per burst)."""
+    one wake-up per burst).  The caller releases ``holds`` when the request is done."""
     dataplane = frontend._dataplane
     call = dataplane.prepare(
-        decoded, lambda: forwarded_headers(frontend._forward, received_headers(request))
+        decoded, lambda: forwarded_headers(frontend._forward, received_headers(request)), holds
     )
     responses: Responses[InferResponse] = Responses(delivery_for(asyncio.get_running_loop()))
     dataplane.submit(call, responses.put)  # put is called from model threads
@@ -95,7 +107,18 @@ class InferEndpoint:
         self._frontend = frontend
 
     async def handle(self, request: web.BaseRequest, name: str, version: int) -> web.StreamResponse:
-        """Answer one inference request."""
+        """Answer one inference request; the shared-memory regions it uses are held until it
+        is answered (or failed), as Triton releases them once the reply is sent
+        (src/http_server.cc:3946-3969, 2.73.0)."""
+        holds = self._frontend._dataplane.holds()
+        try:
+            return await self._answer(request, name, version, holds)
+        finally:
+            holds.release()
+
+    async def _answer(
+        self, request: web.BaseRequest, name: str, version: int, holds: RegionHolds
+    ) -> web.StreamResponse:
         frontend = self._frontend
         bodies = frontend._bodies
         # Until the body is parsed, and again for what the response carries, Triton's errors
@@ -135,13 +158,20 @@ class InferEndpoint:
             )
         try:
             decoded = await frontend._maybe_blocking(
-                len(body), decode, frontend._dataplane, parsed, name, version
+                len(body),
+                decode,
+                frontend._dataplane,
+                parsed,
+                name,
+                version,
+                holds,
+                bodies.max_input_size,
             )
         except errors.HttpCodecError as exc:
             if exc.in_response:  # Triton finds this one while running the request
                 raise from_codec_error(exc, PLAIN) from None
             raise
-        call, final = await self._run(request, decoded)
+        call, final = await self._run(request, decoded, holds)
         with plain_errors():
             if final.error is not None:
                 raise from_server_error(final.error)
@@ -155,11 +185,11 @@ class InferEndpoint:
         return await _send(request, encoded)
 
     async def _run(
-        self, request: web.BaseRequest, decoded: types.DecodedInferRequest
+        self, request: web.BaseRequest, decoded: types.DecodedInferRequest, holds: RegionHolds
     ) -> tuple[Call, InferResponse]:
         """Run a non-decoupled request; return its response (the first error, else the one
         with outputs, or the final one)."""
-        call, responses = submit(self._frontend, request, decoded)
+        call, responses = submit(self._frontend, request, decoded, holds)
         answer: InferResponse | None = None
         try:
             while True:

@@ -195,6 +195,11 @@ class RequestBodies:
         self._max_chunks = max_chunks
         self._spare: np.ndarray[Any, Any] | None = None
 
+    @property
+    def max_input_size(self) -> int | None:
+        """``--http-max-input-size`` (None: no limit)."""
+        return self._max_input_size
+
     async def read(self, request: web.BaseRequest) -> types.Buffer:
         """The whole request body, read into one buffer (one copy from the socket).
 

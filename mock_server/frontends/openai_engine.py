@@ -383,7 +383,7 @@ class Engine:
         ServerFailure
             When the core refuses the request, or the model answers an error.
         """
-        call = Call(request, {})
+        call = Call(request, {}, self.dataplane.holds())  # no shared memory: nothing held
         responses: Responses[InferResponse] = Responses(delivery_for(asyncio.get_running_loop()))
         try:
             self.dataplane.submit(call, responses.put)

@@ -75,7 +75,7 @@ def _negative_dims() -> list[Case]:
             Case(f"compat/grpc/negative-dim-{label}", [_simple_grpc(shape=shape)]),
         ]
     # JSON shapes are uint64 that Triton keeps as int64: 2**63 is INT64_MIN (2.73 refuses it
-    # as an invalid dimension, the compatibility profile's negative_dims_2_73).  Triton 2.51
+    # as an invalid dimension, the compatibility profile's element_count_2_73).  Triton 2.51
     # aborts (SIGABRT) on [1, 2**64 - 16] and [2**64 - 2, 16]: no case here.
     cases.append(Case("compat/http/wrapped-dim-int64-min", [_simple_json(shape=[1, 2**63])]))
     return cases

@@ -545,7 +545,8 @@ def decode_input(
     model_name: str = "",
     request_id: str = "",
     max_json_depth: int | None = MAX_JSON_DEPTH,
-    refuse_negative_dims: bool = False,
+    element_count_2_73: bool = False,
+    max_json_bytes: int | None = None,
 ) -> npt.NDArray[Any]:
     """The numpy value of a parsed input.
 
@@ -560,8 +561,11 @@ def decode_input(
         For error messages.
     max_json_depth : int or None, optional
         How deep JSON ``data`` may nest (see :func:`tensor_from_json`).
-    refuse_negative_dims : bool, optional
-        Refuse JSON data whose shape has an invalid dimension (see :func:`tensor_from_json`).
+    element_count_2_73 : bool, optional
+        Count JSON data's elements as Triton 2.73 and refuse invalid, overflowing or
+        oversized shapes (see :func:`tensor_from_json`).
+    max_json_bytes : int or None, optional
+        The largest byte size of JSON data (see ``max_bytes`` of :func:`tensor_from_json`).
 
     Returns
     -------
@@ -589,7 +593,8 @@ def decode_input(
         parsed.data,
         name=parsed.name,
         max_depth=max_json_depth,
-        refuse_negative_dims=refuse_negative_dims,
+        element_count_2_73=element_count_2_73,
+        max_bytes=max_json_bytes,
     )
 
 
@@ -600,7 +605,8 @@ def decode_infer_request(
     *,
     shm_resolver: Callable[[str, SharedMemoryRef], Buffer] | None = None,
     max_json_depth: int | None = MAX_JSON_DEPTH,
-    refuse_negative_dims: bool = False,
+    element_count_2_73: bool = False,
+    max_json_bytes: int | None = None,
 ) -> DecodedInferRequest:
     """A parsed request's tensors decoded, in the form both protocols' decoders hand on.
 
@@ -617,8 +623,10 @@ def decode_infer_request(
         raises to refuse it).  Without one, shared-memory inputs are refused.
     max_json_depth : int or None, optional
         How deep an input's JSON ``data`` may nest (see :func:`tensor_from_json`).
-    refuse_negative_dims : bool, optional
-        Refuse JSON data whose shape has an invalid dimension (see :func:`tensor_from_json`).
+    element_count_2_73 : bool, optional
+        Count JSON data's elements as Triton 2.73 (see :func:`tensor_from_json`).
+    max_json_bytes : int or None, optional
+        The largest byte size of an input's JSON data (see :func:`tensor_from_json`).
 
     Returns
     -------
@@ -647,7 +655,8 @@ def decode_infer_request(
             model_name=model_name,
             request_id=parsed.id,
             max_json_depth=max_json_depth,
-            refuse_negative_dims=refuse_negative_dims,
+            element_count_2_73=element_count_2_73,
+            max_json_bytes=max_json_bytes,
         )
         inputs.append(DecodedInput(each.name, each.datatype, tuple(each.shape), data, {}, ref))
     outputs = []

@@ -31,7 +31,7 @@ from tritonclient.utils import (
     InferenceServerProtocolError,
     raise_error,
 )
-from tritonclient.utils._dtypes import DATATYPES
+from tritonclient.utils._dtypes import DATATYPES, DatatypeInfo
 
 from .checks import known_datatype, response_fault, response_shape
 from .errors import HttpCodecError, http_bad, http_internal, json_type_error, not_utf8
@@ -295,15 +295,65 @@ def _as_int64(dim: int) -> int:
     return dim - 2**64 if dim > INT64_MAX else dim
 
 
-def _has_invalid_dim(shape: Sequence[int]) -> bool:
-    """Whether Triton 2.73's ``GetElementCount`` (src/common.cc:109-135) returns -2: it stops
-    at the first -1 (wildcard) or 0, and a dimension below 0 before that is invalid."""
+def _element_count_2_73(shape: Sequence[int]) -> int:
+    """Triton 2.73's ``GetElementCount`` (src/common.cc:109-135) of a shape read as int64s:
+    -1 at the first -1 (wildcard), -2 at a dimension below -1 (invalid), 0 at the first 0,
+    -3 when the product passes ``INT64_MAX``, else the product (0 for no dimension)."""
+    count = None
     for dim in shape:
-        if dim == -1 or dim == 0:
-            return False
+        if dim == -1:
+            return -1
         if dim < 0:
-            return True
-    return False
+            return -2
+        if dim == 0:
+            return 0
+        if count is not None and count > INT64_MAX // dim:
+            return -3
+        count = dim if count is None else count * dim
+    return count or 0
+
+
+def _check_count_2_73(name: str, shape: Sequence[int]) -> int:
+    """Triton 2.73's element count of a JSON input of ``shape``; refuse the invalid and the
+    overflowing ones with its words (src/http_server.cc:2701-2726, 2.73.0)."""
+    as_int64 = [_as_int64(d) for d in shape]
+    count = _element_count_2_73(as_int64)
+    if count in (-2, -3):
+        dims = ",".join(map(str, as_int64))
+        problem = (
+            "contains one or more invalid dimensions"
+            if count == -2
+            else f"causes total element count to exceed maximum size of {INT64_MAX}"
+        )
+        raise http_bad(f"invalid shape for input '{name}': shape [{dims}] {problem}")
+    return count
+
+
+def _check_json_size(name: str, nbytes: int, max_bytes: int | None) -> None:
+    """Refuse a JSON input whose bytes (as a ``size_t``) pass ``--http-max-input-size``
+    (src/http_server.cc:2757-2767, 2.73.0)."""
+    if max_bytes is not None and nbytes % 2**64 > max_bytes:
+        raise http_bad(
+            f"JSON input '{name}' has a byte_size ({nbytes % 2**64} bytes) that exceeds the "
+            f"maximum allowed value of {max_bytes} bytes. Use --http-max-input-size to "
+            "increase the limit."
+        )
+
+
+def _check_typed_size_2_73(
+    name: str, info: DatatypeInfo, count: int, max_bytes: int | None
+) -> None:
+    """Triton 2.73's size checks of a typed (not BYTES) JSON input of ``count`` elements,
+    before its data are read (src/http_server.cc:2736-2767): the byte size must not pass
+    ``INT64_MAX``, nor ``max_bytes``.  A wildcard shape counts -1 there, so its byte size
+    wraps round as a ``size_t`` and passes any limit."""
+    size = info.byte_size or 0
+    if size > 1 and count > INT64_MAX // size:
+        raise http_bad(
+            f"byte size overflow for input '{name}': element count ({count}) * data type "
+            f"size ({size}) exceeds maximum allowed size ({INT64_MAX})"
+        )
+    _check_json_size(name, count * size, max_bytes)
 
 
 def _too_deep_text(max_depth: int) -> str:
@@ -321,7 +371,8 @@ def tensor_from_json(
     *,
     name: str = "",
     max_depth: int | None = MAX_JSON_DEPTH,
-    refuse_negative_dims: bool = False,
+    element_count_2_73: bool = False,
+    max_bytes: int | None = None,
 ) -> npt.NDArray[Any]:
     """Decode an input's JSON ``data`` (flat or nested, section 3.7.3) into a numpy array.
 
@@ -338,11 +389,20 @@ def tensor_from_json(
     max_depth : int or None, optional
         How deep ``data`` may nest (Triton 2.73's ``HTTP_MAX_JSON_NESTING_DEPTH``, 100); None:
         any depth (Triton 2.51).
-    refuse_negative_dims : bool, optional
-        Refuse a shape whose element count Triton 2.73's ``GetElementCount`` finds invalid
-        (a negative dimension other than -1 before any -1 or 0): "invalid shape for input
-        'X': shape [..] contains one or more invalid dimensions" (400).  Triton 2.51 reads
+    element_count_2_73 : bool, optional
+        Count the elements as Triton 2.73's ``GetElementCount`` does and refuse, with its
+        words (400), a shape it finds invalid (a negative dimension other than -1 before any
+        -1 or 0: "invalid shape for input 'X': shape [..] contains one or more invalid
+        dimensions"), a shape whose element count passes ``INT64_MAX`` ("... causes total
+        element count to exceed maximum size of 9223372036854775807") and a typed input
+        whose byte size does ("byte size overflow for input 'X': ...").  Triton 2.51 reads
         the data and reports the byte-size mismatch.
+    max_bytes : int or None, optional
+        The largest byte size of the input (Triton 2.73's ``--http-max-input-size``): "JSON
+        input 'X' has a byte_size (N bytes) that exceeds the maximum allowed value of M
+        bytes. Use --http-max-input-size to increase the limit." (400), checked before a
+        typed input's data are read and after a BYTES input's are sized (4 bytes and the
+        UTF-8 of each string); None: no limit (Triton 2.51).
 
     Returns
     -------
@@ -356,12 +416,7 @@ def tensor_from_json(
         400 for an unknown datatype and for FP16/BF16 (JSON is not allowed for them); 500 for a
         wrong element count or element type (Triton's JSON-typing errors).
     """
-    if refuse_negative_dims and _has_invalid_dim(as_int64 := [_as_int64(d) for d in shape]):
-        dims = ",".join(map(str, as_int64))
-        raise http_bad(
-            f"invalid shape for input '{name}': shape [{dims}] contains one or more invalid "
-            "dimensions"
-        )
+    counted = _check_count_2_73(name, shape) if element_count_2_73 else None
     info = DATATYPES.get(datatype)
     count = element_count(shape)
     if count == 0:
@@ -376,6 +431,8 @@ def tensor_from_json(
             ) from None
     if info is None:
         raise http_bad(f"invalid datatype for input {name}")
+    if counted is not None and datatype != "BYTES":
+        _check_typed_size_2_73(name, info, counted, max_bytes)
     if datatype in _NO_JSON_TYPES:
         raise http_bad(
             f"receiving {datatype} data via JSON is not supported. Please use the binary data "
@@ -408,6 +465,8 @@ def tensor_from_json(
             raise http_internal(
                 "Unable to parse JSON bytes array: string is not valid Unicode"
             ) from None
+        if element_count_2_73:
+            _check_json_size(name, sum(4 + len(item) for item in items), max_bytes)
         out = np.empty(len(items), dtype=np.object_)
         out[:] = items
         # Triton sizes BYTES data by its bytes, not its elements: a wrong count is left to
