@@ -537,6 +537,45 @@ def test_bls_moves_large_tensors_both_ways(repo: Path) -> None:
         assert stub_shm(server.pid) == []
 
 
+# Triton's qa/L0_backend_python/argument_validation: the model's own unittest expects a
+# TypeError (pybind11's ``.none(false)``) for None as correlation_id, and a
+# TritonModelException only for a value of another type.
+CORRELATION_ID_ARGS = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        raised = []
+        for correlation_id in (None, 1.5):
+            try:
+                pb_utils.InferenceRequest(
+                    model_name="ok", inputs=[], requested_output_names=["OUT"],
+                    correlation_id=correlation_id)
+            except Exception as exc:
+                raised.append(type(exc).__name__)
+            else:
+                raised.append("nothing")
+        text = np.array([" ".join(raised).encode()], dtype=np.object_)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", text)]) for _ in requests]
+"""
+
+
+def test_a_none_correlation_id_is_a_type_error_in_the_stub(repo: Path) -> None:
+    write_model(repo, "correlation_args", CORRELATION_ID_ARGS, dtype="TYPE_STRING")
+    with run_mock_server(repo, ["--model-control-mode=explicit", "--load-model=*"]) as server:
+        status, body = request(
+            server,
+            "POST",
+            "/v2/models/correlation_args/infer",
+            {"inputs": [{"name": "IN", "datatype": "BYTES", "shape": [1], "data": ["x"]}]},
+        )
+        assert status == 200, body
+        assert body["outputs"][0]["data"] == ["TypeError TritonModelException"]
+        assert stub_shm(server.pid) == []
+
+
 @pytest.mark.parametrize("isolation", ["process", "thread"])
 def test_the_in_process_api_chooses_the_isolation(tmp_path: Path, isolation: str) -> None:
     import mock_server as tritonserver

@@ -361,6 +361,7 @@ def test_bls_request_takes_bytes_where_triton_takes_str() -> None:
         {"model_version": "1"},
         {"flags": "1"},
         {"timeout": -1},
+        {"correlation_id": None},  # Triton's qa argument_validation expects TypeError
     ):
         arguments: dict[str, Any] = {
             "model_name": "x",

@@ -95,9 +95,10 @@ class InferenceRequest:
     TypeError
         As Triton's binding: for a missing required argument or one of the wrong type (the
         ``str`` arguments, and the names in ``requested_output_names``, take ``bytes`` too).
+        A ``None`` correlation id is refused this way too (the binding's ``.none(false)``).
     TritonModelException
-        For a correlation id that is neither an int nor a str, or parameters that are not a
-        dict of str to bool, int or str.
+        For a correlation id that is neither an int nor a str (nor None), or parameters that
+        are not a dict of str to bool, int or str.
     RuntimeError
         For a negative correlation id.
     """
@@ -126,6 +127,8 @@ class InferenceRequest:
         timeout_us = _pybind.int_arg(timeout, unsigned=True)
         if (
             text_id is None
+            # ``.none(false)`` in the binding: None is refused before the body's type test.
+            or correlation_id is None
             or tensors is None
             # pybind11 takes None for a tensor (a null pointer); the backend refuses it below.
             or any(t is not None and not isinstance(t, Tensor) for t in tensors)
