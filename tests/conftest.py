@@ -12,6 +12,9 @@ import pytest
 from tests import peers
 from tritonclient.utils import _serialize as _codec
 
+#: NVIDIA's QA files, held as data for tests/test_triton_qa.py: not this suite's tests.
+collect_ignore = ["triton_qa"]
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

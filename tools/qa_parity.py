@@ -828,7 +828,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.keep is None:
             shutil.rmtree(scratch, ignore_errors=True)
     print_table(verdicts, servers, args.details)
-    return 0
+    # A script (CI, a shell loop) can tell a run with a failure from a clean one.
+    failed = any(status == "FAIL" for row in verdicts.rows.values() for status, _ in row.values())
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
