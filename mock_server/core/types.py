@@ -175,7 +175,9 @@ class Assist:
                 return False
             hold()
             self._reader, self._release = reader, release
-            return True
+        if self._closed:  # closed meanwhile, before there was a hold to release
+            self._end_hold()
+        return True
 
     def wait(self, done: Callable[[], bool], timeout_s: float | None) -> bool:
         """Read on this thread until ``done()`` (True) or ``timeout_s`` passes or the channel
@@ -195,9 +197,9 @@ class Assist:
 
     def close(self) -> None:
         """The waiting thread reads no more for now: release the channel's reader."""
-        with self._lock:
-            self._closed = True
-        self._end_hold()
+        self._closed = True
+        if self._release is not None:  # (an offer made meanwhile sees the flag: see offer)
+            self._end_hold()
 
     def _end_hold(self) -> None:
         with self._lock:
