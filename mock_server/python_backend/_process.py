@@ -734,11 +734,9 @@ assert tuple(_METRIC_OPERATIONS) == msg.METRIC_OPERATIONS
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
-    """The asyncio loop running on this thread, if any."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+    """The asyncio loop running on this thread, if any (asyncio's own getter, which returns
+    None where ``get_running_loop()`` raises: off a loop, that raise cost every request)."""
+    return asyncio.events._get_running_loop()
 
 
 class _LoopReading:
