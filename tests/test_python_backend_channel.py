@@ -121,3 +121,37 @@ def test_an_impossible_length_ends_the_channel_at_once(ends: tuple[Channel, Chan
     os.write(writer.fileno(), b"\x00\x00\x00\x04junk")  # 19 GB announced
     with pytest.raises(ChannelError, match="out of step"):
         reader.recv()
+
+
+def test_a_small_message_arriving_in_pieces_is_read_whole(ends: tuple[Channel, Channel]) -> None:
+    """A small frame is read with one read when it is all there; one that arrives a few bytes
+    at a time (header included) is still read whole, and the stream stays in step."""
+    import pickle
+    import struct
+
+    reader, writer = ends
+    body = pickle.dumps(("piecewise", b"x" * 100))
+    frame = struct.pack("!Q", len(body)) + body
+    writer.send(("first",))
+
+    def trickle() -> None:
+        for start in range(0, len(frame), 3):
+            os.write(writer.fileno(), frame[start : start + 3])
+            time.sleep(0.001)
+        writer.send(("after",))
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    assert reader.recv() == ("first",)
+    assert reader.recv() == ("piecewise", b"x" * 100)
+    assert reader.recv() == ("after",)
+    thread.join(TIMEOUT)
+    assert not thread.is_alive()
+
+
+def test_a_stream_ending_within_a_small_message_is_eof(ends: tuple[Channel, Channel]) -> None:
+    reader, writer = ends
+    os.write(writer.fileno(), b"\x00\x00\x00\x00\x00\x00\x00\x10abc")  # 16 bytes announced
+    writer.close()
+    with pytest.raises(EOFError, match="within a message"):
+        reader.recv()

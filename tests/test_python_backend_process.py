@@ -715,3 +715,188 @@ def test_a_loop_reading_ended_after_its_loop_closed_lets_go_of_the_channel() -> 
             loop.close()
         mine.close()
         other.close()
+
+
+# -- a thread blocked in infer_iter reads the stub's reply itself (core.types.Assist) ---------
+
+ASSISTED = """
+import os
+import time
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            data = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            if data[0] == -1:
+                os._exit(3)  # the stub dies while the server's thread waits for it
+            if data[0] > 0:
+                time.sleep(float(data[0]) / 1000)  # milliseconds
+            out = pb_utils.Tensor("OUT", data.copy())
+            responses.append(pb_utils.InferenceResponse(output_tensors=[out]))
+        return responses
+"""
+
+
+@pytest.fixture
+def assisted_core(tmp_path: Path) -> Iterator[Any]:
+    """A core serving ``assisted`` (ASSISTED) in a stub process, its worker parked (so that a
+    request skips the queue and goes to the stub from the calling thread)."""
+    from mock_server.compose import build_core
+    from mock_server.core.server import ModelControlMode, ServerOptions
+
+    model = tmp_path / "assisted"
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "model.py").write_text(ASSISTED)
+    (model / "config.pbtxt").write_text(
+        CONFIG.format(name="assisted", dtype="TYPE_INT32", extra="")
+    )
+    core = build_core(
+        ServerOptions(
+            model_repository=[tmp_path],
+            model_control_mode=ModelControlMode.EXPLICIT,
+            startup_models=["assisted"],
+            python_backend_isolation="process",
+        )
+    )
+    core.start()
+    try:
+        yield core
+    finally:
+        core.stop()
+    assert not list(Path("/dev/shm").glob(f"mockpb_{os.getpid()}_*"))  # nothing left
+
+
+def _assisted_request(value: int) -> Any:
+    from mock_server.core.types import InferRequest, Tensor
+
+    data = np.array([value, 5], np.int32)
+    return InferRequest("assisted", id=str(value), inputs=[Tensor("IN", "INT32", (2,), data)])
+
+
+def _recording_reads(core: Any) -> tuple[Any, list[int]]:
+    """The model's stub connection, after its worker parked, with the threads that dispatch
+    each end of a batch recorded."""
+    import threading
+
+    from mock_server.python_backend import _messages as msg
+
+    version = core.model_version("assisted", -1)
+    end = time.monotonic() + TIMEOUT
+    while not version.scheduler._parked and time.monotonic() < end:
+        time.sleep(0.01)
+    stub = version._instances[0]._stub
+    readers: list[int] = []
+    handler = stub.handlers[msg.Executed]
+
+    def recorded(message: Any) -> None:
+        readers.append(threading.get_ident())
+        handler(message)
+
+    stub.handlers[msg.Executed] = recorded
+    return stub, readers
+
+
+def test_a_thread_waiting_in_infer_iter_reads_the_stubs_reply_itself(assisted_core: Any) -> None:
+    """The reply is read and dispatched by the waiting thread (no hand-over from the channel's
+    reader thread); afterwards the reader thread is free again, and serves a request nobody
+    waits for in infer_iter."""
+    import threading
+
+    stub, readers = _recording_reads(assisted_core)
+    for value in (0, 1):
+        (response,) = list(assisted_core.infer_iter(_assisted_request(value), timeout_s=TIMEOUT))
+        assert response.error is None and response.outputs[0].data.tolist() == [value, 5]
+    assert readers == [threading.get_ident()] * 2
+    assert stub.pump._interest == 0  # no hold left behind
+
+    answered = threading.Event()
+    request = _assisted_request(0)
+    request.response_callback = lambda response: answered.set()
+    assisted_core.infer(request)
+    assert answered.wait(TIMEOUT)
+    assert readers[-1] != threading.get_ident()  # the channel's own reader
+
+
+def test_an_execution_longer_than_the_assist_slice_is_read_by_the_channels_reader(
+    assisted_core: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from mock_server.core import server
+
+    monkeypatch.setattr(server, "_ASSIST_SLICE_S", 0.05)
+    stub, readers = _recording_reads(assisted_core)
+    (response,) = list(assisted_core.infer_iter(_assisted_request(300), timeout_s=TIMEOUT))
+    assert response.error is None and response.outputs[0].data.tolist() == [300, 5]
+    assert readers and readers[-1] != threading.get_ident()
+    assert stub.pump._interest == 0
+
+
+def test_a_timed_out_wait_lets_go_of_the_channel(assisted_core: Any) -> None:
+    """infer_iter's own timeout while it reads for its request: the request is cancelled and
+    the channel's reader takes over (the late reply is still read; the next request works)."""
+    from mock_server.core.errors import ServerError
+
+    stub, _ = _recording_reads(assisted_core)
+    with pytest.raises(ServerError, match="timed out"):
+        list(assisted_core.infer_iter(_assisted_request(500), timeout_s=0.1))
+    assert stub.pump._interest == 0
+    end = time.monotonic() + TIMEOUT
+    while assisted_core.model_version("assisted", -1).in_flight() and time.monotonic() < end:
+        time.sleep(0.01)
+    (response,) = list(assisted_core.infer_iter(_assisted_request(2), timeout_s=TIMEOUT))
+    assert response.error is None
+
+
+def test_a_stub_dying_while_a_thread_reads_for_it_fails_the_request_at_once(
+    assisted_core: Any,
+) -> None:
+    _recording_reads(assisted_core)
+    start = time.monotonic()
+    (response,) = list(assisted_core.infer_iter(_assisted_request(-1), timeout_s=TIMEOUT))
+    assert time.monotonic() - start < 10
+    assert response.error is not None
+    assert "Stub process 'assisted_0' is not healthy." in response.error.message
+
+
+def test_assist_offers_and_holds() -> None:
+    """core.types.Assist: one offer, held until the waiting thread reads or closes; nothing
+    held for an offer after close; a reader that gives up ends the offer."""
+    from mock_server.core.types import Assist
+
+    holds: list[int] = []
+
+    def hold() -> None:
+        holds.append(1)
+
+    def release() -> None:
+        holds.append(-1)
+
+    assist = Assist()
+    assert not assist.wait(lambda: True, 1.0)  # nothing offered: the queue it is
+    answers = [False]
+    assert assist.offer(lambda done, timeout: answers.pop(0), hold, release)
+    assert not assist.offer(lambda done, timeout: True, hold, release)  # one offer only
+    assert holds == [1]
+    assert not assist.wait(lambda: False, 1.0)  # the reader gave up: the hold ends ...
+    assert holds == [1, -1]
+    assert not assist.wait(lambda: True, 1.0)  # ... and so does the offer
+    assist.close()
+    assert holds == [1, -1]
+
+    closed = Assist()
+    closed.close()
+    assert not closed.offer(lambda done, timeout: True, hold, release)
+    assert holds == [1, -1]
+
+    served = Assist()
+    assert served.offer(lambda done, timeout: True, hold, release)
+    assert served.wait(lambda: True, 1.0)
+    assert served.wait(lambda: True, 1.0)  # still offered for later responses
+    served.close()
+    assert holds == [1, -1, 1, -1]

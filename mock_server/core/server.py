@@ -31,12 +31,17 @@ from .repository import Repository
 from .settings import LogSettings, TraceSettings
 from .shm import SharedMemoryRegistry
 from .stats import StatsRegistry, StatsSnapshot
-from .types import InferRequest, InferResponse
+from .types import Assist, InferRequest, InferResponse
 from .validation import HeaderForward, compile_forward_pattern, validate_request
 
 __all__ = ["CoreServer", "ModelControlMode", "ModelState", "ServerOptions"]
 
 log = logging.getLogger("mock_server.core")
+
+#: How long :meth:`CoreServer.infer_iter` reads a stub's channel for its request (see
+#: :class:`~.types.Assist`) before sleeping on the queue instead (a long execution is then read
+#: by the channel's own reader, as when nothing assists).
+_ASSIST_SLICE_S = 1.0
 
 #: Extensions the core implements, whatever the frontend.
 CORE_EXTENSIONS = [
@@ -316,20 +321,34 @@ class CoreServer:
         """Run ``request`` and yield its responses in order, the last one final."""
         responses: queue.Queue[InferResponse] = queue.Queue()
         request.response_callback = responses.put
-        self.infer(request)
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            try:
-                response = responses.get(timeout=remaining)
-            except queue.Empty:
-                request.cancel()
-                raise ServerError(
-                    ErrorKind.UNAVAILABLE, f"request to model '{request.model_name}' timed out"
-                ) from None
-            yield response
-            if response.final:
-                return
+        # The instance that takes the request may offer this thread the reading of its
+        # responses (see Assist); it never reads for it across a yield.
+        assist = request.assist = Assist()
+
+        def arrived() -> bool:
+            return not responses.empty()
+
+        try:
+            self.infer(request)
+            deadline = None if timeout_s is None else time.monotonic() + timeout_s
+            while True:
+                remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+                if not arrived():
+                    wait = _ASSIST_SLICE_S if remaining is None else min(remaining, _ASSIST_SLICE_S)
+                    assist.wait(arrived, wait)
+                try:
+                    response = responses.get(timeout=remaining)
+                except queue.Empty:
+                    request.cancel()
+                    raise ServerError(
+                        ErrorKind.UNAVAILABLE, f"request to model '{request.model_name}' timed out"
+                    ) from None
+                assist.close()
+                yield response
+                if response.final:
+                    return
+        finally:
+            assist.close()
 
 
 class _Runtime:

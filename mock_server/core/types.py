@@ -141,6 +141,73 @@ ResponseCallback = Callable[[InferResponse], None]
 StatsListener = Callable[[int, int, int], None]
 
 
+class Assist:
+    """A thread that will block for a request's responses, offering to read them itself.
+
+    The waiting thread (:meth:`~.server.CoreServer.infer_iter`) puts one on the request before
+    submitting it.  An instance whose responses arrive on a channel any thread may read (a stub
+    process's) offers its reader (:meth:`offer`): the waiting thread then reads and dispatches what
+    arrives (:meth:`wait`) instead of sleeping until the channel's own reader thread hands the
+    responses over, which on a busy machine costs a good part of a small request's round trip
+    (a wake-up of each thread, and the GIL).  The offer keeps the channel's own reader away
+    from the first reply (``hold``) until the waiting thread reads or gives up
+    (:meth:`close`), so that a reply quicker than the waiting thread does not wake it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reader: Callable[[Callable[[], bool], float | None], bool] | None = None
+        self._release: Callable[[], None] | None = None
+        self._closed = False
+
+    def offer(
+        self,
+        reader: Callable[[Callable[[], bool], float | None], bool],
+        hold: Callable[[], None],
+        release: Callable[[], None],
+    ) -> bool:
+        """Offer ``reader(done, timeout_s) -> done()``, which reads the channel on the calling
+        thread until ``done()`` or ``timeout_s`` passes; ``hold()`` is called now and
+        ``release()`` once the waiting thread reads or gives up.  False (nothing held) when
+        the waiting thread is gone or another instance offered first."""
+        with self._lock:
+            if self._closed or self._reader is not None:
+                return False
+            hold()
+            self._reader, self._release = reader, release
+        if self._closed:  # closed meanwhile, before there was a hold to release
+            self._end_hold()
+        return True
+
+    def wait(self, done: Callable[[], bool], timeout_s: float | None) -> bool:
+        """Read on this thread until ``done()`` (True) or ``timeout_s`` passes or the channel
+        ends (False; the offer then ends, and the responses come through the instance's own
+        reader).  False at once when nothing was offered."""
+        reader = self._reader
+        if reader is None:
+            return False
+        try:
+            if reader(done, timeout_s):
+                return True
+        finally:
+            self._end_hold()
+        with self._lock:
+            self._reader = None
+        return done()
+
+    def close(self) -> None:
+        """The waiting thread reads no more for now: release the channel's reader."""
+        self._closed = True
+        if self._release is not None:  # (an offer made meanwhile sees the flag: see offer)
+            self._end_hold()
+
+    def _end_hold(self) -> None:
+        with self._lock:
+            release, self._release = self._release, None
+        if release is not None:
+            release()
+
+
 @dataclass
 class InferRequest:
     """An inference request as the core sees it (frontends build these).
@@ -173,6 +240,9 @@ class InferRequest:
         Called with the request's compute durations (input, infer, output; ns) when it
         succeeds, after the model's own statistics are recorded: Triton's secondary statistics
         aggregator, through which an ensemble sums the compute time of its steps.
+    assist : Assist or None
+        Set by a thread that will block for the responses, for the instance that takes the
+        request to offer it the reading of them (see :class:`Assist`).
     """
 
     model_name: str
@@ -189,6 +259,7 @@ class InferRequest:
     response_callback: ResponseCallback | None = None
     cancelled: CancelFlag = field(default_factory=CancelFlag)
     stats_listener: StatsListener | None = None
+    assist: Assist | None = None
 
     @classmethod
     def from_decoded(

@@ -24,7 +24,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,10 +111,17 @@ class Channel:
     def _write(self, data: bytes) -> None:
         """Write one frame whole (call with the send lock)."""
         header = _HEADER.pack(len(data))
-        if len(data) < _JOIN_BELOW:
-            _write_all(self._fd, [header + data])
-        else:
+        if len(data) >= _JOIN_BELOW:
             _write_all(self._fd, [header, data])
+            return
+        # A small frame almost always goes in one write: try it before the general loop.
+        frame = header + data
+        try:
+            written = os.write(self._fd, frame)
+        except BlockingIOError:
+            written = 0
+        if written < len(frame):
+            _write_all(self._fd, [memoryview(frame)[written:]])
 
     def recv(self) -> tuple[Any, ...]:
         """Receive one message (blocking).
@@ -125,7 +132,7 @@ class Channel:
             When the other end closed the channel or died (or it ended within a message).
         """
         try:
-            (size,) = _HEADER.unpack(_read_exactly(self._fd, _HEADER.size, at_start=True))
+            (size,) = _HEADER.unpack(_read_frame_part(self._fd, _HEADER.size, at_start=True))
             if size > MAX_MESSAGE_BYTES:
                 # Not a length this side would write: the stream is out of step (or the other
                 # side is broken); reading on would wait for, or allocate, what never comes.
@@ -133,7 +140,7 @@ class Channel:
                     f"a message of {size} bytes announced (at most {MAX_MESSAGE_BYTES}): the "
                     "channel is out of step"
                 )
-            data = _read_exactly(self._fd, size, at_start=False)
+            data = _read_frame_part(self._fd, size, at_start=False)
         except OSError as exc:  # reset by a dying peer, or closed under us
             raise EOFError(str(exc)) from exc
         message = pickle.loads(data)
@@ -168,7 +175,7 @@ def _wait(fd: int, event: int) -> None:
     poller.poll()
 
 
-def _write_all(fd: int, buffers: list[bytes]) -> None:
+def _write_all(fd: int, buffers: list[bytes | memoryview]) -> None:
     """Write ``buffers`` in order, whole, whatever the socket's blocking mode."""
     views = [memoryview(b) for b in buffers if b]
     while views:
@@ -182,6 +189,24 @@ def _write_all(fd: int, buffers: list[bytes]) -> None:
             views.pop(0)
         if written:
             views[0] = views[0][written:]
+
+
+def _read_frame_part(fd: int, size: int, at_start: bool) -> bytes | bytearray:
+    """Read ``size`` bytes (see :func:`_read_exactly`): a small part is tried with one read
+    first, which almost always gets it whole (a header, a small message)."""
+    if size >= _JOIN_BELOW:
+        return _read_exactly(fd, size, at_start)
+    try:
+        data = os.read(fd, size)
+    except BlockingIOError:
+        return _read_exactly(fd, size, at_start)
+    if len(data) == size:
+        return data
+    if not data:
+        if at_start:
+            raise EOFError("the channel was closed")
+        raise EOFError(f"the channel ended within a message (0 of {size} bytes)")
+    return data + _read_exactly(fd, size - len(data), at_start=False)
 
 
 def _read_exactly(fd: int, size: int, at_start: bool) -> bytearray:
@@ -253,6 +278,9 @@ class Pump:
         self.dead = False
         #: Why the channel ended, when not by the other side closing it (see _read_one).
         self.failure: Exception | None = None
+        self._holding = _Holding(self)
+        self._poller = select.poll()
+        self._poller.register(self._fd, select.POLLIN)
         self._epoll = select.epoll()
         self._watched = False
         self._watch(True)
@@ -283,10 +311,9 @@ class Pump:
 
     def _readable(self, timeout: float | None) -> bool:
         # poll, not select: a server with many connections has descriptors past select's 1024.
+        # One poller, made once: only the thread holding the read role calls this.
         try:
-            poller = select.poll()
-            poller.register(self._fd, select.POLLIN)
-            return bool(poller.poll(None if timeout is None else max(0, int(timeout * 1000))))
+            return bool(self._poller.poll(None if timeout is None else max(0, int(timeout * 1000))))
         except (OSError, ValueError):  # closed under us: recv() reports it
             return True
 
@@ -320,16 +347,11 @@ class Pump:
             self._watch(True)  # at EOF it is readable: the background thread ends
         self._on_eof()
 
-    @contextlib.contextmanager
-    def expecting(self) -> Iterator[None]:
+    def expecting(self) -> _Holding:
         """Keep the background thread off the channel for the block: enter it *before*
         sending a message whose answer this thread will pump for, so that an answer quicker
         than this thread cannot wake the background thread instead."""
-        self.hold()
-        try:
-            yield
-        finally:
-            self.unhold()
+        return self._holding
 
     def hold(self) -> None:
         """Keep the background thread off the channel until :meth:`unhold` (holds nest):
@@ -415,6 +437,22 @@ class Pump:
                 self._read_one()
         finally:
             self._epoll.close()
+
+
+class _Holding:
+    """:meth:`Pump.expecting`'s context manager (a plain class: it is entered twice per
+    request, where ``contextlib``'s generator machinery costs more than the hold)."""
+
+    __slots__ = ("_pump",)
+
+    def __init__(self, pump: Pump) -> None:
+        self._pump = pump
+
+    def __enter__(self) -> None:
+        self._pump.hold()
+
+    def __exit__(self, *exc: object) -> None:
+        self._pump.unhold()
 
 
 def sweep(prefix: str) -> int:

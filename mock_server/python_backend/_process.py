@@ -468,8 +468,9 @@ class ProcessModelInstance:
     ) -> None:
         """Send one batch to the stub and return; ``done(rescheduled)`` is called once the
         model's ``execute`` has returned (or the stub died), on the thread that reads the
-        stub's reply (the channel's background reader), or on this thread when the batch
-        could not be sent."""
+        stub's reply (the channel's background reader, the running asyncio loop, or a thread
+        waiting for the responses through the requests' ``assist``), or on this thread when
+        the batch could not be sent."""
         # Called on an asyncio loop (a frontend's), the loop reads the stub's reply itself
         # instead of the channel's background thread, so the reply reaches the loop without
         # a hand-over between threads (each costs a wake-up and the GIL).
@@ -487,6 +488,13 @@ class ProcessModelInstance:
             done(self._ended(batch))
 
         batch = _Batch(on_done=ended)
+        if reading is None and stub is not None:
+            # Off a loop, a thread that then blocks for a request's responses (the core's
+            # infer_iter) reads the stub's reply itself (see core.types.Assist).
+            pump = stub.pump
+            for request in requests:
+                if request.assist is not None:
+                    request.assist.offer(pump.pump_until, pump.hold, pump.unhold)
         if not self._send_batch(requests, batch):
             if reading is not None:
                 reading.stop()
@@ -726,11 +734,9 @@ assert tuple(_METRIC_OPERATIONS) == msg.METRIC_OPERATIONS
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
-    """The asyncio loop running on this thread, if any."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+    """The asyncio loop running on this thread, if any (asyncio's own getter, which returns
+    None where ``get_running_loop()`` raises: off a loop, that raise cost every request)."""
+    return asyncio.events._get_running_loop()
 
 
 class _LoopReading:
