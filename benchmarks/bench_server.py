@@ -185,7 +185,7 @@ def model_time_us(http_url: str, count: int) -> float:
         ns0, n0 = totals()
         for _ in range(count):
             result = client.infer("simple", inputs)
-        assert (result.as_numpy("OUTPUT0") == a + a).all()
+        assert np.array_equal(result.as_numpy("OUTPUT0"), a + a)
         ns1, n1 = totals()
     finally:
         client.close()
