@@ -185,7 +185,8 @@ def model_time_us(http_url: str, count: int) -> float:
         ns0, n0 = totals()
         for _ in range(count):
             result = client.infer("simple", inputs)
-        assert np.array_equal(result.as_numpy("OUTPUT0"), a + a)
+        out = result.as_numpy("OUTPUT0")
+        assert out is not None and np.array_equal(out, a + a)
         ns1, n1 = totals()
     finally:
         client.close()
