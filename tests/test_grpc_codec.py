@@ -581,6 +581,44 @@ def test_check_infer_response_decodes_once() -> None:
     assert outputs.get("missing") is None
 
 
+def test_parse_infer_of_a_message_seen_before() -> None:
+    """A response whose wire form is one checked before but for the raw payloads gives the
+    arrays over its own bytes and the same checks; any other message is checked again."""
+    from tritonclient.grpc._common import parse_infer
+
+    model = f"m{np.random.randint(1 << 30)}"  # a message no other test made known
+
+    def wire(a: list[int], b: float, model_name: str = model) -> bytes:
+        message = _response(("O", "INT32", [1, 2]), ("F", "FP32", [1]))
+        message.model_name = model_name
+        message.raw_output_contents.extend(
+            [np.array(a, np.int32).tobytes(), np.float32(b).tobytes()]
+        )
+        data: bytes = message.SerializeToString()
+        return data
+
+    requested = checks.Requested({"O": False, "F": False})
+    first = wire([1, 2], 0.5)
+    assert grpc_client.known_infer_outputs(first, requested) is None
+    parse_infer(first, requested)
+    for values in ([3, 4], [5, 6]):
+        data = wire(values, 1.5)
+        known = grpc_client.known_infer_outputs(data, requested)
+        assert known is not None and known.peek("O").tolist() == [values]  # type: ignore[union-attr]
+        result = parse_infer(data, requested)
+        assert result.as_numpy("O").tolist() == [values]  # type: ignore[union-attr]
+        assert result.as_numpy("F").tolist() == [1.5]  # type: ignore[union-attr]
+        assert not result.as_numpy("O").flags.writeable  # type: ignore[union-attr]
+        assert result.get_response().model_name == model
+    with pytest.raises(InferenceServerProtocolError, match=r"no output 'P'"):
+        parse_infer(first, checks.Requested({"O": False, "P": False}))
+    other = wire([1, 2], 0.5, model[:-1] + "x")  # same length, another head
+    assert grpc_client.known_infer_outputs(other, requested) is None
+    bytes_output = _response(("B", "BYTES", [1]), raw=[b"\x01\0\0\0x"]).SerializeToString()
+    parse_infer(bytes_output)
+    assert grpc_client.known_infer_outputs(bytes_output, None) is None  # checked every time
+
+
 def test_check_infer_response_typed_contents() -> None:
     message = _response(("O", "INT16", [2]))
     message.outputs[0].contents.int_contents.extend([1, -2])

@@ -866,6 +866,88 @@ def test_lean_path_replaces_connections_the_server_closed() -> None:
     assert accepted == [b"POST", b"POST", b"GET"]
 
 
+def test_known_heads_read_as_llhttp_reads_them() -> None:
+    """An answer whose head llhttp parsed before is read without parsing it again only when
+    it is whole and exact: the same status, headers and keep-alive as llhttp's reading; a
+    truncated body, bytes after it, or a head that llhttp did not read as a whole final 200
+    answer with a Content-Length is left to llhttp."""
+    from tritonclient._transport import http11
+
+    tag = uuid.uuid4().hex.encode()  # a head no other test made known
+    whole = b"HTTP/1.1 200 OK\r\nX-Tag: " + tag + b"\r\nContent-Length: 5\r\n\r\nhello"
+    assert http11.known_answer(whole) is None
+    answer = http11.start_answer(whole)
+    http11.remember_answer(whole, answer)
+    reading = (200, {"x-tag": tag.decode(), "content-length": "5"}, b"hello", True)
+    got = http11.known_answer(whole)
+    assert got == reading
+    assert got is not None
+    got[1]["x-tag"] = "changed"  # each answer has headers of its own
+    assert http11.known_answer(whole) == reading
+    assert http11.known_answer(whole[:-1]) is None  # truncated
+    assert http11.known_answer(whole + b"H") is None  # bytes after the answer
+    closing = whole.replace(b"X-Tag:", b"Connection: close\r\nX-Tag:")
+    http11.remember_answer(closing, http11.start_answer(closing))
+    assert http11.known_answer(closing) == (
+        200,
+        {**reading[1], "connection": "close"},
+        b"hello",
+        False,
+    )
+
+    def not_kept(data: bytes) -> None:
+        http11.remember_answer(data, http11.start_answer(data))
+        assert http11.known_answer(data) is None
+
+    not_kept(whole.replace(b"200 OK", b"404 Not Found"))
+    not_kept(
+        whole.replace(
+            b"Content-Length: 5\r\n\r\nhello",
+            b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        )
+    )
+    not_kept(b"HTTP/1.1 100 Continue\r\n\r\n" + whole.replace(tag, tag[::-1]))
+
+
+def test_a_known_head_with_a_broken_body_is_reported_once() -> None:
+    """After answers with the same head, a truncated one is still an error (once), and the
+    next call on a new connection reads its answer."""
+    body = b'{"model_name":"m","outputs":[]}'
+    good = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(
+        body
+    )
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(10)
+
+    def serve() -> None:
+        with listener:
+            for answers in ((good + body, good + body, good + body[:-3]), (good + body,)):
+                conn, _ = listener.accept()
+                with conn:
+                    conn.settimeout(10)
+                    for answer in answers:
+                        data = b""
+                        while b"\r\n\r\n" not in data:
+                            data += conn.recv(65536)
+                        head, _, rest = data.partition(b"\r\n\r\n")
+                        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                        while len(rest) < length:
+                            rest += conn.recv(65536)
+                        conn.sendall(answer)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    port = listener.getsockname()[1]
+    inputs = [httpclient.InferInput("IN", [1], "INT32").set_data_from_numpy(np.ones(1, np.int32))]
+    with httpclient.InferenceServerClient(f"127.0.0.1:{port}", network_timeout=10) as client:
+        for _ in range(2):
+            assert client.infer("m", inputs).get_response()["model_name"] == "m"
+        with pytest.raises(InferenceServerException, match="closed before the end"):
+            client.infer("m", inputs)
+        assert client.infer("m", inputs).get_response()["model_name"] == "m"
+    server.join(10)
+
+
 def test_threads_use_their_own_http_clients(url: str) -> None:
     errors: list[BaseException] = []
     stubs: dict[int, Any] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import gzip
 import json
 import math
@@ -742,6 +743,17 @@ def test_decode_response_of_a_json_seen_before() -> None:
         assert (
             "mutated" not in http_client.decode_infer_response(header + data, len(header)).response
         )
+    again = http_client.decode_infer_response(header + data, len(header))
+    assert again.get_output("Z") == {  # the JSON, parsed when first asked for
+        "name": "Z",
+        "datatype": "FP32",
+        "shape": [1],
+        "parameters": {"binary_data_size": 4},
+    }
+    assert again.response is again.response
+    late = http_client.decode_infer_response(header + data, len(header))
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:  # one dict, whoever asks first
+        assert len({id(r) for r in pool.map(lambda _: late.response, range(8))}) == 1
     with pytest.raises(InferenceServerProtocolError, match="1 bytes are missing"):
         http_client.decode_infer_response(header + bytes(11), len(header))
     with pytest.raises(InferenceServerProtocolError, match=r"no output 'P'"):

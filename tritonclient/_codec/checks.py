@@ -274,6 +274,10 @@ class DecodedOutputs:
     def __contains__(self, name: str) -> bool:
         return name in self._arrays
 
+    def peek(self, name: str) -> npt.NDArray[Any] | None:
+        """Output ``name`` as decoded, or None, without handing it out (see :meth:`get`)."""
+        return self._arrays.get(name)
+
     def get(self, name: str) -> npt.NDArray[Any] | None:
         """Output ``name``, or None (no such output, or no data).
 

@@ -49,6 +49,7 @@ from .grpc_common import (
     to_infer_parameter,
 )
 from .grpc_framing import (
+    _RESPONSE_RAW_FIELD,
     RAW_INPUT_TAG,
     REQUEST_INPUT_FIELD,
     REQUEST_OUTPUT_FIELD,
@@ -69,7 +70,9 @@ __all__ = [
     "encode_request_header",
     "input_tensor_field",
     "is_final_response",
+    "known_infer_outputs",
     "raw_input_field_header",
+    "remember_infer_layout",
     "request_message",
     "requested_output_field",
     "response_parameters",
@@ -645,6 +648,87 @@ def check_infer_response(
     if requested is not None:
         requested.check_present(arrays)
     return DecodedOutputs(arrays)
+
+
+#: Wire forms of ``ModelInferResponse`` messages checked before, by length: the bytes before
+#: the raw output contents, each raw entry's tag and length with where it starts, and each
+#: output's name, dtype, shape and the offset of its data.  The same model answers call after
+#: call with the same message but for the raw bytes (bar a request id), and a message whose
+#: bytes are those of one checked before, but for the raw entries' payloads of the same
+#: sizes, passes the same checks: its arrays are views of the wire bytes at the same offsets.
+_KNOWN_INFER: dict[
+    int,
+    tuple[bytes, tuple[tuple[int, bytes], ...], tuple[tuple[str, Any, tuple[int, ...], int], ...]],
+] = {}
+_KNOWN_INFER_MAX = 64
+#: Heads longer than this are not kept (they are not the usual small answer's).
+_KNOWN_HEAD_MAX = 4096
+
+
+def known_infer_outputs(data: bytes, requested: Requested | None) -> DecodedOutputs | None:
+    """The outputs of a ``ModelInferResponse`` whose wire form is one
+    :func:`remember_infer_layout` kept but for the raw payloads (see :data:`_KNOWN_INFER`),
+    as :func:`check_infer_response` decodes them; None for any other message.
+
+    Raises
+    ------
+    InferenceServerProtocolError
+        When an output ``requested`` asked for is not in the response.
+    """
+    known = _KNOWN_INFER.get(len(data))
+    if known is None:
+        return None
+    head, marks, layout = known
+    if not data.startswith(head):
+        return None
+    for at, mark in marks:
+        if not data.startswith(mark, at):
+            return None
+    ndarray = np.ndarray
+    arrays: dict[str, npt.NDArray[Any] | None] = {
+        name: ndarray(shape, dtype, data, offset) for name, dtype, shape, offset in layout
+    }
+    if requested is not None:
+        wanted = requested.outputs
+        if wanted and not wanted.keys() <= arrays.keys():
+            requested.check_present(arrays)
+    return DecodedOutputs(arrays)
+
+
+def remember_infer_layout(
+    data: bytes, response: service_pb2.ModelInferResponse, outputs: DecodedOutputs
+) -> None:
+    """Keep the layout of a checked ``ModelInferResponse`` (``data`` its wire form,
+    ``outputs`` what :func:`check_infer_response` made of it) for
+    :func:`known_infer_outputs`, when every output is a fixed-size one with its data in its
+    raw entry (in order, one each, names unique) and the raw entries are the message's last
+    fields; other messages are checked every time."""
+    raw = response.raw_output_contents
+    names = [output.name for output in response.outputs]
+    if not raw or len(raw) != len(names) or len(set(names)) != len(names):
+        return
+    arrays = [outputs.peek(name) for name in names]
+    tag = varint((_RESPONSE_RAW_FIELD << 3) | WIRE_LEN)
+    end = len(data) - sum(len(tag) + len(varint(len(entry))) + len(entry) for entry in raw)
+    if not 0 < end <= _KNOWN_HEAD_MAX:
+        return
+    marks: list[tuple[int, bytes]] = []
+    layout: list[tuple[str, Any, tuple[int, ...], int]] = []
+    at = end
+    for name, array, entry in zip(names, arrays, raw, strict=True):
+        if array is None or array.flags.writeable or array.dtype.hasobject:
+            return  # (a writable array is not a view of the wire bytes: decoded otherwise)
+        if not array.size or array.nbytes != len(entry):
+            return
+        mark = tag + varint(len(entry))
+        if data[at : at + len(mark) + len(entry)] != mark + entry:
+            return  # the raw entries are not the message's last fields, in order
+        marks.append((at, mark))
+        layout.append((name, array.dtype, array.shape, at + len(mark)))
+        at += len(mark) + len(entry)
+    if len(_KNOWN_INFER) >= _KNOWN_INFER_MAX:
+        _KNOWN_INFER.clear()
+    _KNOWN_INFER[len(data)] = (data[:end], tuple(marks), tuple(layout))
 
 
 def _checked_contents(

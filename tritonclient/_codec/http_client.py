@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -599,29 +600,40 @@ class DecodedResponse:
         #: the same JSON again (see :func:`decode_infer_response`).
         self.layout = (tuple(layout), slices) if len(layout) == len(arrays) else None
 
+    #: The parsed JSON; None until first read in a response made by :meth:`known`.
+    _response: dict[str, Any] | None
+    #: The JSON text of a response made by :meth:`known`, parsed when first asked for.
+    _text: bytes = b""
+
     @classmethod
     def known(
         cls,
-        response: dict[str, Any],
+        text: bytes,
         buffer: Buffer,
         requested: Requested | None,
         start: int,
         layout: tuple[tuple[tuple[str, Any, tuple[int, ...], int], ...], dict[str, Any]],
     ) -> DecodedResponse:
-        """The response to a JSON already decoded once, with the same number of binary
-        bytes after it: every check on it came out the same (they read nothing else), so
-        only the arrays are made, and the requested outputs checked."""
+        """The response whose JSON ``text`` was decoded once before, with the same number
+        of binary bytes after it: every check on it came out the same (they read nothing
+        else), so only the arrays are made, and the requested outputs checked.  The JSON is
+        parsed only when :attr:`response` is read (the same bytes parsed before: it cannot
+        fail), so that a caller that reads only the arrays does not pay for it."""
         self = cls.__new__(cls)
-        self._response = response
+        self._response = None
+        self._text = text
         self._buffer = buffer
         self._start = start
-        outputs, self._slices = layout  # (the offsets are only read)
+        outputs, slices = layout
+        self._slices = slices  # (the offsets are only read)
         ndarray = np.ndarray
         arrays: dict[str, npt.NDArray[Any] | None] = {
             name: ndarray(shape, dtype, buffer, start + at) for name, dtype, shape, at in outputs
         }
-        if requested is not None and requested.outputs:
-            requested.check_present(arrays)
+        if requested is not None:
+            wanted = requested.outputs
+            if wanted and not wanted.keys() <= slices.keys():  # (all outputs are in slices)
+                requested.check_present(arrays)
         self._outputs = DecodedOutputs(arrays)
         self.layout = layout
         return self
@@ -629,11 +641,17 @@ class DecodedResponse:
     @property
     def response(self) -> dict[str, Any]:
         """The parsed JSON of the response."""
-        return self._response
+        response = self._response
+        if response is None:
+            with _PARSING:  # one dict per response, also when threads ask at once
+                response = self._response
+                if response is None:
+                    response = self._response = client_json(self._text, "the inference response")
+        return response
 
     def get_output(self, name: str) -> dict[str, Any] | None:
         """The ``$response_output`` object of output ``name``, or None."""
-        for output in self._response.get("outputs") or []:
+        for output in self.response.get("outputs") or []:
             if output.get("name") == name:
                 return output  # type: ignore[no-any-return]
         return None
@@ -723,24 +741,29 @@ def decode_infer_response(
                 f"{total} bytes"
             )
     text = data if size == total else data[:size]
+    key = None
+    if type(text) is bytes:
+        # The same model answers with the same JSON call after call (bar a request id): its
+        # checks and layout are kept, keyed by the JSON's bytes and the binary bytes after it.
+        key = (text, total - size)
+        layout = _LAYOUTS.get(key)
+        if layout is not None:
+            return DecodedResponse.known(text, data, requested, size, layout)
     parsed = client_json(text, "the inference response")
     if type(parsed) is not dict:
         raise response_fault(f"the JSON is a {json_kind(parsed)}, expected an object")
-    if type(text) is not bytes:
-        return DecodedResponse(parsed, data, requested, size)
-    # The same model answers with the same JSON call after call (bar a request id): its
-    # checks and layout are kept, keyed by the JSON's bytes and the binary bytes after it.
-    key = (text, total - size)
-    layout = _LAYOUTS.get(key)
-    if layout is not None:
-        return DecodedResponse.known(parsed, data, requested, size, layout)
     decoded = DecodedResponse(parsed, data, requested, size)
+    if key is None:
+        return decoded
     if decoded.layout is not None and len(text) <= _LAYOUT_JSON_MAX:
         if len(_LAYOUTS) >= _LAYOUTS_MAX:
             _LAYOUTS.clear()
         _LAYOUTS[key] = decoded.layout
     return decoded
 
+
+#: Held while a response made by :meth:`DecodedResponse.known` parses its JSON.
+_PARSING = threading.Lock()
 
 #: (response JSON, binary bytes after it) -> the layout of its outputs, for responses whose
 #: outputs are all fixed-size binary ones (:attr:`DecodedResponse.layout`).  Bounded:

@@ -63,7 +63,13 @@ class _Connection(asyncio.Protocol):
                 return
             answer = self.answer
             if answer is None:
+                known = http11.known_answer(data)
+                if known is not None:  # the usual answer, whole in one read: not parsed again
+                    self._finish_known(known)
+                    return
                 answer = self.answer = http11.start_answer(data)
+                if answer.complete:
+                    http11.remember_answer(data, answer)
             else:
                 http11.feed(answer, data)
             if not answer.headers_done:
@@ -140,6 +146,17 @@ class _Connection(asyncio.Protocol):
         if not reusable:
             self.close()
         waiter.set_result((answer.get_code(), answer.headers, result, reusable))
+
+    def _finish_known(self, known: Reply) -> None:
+        """Hand over an answer read by :func:`http11.known_answer`."""
+        waiter = self.waiter
+        assert waiter is not None
+        self.waiter = None
+        status, headers, result, reusable = known
+        if not reusable or self.broken:
+            self.close()
+            known = (status, headers, result, False)
+        waiter.set_result(known)
 
     def _fail(self, error: BaseException) -> None:
         waiter, self.waiter = self.waiter, None

@@ -39,7 +39,9 @@ from .http11 import (
     end_of_connection,
     feed,
     idempotent,
+    known_answer,
     large_body_length,
+    remember_answer,
     start_answer,
 )
 
@@ -226,6 +228,11 @@ class Connection:
         data = sock.recv(_READ_BLOCK)
         if not data:
             raise ClosedBeforeAnswer("the connection closed before any response")
+        known = known_answer(data)
+        if known is not None:  # the usual answer, whole in one read: not parsed again
+            self._idle_since = time.monotonic()
+            return known
+        first = data
         answer = start_answer(data)
         while not answer.headers_done:
             self._wait(deadline)
@@ -252,6 +259,8 @@ class Connection:
                 end_of_connection(answer)
                 if not answer.complete:
                     raise EOFError("the connection closed before the end of the response")
+        if data is first:
+            remember_answer(data, answer)
         result = body(answer)
         reusable = answer.should_keep_alive() and not answer.extra
         self._idle_since = time.monotonic()

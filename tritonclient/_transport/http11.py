@@ -27,7 +27,9 @@ __all__ = [
     "end_of_connection",
     "feed",
     "idempotent",
+    "known_answer",
     "large_body_length",
+    "remember_answer",
     "start_answer",
 ]
 
@@ -215,6 +217,55 @@ def start_answer(data: bytes) -> Answer:
         answer = Answer(fast=False)
         feed(answer, data)
     return answer
+
+
+#: The heads of whole answers llhttp parsed before -> what it read in them: status, headers,
+#: Content-Length, keep-alive.  A server answers call after call with the same head (the
+#: same model, the same output sizes), and a head's bytes decide everything llhttp reads of
+#: an answer with a Content-Length (the body is not looked into), so an answer whose head is
+#: one of these and whose body has exactly that length reads the same without being parsed
+#: again: llhttp, with its callbacks into Python, costs about 4 us per answer, the lookup
+#: well under 1.  Bounded: cleared when full (a head with a Date changes every second).
+_KNOWN_HEADS: dict[bytes, tuple[int, dict[str, str], int, bool]] = {}
+_KNOWN_HEADS_MAX = 64
+#: Heads longer than this are not kept (they are not the usual small answer's).
+_KNOWN_HEAD_MAX = 1024
+
+
+def known_answer(data: bytes) -> tuple[int, dict[str, str], bytes, bool] | None:
+    """The whole answer in ``data`` when its head is one :func:`remember_answer` kept and its
+    body has the head's Content-Length, exactly (nothing missing, nothing after it): status,
+    headers (lower-case names, a dict of its own), body, keep-alive; else None (parse it)."""
+    end = data.find(b"\r\n\r\n", 0, _KNOWN_HEAD_MAX)
+    if end < 0:
+        return None
+    known = _KNOWN_HEADS.get(data[:end])
+    if known is None:
+        return None
+    status, headers, length, keep_alive = known
+    start = end + 4
+    if len(data) - start != length:
+        return None
+    return status, dict(headers), data[start:], keep_alive
+
+
+def remember_answer(data: bytes, answer: Answer) -> None:
+    """Keep the head of ``answer`` for :func:`known_answer` when ``data`` held all of it, as
+    llhttp parsed it: a 200 answer with a Content-Length, neither chunked nor followed by
+    anything (answers read any other way are parsed every time)."""
+    if not answer.complete or answer.extra or answer.get_code() != 200:
+        return
+    headers = answer.headers
+    announced = headers.get("content-length", "")
+    if not announced.isdigit() or "transfer-encoding" in headers:
+        return
+    end = data.find(b"\r\n\r\n", 0, _KNOWN_HEAD_MAX)
+    length = int(announced)
+    if end < 0 or len(data) - end - 4 != length or b"".join(answer.pieces) != data[end + 4 :]:
+        return  # (the body checked byte for byte: the head is exactly what precedes it)
+    if len(_KNOWN_HEADS) >= _KNOWN_HEADS_MAX:
+        _KNOWN_HEADS.clear()
+    _KNOWN_HEADS[data[:end]] = (200, dict(headers), length, bool(answer.should_keep_alive()))
 
 
 def end_of_connection(answer: Answer) -> None:
