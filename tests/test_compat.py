@@ -495,6 +495,68 @@ def test_http_max_input_size_texts() -> None:
         )
 
 
+# -- generate inputs and --http-max-input-size --------------------------------------------------
+
+
+def _limited_server(compat: str, limit: int) -> MockServer:
+    return MockServer(
+        ServerOptions(model_repository=[BUNDLED_MODELS], triton_compat=compat),
+        FrontendOptions(**PORTS, http_max_input_size=limit),
+    )
+
+
+@pytest.mark.parametrize("endpoint", ["generate", "generate_stream"])
+def test_generate_input_size_limit(endpoint: str) -> None:
+    """2.73 adds up a generate request's input bytes (each input's elements times its
+    datatype's size, in document order) and refuses the one that takes them past
+    ``--http-max-input-size``: INVALID_ARG (400) "request size of N bytes with input 'X' of
+    size M bytes exceeds the maximum allowed input size of L. Use --http-max-input-size to
+    increase the limit." (``ExactMappingInput``, src/http_server.cc:3690-3741, 2.73.0), before
+    the shape is converted (:3743-3793) and before inference, on both endpoints (the error
+    callback of ``HandleGenerate``, :3522-3525).  ``parameters`` is converted by a call of its
+    own (``ConvertGenerateRequest``, :3611-3645), whose count starts at 0.  2.51's
+    ``ExactMappingInput`` has no limit (src/http_server.cc:3483-3584 at v2.51.0)."""
+    limit = 110
+    path = f"/v2/models/simple/{endpoint}"
+
+    def post(server: MockServer, body: dict[str, object]) -> tuple[int, dict[str, object]]:
+        data = json.dumps(body, separators=(",", ":")).encode()
+        assert len(data) <= limit  # the body itself passes the limit
+        return _post(server, path, data)
+
+    two = {"INPUT0": [0] * 16, "INPUT1": [1] * 16}  # 64 bytes each, 128 together
+    nested = {"INPUT0": [0] * 16, "parameters": {"INPUT1": [1] * 16}}
+    oversized = {"INPUT0": [0] * 30}  # 120 bytes, and not a [-1, 16] shape
+    with _limited_server("2.73", limit) as server:
+        assert post(server, two) == (
+            400,
+            {
+                "error": "request size of 64 bytes with input 'INPUT1' of size 64 bytes exceeds "
+                "the maximum allowed input size of 110. Use --http-max-input-size to increase "
+                "the limit."
+            },
+        )
+        assert post(server, oversized) == (
+            400,
+            {
+                "error": "request size of 0 bytes with input 'INPUT0' of size 120 bytes exceeds "
+                "the maximum allowed input size of 110. Use --http-max-input-size to increase "
+                "the limit."
+            },
+        )
+        if endpoint == "generate":
+            status, answer = post(server, nested)
+            assert status == 200 and answer["OUTPUT1"] == [-1] * 16
+    with _limited_server("2.51", limit) as server:
+        if endpoint == "generate":
+            status, answer = post(server, two)
+            assert status == 200 and answer["OUTPUT0"] == [1] * 16
+        assert post(server, oversized) == (
+            400,
+            {"error": "The schema can not convert input 'INPUT0' to tensor with proper shape"},
+        )
+
+
 # -- JSON nesting depth -------------------------------------------------------------------------
 
 

@@ -86,7 +86,15 @@ class GenerateEndpoints:
         body = await frontend._bodies.read(request)
         frontend._bodies.check_size(len(body), "JSON")
         model_inputs = {i["name"]: (i["datatype"], i["shape"]) for i in metadata["inputs"]}
-        parsed = generate.parse_generate_request(body, model_inputs=model_inputs)
+        parsed = generate.parse_generate_request(
+            body,
+            model_inputs=model_inputs,
+            # 2.51 does not add up a generate request's inputs (it has no such limit), even
+            # where this server is given one.
+            max_input_size=frontend._bodies.max_input_size
+            if core.compat.http_input_limits
+            else None,
+        )
         holds = frontend._dataplane.holds()
         try:
             call, responses = submit(
