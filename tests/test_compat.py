@@ -999,6 +999,97 @@ def test_json_input_byte_size_limit(server_251: MockServer) -> None:
     assert status != 200 and "JSON input" not in str(answer["error"])
 
 
+WILD = 2**64 - 1  # a JSON shape's uint64 that Triton keeps as the int64 -1 (the wildcard)
+
+
+def _binary_infer(
+    server: MockServer, model: str, datatype: str, shape: list[int], data: bytes
+) -> tuple[int, dict[str, object]]:
+    tensor = {"name": "INPUT0", "datatype": datatype, "shape": shape}
+    tensor["parameters"] = {"binary_data_size": len(data)}
+    header = json.dumps({"inputs": [tensor]}, separators=(",", ":")).encode()
+    length = {"Inference-Header-Content-Length": str(len(header))}
+    return _post(server, f"/v2/models/{model}/infer", header + data, length)
+
+
+def _core_error(message: str) -> tuple[int, dict[str, object]]:
+    return 400, {"error": f"[request id: <id_unknown>] {message}"}
+
+
+def test_edge_shapes_of_json_data(server_273: MockServer) -> None:
+    """JSON data of no dimension, or with a wildcard (a uint64 of 2**64-1 read as -1,
+    src/http_server.cc:2589-2599, 2.73.0) beside a 0.  ``GetElementCount``
+    (src/common.cc:109-135, 2.73.0) counts 0 elements for ``[]`` (no dimension: the count
+    stays 0), 0 for ``[0, -1]`` (it stops at the first 0) and -1 for ``[-1, 0]`` (it stops at
+    the first wildcard).  ``ParseJsonTritonIO`` reads no data for a count of 0
+    (src/http_server.cc:2702-2707), so the core refuses the shape (core
+    src/infer_request.cc:1133-1176, 2.73: "unexpected shape ...", "All input dimensions
+    should be specified ..."); a typed input counting -1 is sized as -1 elements, which
+    wraps round as a ``size_t`` past ``--http-max-input-size`` (src/http_server.cc:
+    2736-2767); a BYTES one is sized from its strings and its data read
+    (``JsonBytesArrayByteSize``), then the core refuses the shape.  Triton 2.51 agrees on the
+    shapes it survives (the differential cases ``compat/http/edge-shape-*``); its typed
+    count of -1 aborts it (``std::length_error``)."""
+    too_big = {
+        "error": f"JSON input 'INPUT0' has a byte_size ({2**64 - 4} bytes) that exceeds the "
+        "maximum allowed value of 67108864 bytes. Use --http-max-input-size to increase the "
+        "limit."
+    }
+    assert _json_infer(server_273, "identity_int32", "INT32", [], [1]) == _core_error(
+        "unexpected shape for input 'INPUT0' for model 'identity_int32'. Expected [-1,-1], got []. "
+    )
+    assert _json_infer(server_273, "identity_int32", "INT32", [WILD, 0], []) == (400, too_big)
+    assert _json_infer(server_273, "identity_int32", "INT32", [0, WILD], []) == _core_error(
+        "All input dimensions should be specified for input 'INPUT0' for model "
+        "'identity_int32', got [0,-1]"
+    )
+    assert _json_infer(server_273, "identity_bytes", "BYTES", [WILD, 0], []) == _core_error(
+        "All input dimensions should be specified for input 'INPUT0' for model "
+        "'identity_bytes', got [-1,0]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "message"),
+    [
+        ([], "input 'INPUT0' has no shape but model requires batch dimension for 'simple'"),
+        (
+            [WILD, 0],
+            "input 'INPUT0' batch size does not match other inputs for 'simple'",
+        ),
+        (
+            [1, WILD],
+            "All input dimensions should be specified for input 'INPUT0' for model 'simple', "
+            "got [1,-1]",
+        ),
+    ],
+)
+def test_edge_shapes_of_binary_data(
+    server_273: MockServer, server_251: MockServer, shape: list[int], message: str
+) -> None:
+    """Binary data are never counted by the HTTP frontend (src/http_server.cc:2604-2650,
+    2.73.0): whatever the shape, the core refuses it before it sizes the data, in its order
+    of checks (core src/infer_request.cc:1076-1176 at 2.73: no shape for a batching model,
+    the batch sizes, then the dimensions in order, a wildcard refused where it is met).  The
+    same under both profiles (Triton 2.51 answers so: ``compat/http/edge-shape-*-binary``)."""
+    inputs = [
+        {"name": "INPUT0", "datatype": "INT32", "shape": shape},
+        {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16]},
+    ]
+    for each in inputs:
+        each["parameters"] = {"binary_data_size": 64}
+    header = json.dumps({"inputs": inputs}, separators=(",", ":")).encode()
+    body = header + bytes(128)
+    length = {"Inference-Header-Content-Length": str(len(header))}
+    for server in (server_273, server_251):
+        answer = _post(server, "/v2/models/simple/infer", body, length)
+        assert answer == _core_error(message)
+    assert _binary_infer(server_273, "identity_int8", "INT8", [0, WILD], b"") == _core_error(
+        "All input dimensions should be specified for input 'INPUT0' for model "
+        "'identity_int8', got [0,-1]"
+    )
+
+
 # -- HTTP request checks of 2.73 -------------------------------------------------------------
 
 

@@ -75,7 +75,9 @@ class TritonCompat:
     http_input_limits : bool
         Whether ``--http-max-input-size`` (default 64 MiB) limits HTTP request bodies, with the
         texts of ``src/http_server.cc`` (``EVBufferToJson``, ``EVBufferToRawInput``,
-        ``ParseJsonTritonIO``, ``ExactMappingInput``) and ``src/data_compressor.h``; and
+        ``ParseJsonTritonIO``, ``ExactMappingInput``: a generate request's inputs added up,
+        "request size of N bytes with input 'X' of size M bytes exceeds ...") and
+        ``src/data_compressor.h``; and
         whether a chunked body may have at most 65,536 non-empty chunks
         (``kMaxChunkedChunks``, ``HTTPServer::ChunkCountIncrement``).  2.51 has neither.
     json_depth_limit : bool
@@ -128,8 +130,10 @@ class TritonCompat:
         allowed size (9223372036854775807)"), and checks the input's byte size against
         ``--http-max-input-size`` ("JSON input 'X' has a byte_size (N bytes) that exceeds the
         maximum allowed value of M bytes. ...", a wildcard shape counting -1 and so wrapping
-        round); 2.51 multiplies the shape out, wrapping round, and reports the byte-size
-        mismatch ("Expected -16, got 16").
+        round: ``[-1, 0]`` is refused so, while ``[0, -1]`` counts 0 elements and is left to
+        the core's shape check); 2.51 multiplies the shape out, wrapping round, and reports
+        the byte-size mismatch ("Expected -16, got 16"), or aborts on a typed input that
+        counts -1 (``std::length_error``).  Both read no data for a shape of no dimension.
     """
 
     version: str
