@@ -557,6 +557,23 @@ def test_generate_input_size_limit(endpoint: str) -> None:
         )
 
 
+def test_generate_empty_input(server_273: MockServer, server_251: MockServer) -> None:
+    """2.73 adds a generate input of no bytes (an empty list) with no dimension and no data,
+    without converting its shape (``ExactMappingInput``, src/http_server.cc:3718-3724,
+    2.73.0): the core then refuses the shape (core src/infer_request.cc:1133-1176).  2.51
+    spreads it over the model's dims (src/http_server.cc:3519-3565 at v2.51.0): ``[1, 0]``
+    for ``identity_int32``'s ``[-1, -1]``, which runs."""
+    path = "/v2/models/identity_int32/generate"
+    body = b'{"INPUT0":[]}'
+    assert _post(server_273, path, body) == _core_error(
+        "unexpected shape for input 'INPUT0' for model 'identity_int32'. Expected [-1,-1], got []. "
+    )
+    assert _post(server_251, path, body) == (
+        200,
+        {"OUTPUT0": [], "model_name": "identity_int32", "model_version": "1"},
+    )
+
+
 # -- JSON nesting depth -------------------------------------------------------------------------
 
 

@@ -1059,6 +1059,17 @@ def test_generate_input_size_limit() -> None:
         parse('{"F":[1,2,3,4,5]}', None)
 
 
+def test_generate_empty_input() -> None:
+    """Triton 2.73 adds a generate input of no bytes with no dimension
+    (src/http_server.cc:3718-3724, 2.73.0); 2.51 spreads it over the model's dims."""
+    inputs = {"X": ("INT32", [-1]), "S": ("BYTES", [-1, 2])}
+    body = b'{"X":[],"S":[]}'
+    parsed = generate.parse_generate_request(body, model_inputs=inputs, empty_unshaped=True)
+    assert [(p.name, p.shape) for p in parsed.inputs] == [("X", []), ("S", [])]
+    parsed = generate.parse_generate_request(body, model_inputs=inputs)
+    assert [(p.name, p.shape) for p in parsed.inputs] == [("X", [0]), ("S", [0, 2])]
+
+
 def test_repository_bodies() -> None:
     assert http_client.encode_index_request() == b""
     assert http_control.parse_index_request(b"") is False

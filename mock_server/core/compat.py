@@ -75,9 +75,7 @@ class TritonCompat:
     http_input_limits : bool
         Whether ``--http-max-input-size`` (default 64 MiB) limits HTTP request bodies, with the
         texts of ``src/http_server.cc`` (``EVBufferToJson``, ``EVBufferToRawInput``,
-        ``ParseJsonTritonIO``, ``ExactMappingInput``: a generate request's inputs added up,
-        "request size of N bytes with input 'X' of size M bytes exceeds ...") and
-        ``src/data_compressor.h``; and
+        ``ParseJsonTritonIO``, ``ExactMappingInput``) and ``src/data_compressor.h``; and
         whether a chunked body may have at most 65,536 non-empty chunks
         (``kMaxChunkedChunks``, ``HTTPServer::ChunkCountIncrement``).  2.51 has neither.
     json_depth_limit : bool
@@ -134,6 +132,15 @@ class TritonCompat:
         the core's shape check); 2.51 multiplies the shape out, wrapping round, and reports
         the byte-size mismatch ("Expected -16, got 16"), or aborts on a typed input that
         counts -1 (``std::length_error``).  Both read no data for a shape of no dimension.
+    generate_input_sizes : bool
+        Whether the generate endpoints size each input before converting it
+        (``ExactMappingInput``, src/http_server.cc:3690-3741; #8676): an input of no bytes
+        (``[]``) is added with no dimension and no data (the core then refuses that shape),
+        and the inputs' bytes, added up in document order (``parameters`` apart), may not
+        pass ``--http-max-input-size``: "request size of N bytes with input 'X' of size M
+        bytes exceeds the maximum allowed input size of L. Use --http-max-input-size to
+        increase the limit." (400).  2.51 spreads an empty input over the model's dims
+        (``[0]``) and has no limit.
     """
 
     version: str
@@ -149,6 +156,7 @@ class TritonCompat:
     grpc_graceful_shutdown: bool
     endpoint_load_metrics: bool
     element_count_2_73: bool
+    generate_input_sizes: bool
 
     @property
     def http_max_chunks(self) -> int | None:

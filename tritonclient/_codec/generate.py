@@ -139,9 +139,10 @@ def parse_generate_request(
     *,
     model_inputs: Mapping[str, tuple[str, Sequence[int]]],
     max_input_size: int | None = None,
+    empty_unshaped: bool = False,
 ) -> ParsedInferRequest:
-    """Parse a generate / generate_stream request (server side) as Triton 2.51 does, or 2.73
-    where ``max_input_size`` is given.
+    """Parse a generate / generate_stream request (server side) as Triton 2.51 does, or as
+    2.73 with ``max_input_size`` and ``empty_unshaped``.
 
     Each top-level key named like a model input becomes a JSON input: its datatype and shape
     come from the model's metadata (see :func:`_generate_shape`: a list's length, or 1 for a
@@ -163,6 +164,11 @@ def parse_generate_request(
         refused (400, "request size of N bytes with input 'X' of size M bytes exceeds the
         maximum allowed input size of L. Use --http-max-input-size to increase the limit.")
         before its shape is converted.  None: no limit (Triton 2.51).
+    empty_unshaped : bool, optional
+        Triton 2.73: an input of no bytes (an empty list) is added with no dimension and no
+        data, without its shape being converted (src/http_server.cc:3718-3724, 2.73.0), for
+        the core to refuse that shape.  Triton 2.51 spreads it over the model's dims (a
+        ``[-1]`` input becomes ``[0]``).
 
     Returns
     -------
@@ -224,14 +230,17 @@ def parse_generate_request(
             datatype, dims = found
             # Triton sizes the input and checks the limit before it converts the shape or
             # adds the input (a repeated name is refused after this).
-            consumed = _check_generate_size(
-                key, _generate_byte_size(datatype, value), consumed, max_input_size
-            )
+            size = _generate_byte_size(datatype, value)
+            consumed = _check_generate_size(key, size, consumed, max_input_size)
             if any(given.name == key for given in inputs):
                 raise http_bad(
                     f"[request id: {request_id or '<id_unknown>'}] input '{key}' already "
                     "exists in request"
                 )
+            if empty_unshaped and size == 0:
+                # 2.73 adds an input of no bytes as it is, with no dimension.
+                inputs.append(ParsedInput(key, datatype, [], {}, data=[]))
+                continue
             shape = _generate_shape(key, value, dims)
             data = value if isinstance(value, list) else [value]
             inputs.append(ParsedInput(key, datatype, shape, {}, data=data))
