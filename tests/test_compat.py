@@ -495,6 +495,85 @@ def test_http_max_input_size_texts() -> None:
         )
 
 
+# -- generate inputs and --http-max-input-size --------------------------------------------------
+
+
+def _limited_server(compat: str, limit: int) -> MockServer:
+    return MockServer(
+        ServerOptions(model_repository=[BUNDLED_MODELS], triton_compat=compat),
+        FrontendOptions(**PORTS, http_max_input_size=limit),
+    )
+
+
+@pytest.mark.parametrize("endpoint", ["generate", "generate_stream"])
+def test_generate_input_size_limit(endpoint: str) -> None:
+    """2.73 adds up a generate request's input bytes (each input's elements times its
+    datatype's size, in document order) and refuses the one that takes them past
+    ``--http-max-input-size``: INVALID_ARG (400) "request size of N bytes with input 'X' of
+    size M bytes exceeds the maximum allowed input size of L. Use --http-max-input-size to
+    increase the limit." (``ExactMappingInput``, src/http_server.cc:3690-3741, 2.73.0), before
+    the shape is converted (:3743-3793) and before inference, on both endpoints (the error
+    callback of ``HandleGenerate``, :3522-3525).  ``parameters`` is converted by a call of its
+    own (``ConvertGenerateRequest``, :3611-3645), whose count starts at 0.  2.51's
+    ``ExactMappingInput`` has no limit (src/http_server.cc:3483-3584 at v2.51.0)."""
+    limit = 110
+    path = f"/v2/models/simple/{endpoint}"
+
+    def post(server: MockServer, body: dict[str, object]) -> tuple[int, dict[str, object]]:
+        data = json.dumps(body, separators=(",", ":")).encode()
+        assert len(data) <= limit  # the body itself passes the limit
+        return _post(server, path, data)
+
+    two = {"INPUT0": [0] * 16, "INPUT1": [1] * 16}  # 64 bytes each, 128 together
+    nested = {"INPUT0": [0] * 16, "parameters": {"INPUT1": [1] * 16}}
+    oversized = {"INPUT0": [0] * 30}  # 120 bytes, and not a [-1, 16] shape
+    with _limited_server("2.73", limit) as server:
+        assert post(server, two) == (
+            400,
+            {
+                "error": "request size of 64 bytes with input 'INPUT1' of size 64 bytes exceeds "
+                "the maximum allowed input size of 110. Use --http-max-input-size to increase "
+                "the limit."
+            },
+        )
+        assert post(server, oversized) == (
+            400,
+            {
+                "error": "request size of 0 bytes with input 'INPUT0' of size 120 bytes exceeds "
+                "the maximum allowed input size of 110. Use --http-max-input-size to increase "
+                "the limit."
+            },
+        )
+        if endpoint == "generate":
+            status, answer = post(server, nested)
+            assert status == 200 and answer["OUTPUT1"] == [-1] * 16
+    with _limited_server("2.51", limit) as server:
+        if endpoint == "generate":
+            status, answer = post(server, two)
+            assert status == 200 and answer["OUTPUT0"] == [1] * 16
+        assert post(server, oversized) == (
+            400,
+            {"error": "The schema can not convert input 'INPUT0' to tensor with proper shape"},
+        )
+
+
+def test_generate_empty_input(server_273: MockServer, server_251: MockServer) -> None:
+    """2.73 adds a generate input of no bytes (an empty list) with no dimension and no data,
+    without converting its shape (``ExactMappingInput``, src/http_server.cc:3718-3724,
+    2.73.0): the core then refuses the shape (core src/infer_request.cc:1133-1176).  2.51
+    spreads it over the model's dims (src/http_server.cc:3519-3565 at v2.51.0): ``[1, 0]``
+    for ``identity_int32``'s ``[-1, -1]``, which runs."""
+    path = "/v2/models/identity_int32/generate"
+    body = b'{"INPUT0":[]}'
+    assert _post(server_273, path, body) == _core_error(
+        "unexpected shape for input 'INPUT0' for model 'identity_int32'. Expected [-1,-1], got []. "
+    )
+    assert _post(server_251, path, body) == (
+        200,
+        {"OUTPUT0": [], "model_name": "identity_int32", "model_version": "1"},
+    )
+
+
 # -- JSON nesting depth -------------------------------------------------------------------------
 
 
@@ -935,6 +1014,97 @@ def test_json_input_byte_size_limit(server_251: MockServer) -> None:
         assert status == 200
     status, answer = _json_infer(server_251, "identity_int32", "INT32", [1, 2**25], [1])
     assert status != 200 and "JSON input" not in str(answer["error"])
+
+
+WILD = 2**64 - 1  # a JSON shape's uint64 that Triton keeps as the int64 -1 (the wildcard)
+
+
+def _binary_infer(
+    server: MockServer, model: str, datatype: str, shape: list[int], data: bytes
+) -> tuple[int, dict[str, object]]:
+    tensor = {"name": "INPUT0", "datatype": datatype, "shape": shape}
+    tensor["parameters"] = {"binary_data_size": len(data)}
+    header = json.dumps({"inputs": [tensor]}, separators=(",", ":")).encode()
+    length = {"Inference-Header-Content-Length": str(len(header))}
+    return _post(server, f"/v2/models/{model}/infer", header + data, length)
+
+
+def _core_error(message: str) -> tuple[int, dict[str, object]]:
+    return 400, {"error": f"[request id: <id_unknown>] {message}"}
+
+
+def test_edge_shapes_of_json_data(server_273: MockServer) -> None:
+    """JSON data of no dimension, or with a wildcard (a uint64 of 2**64-1 read as -1,
+    src/http_server.cc:2589-2599, 2.73.0) beside a 0.  ``GetElementCount``
+    (src/common.cc:109-135, 2.73.0) counts 0 elements for ``[]`` (no dimension: the count
+    stays 0), 0 for ``[0, -1]`` (it stops at the first 0) and -1 for ``[-1, 0]`` (it stops at
+    the first wildcard).  ``ParseJsonTritonIO`` reads no data for a count of 0
+    (src/http_server.cc:2702-2707), so the core refuses the shape (core
+    src/infer_request.cc:1133-1176, 2.73: "unexpected shape ...", "All input dimensions
+    should be specified ..."); a typed input counting -1 is sized as -1 elements, which
+    wraps round as a ``size_t`` past ``--http-max-input-size`` (src/http_server.cc:
+    2736-2767); a BYTES one is sized from its strings and its data read
+    (``JsonBytesArrayByteSize``), then the core refuses the shape.  Triton 2.51 agrees on the
+    shapes it survives (the differential cases ``compat/http/edge-shape-*``); its typed
+    count of -1 aborts it (``std::length_error``)."""
+    too_big = {
+        "error": f"JSON input 'INPUT0' has a byte_size ({2**64 - 4} bytes) that exceeds the "
+        "maximum allowed value of 67108864 bytes. Use --http-max-input-size to increase the "
+        "limit."
+    }
+    assert _json_infer(server_273, "identity_int32", "INT32", [], [1]) == _core_error(
+        "unexpected shape for input 'INPUT0' for model 'identity_int32'. Expected [-1,-1], got []. "
+    )
+    assert _json_infer(server_273, "identity_int32", "INT32", [WILD, 0], []) == (400, too_big)
+    assert _json_infer(server_273, "identity_int32", "INT32", [0, WILD], []) == _core_error(
+        "All input dimensions should be specified for input 'INPUT0' for model "
+        "'identity_int32', got [0,-1]"
+    )
+    assert _json_infer(server_273, "identity_bytes", "BYTES", [WILD, 0], []) == _core_error(
+        "All input dimensions should be specified for input 'INPUT0' for model "
+        "'identity_bytes', got [-1,0]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "message"),
+    [
+        ([], "input 'INPUT0' has no shape but model requires batch dimension for 'simple'"),
+        (
+            [WILD, 0],
+            "input 'INPUT0' batch size does not match other inputs for 'simple'",
+        ),
+        (
+            [1, WILD],
+            "All input dimensions should be specified for input 'INPUT0' for model 'simple', "
+            "got [1,-1]",
+        ),
+    ],
+)
+def test_edge_shapes_of_binary_data(
+    server_273: MockServer, server_251: MockServer, shape: list[int], message: str
+) -> None:
+    """Binary data are never counted by the HTTP frontend (src/http_server.cc:2604-2650,
+    2.73.0): whatever the shape, the core refuses it before it sizes the data, in its order
+    of checks (core src/infer_request.cc:1076-1176 at 2.73: no shape for a batching model,
+    the batch sizes, then the dimensions in order, a wildcard refused where it is met).  The
+    same under both profiles (Triton 2.51 answers so: ``compat/http/edge-shape-*-binary``)."""
+    inputs = [
+        {"name": "INPUT0", "datatype": "INT32", "shape": shape},
+        {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16]},
+    ]
+    for each in inputs:
+        each["parameters"] = {"binary_data_size": 64}
+    header = json.dumps({"inputs": inputs}, separators=(",", ":")).encode()
+    body = header + bytes(128)
+    length = {"Inference-Header-Content-Length": str(len(header))}
+    for server in (server_273, server_251):
+        answer = _post(server, "/v2/models/simple/infer", body, length)
+        assert answer == _core_error(message)
+    assert _binary_infer(server_273, "identity_int8", "INT8", [0, WILD], b"") == _core_error(
+        "All input dimensions should be specified for input 'INPUT0' for model "
+        "'identity_int8', got [0,-1]"
+    )
 
 
 # -- HTTP request checks of 2.73 -------------------------------------------------------------

@@ -1015,6 +1015,73 @@ def test_generate_input_that_does_not_fit() -> None:
         generate.parse_generate_request(body, model_inputs={"X": ("INT32", [-1, 16])})
 
 
+def _generate_limit_error(consumed: int, name: str, size: int, limit: int) -> str:
+    # src/http_server.cc:3728-3740 (ExactMappingInput), 2.73.0
+    return (
+        f"request size of {consumed} bytes with input '{name}' of size {size} bytes exceeds "
+        f"the maximum allowed input size of {limit}. Use --http-max-input-size to increase "
+        "the limit."
+    )
+
+
+def test_generate_input_size_limit() -> None:
+    """Triton 2.73 adds up a generate request's input bytes in document order and refuses the
+    input that takes them past ``--http-max-input-size`` (``ExactMappingInput``,
+    src/http_server.cc:3691-3741, 2.73.0): a typed input counts its top-level elements times
+    its datatype's size, a BYTES one 4 bytes and the UTF-8 of each string, nested lists
+    included (``JsonBytesArrayByteSize``, :479-516); an empty one is added without being
+    counted (:3718-3724); the limit itself is allowed (:3726-3741); the check comes before
+    the shape is converted (:3743-3793) and before the input is added (a repeated name)."""
+    inputs = {"X": ("INT32", [-1]), "Y": ("INT32", [-1]), "S": ("BYTES", [-1]), "F": ("INT32", [4])}
+
+    def parse(body: str, limit: int | None) -> Any:
+        return generate.parse_generate_request(
+            body.encode(), model_inputs=inputs, max_input_size=limit
+        )
+
+    assert [p.shape for p in parse('{"X":[1,2],"Y":[3,4]}', 16).inputs] == [[2], [2]]
+    with pytest.raises(errors.HttpCodecError) as info:
+        parse('{"X":[1,2],"Y":[3,4,5]}', 16)
+    assert info.value.http_status == 400
+    assert info.value.message() == _generate_limit_error(8, "Y", 12, 16)
+    # A scalar is one element; an empty list is not counted.
+    assert len(parse('{"X":[],"Y":7,"S":[]}', 4).inputs) == 3
+    # é is 2 bytes of UTF-8: (4 + 2) + (4 + 1).
+    assert len(parse('{"S":["\u00e9",["c"]]}', 11).inputs) == 1
+    with pytest.raises(errors.HttpCodecError) as info:
+        parse('{"S":["\u00e9",["c"]]}', 10)
+    assert info.value.message() == _generate_limit_error(0, "S", 11, 10)
+    # The size is checked before the shape ([4] cannot take 5 elements) and before a
+    # repeated name is refused.
+    with pytest.raises(errors.HttpCodecError) as info:
+        parse('{"F":[1,2,3,4,5]}', 16)
+    assert info.value.message() == _generate_limit_error(0, "F", 20, 16)
+    with pytest.raises(errors.HttpCodecError) as info:
+        parse('{"X":[1,2],"X":[1,2]}', 12)
+    assert info.value.message() == _generate_limit_error(8, "X", 8, 12)
+    # "parameters" is converted by a call of its own, with its own count.
+    assert len(parse('{"X":[1,2,3],"parameters":{"Y":[1,2,3]}}', 12).inputs) == 2
+    with pytest.raises(errors.HttpCodecError) as info:
+        parse('{"X":[1],"parameters":{"Y":[1,2],"S":["abcde"]}}', 12)
+    assert info.value.message() == (
+        "Converting keyword: 'parameters': " + _generate_limit_error(8, "S", 9, 12)
+    )
+    # No limit (Triton 2.51): the shape is what is refused.
+    with pytest.raises(errors.HttpCodecError, match="can not convert input 'F'"):
+        parse('{"F":[1,2,3,4,5]}', None)
+
+
+def test_generate_empty_input() -> None:
+    """Triton 2.73 adds a generate input of no bytes with no dimension
+    (src/http_server.cc:3718-3724, 2.73.0); 2.51 spreads it over the model's dims."""
+    inputs = {"X": ("INT32", [-1]), "S": ("BYTES", [-1, 2])}
+    body = b'{"X":[],"S":[]}'
+    parsed = generate.parse_generate_request(body, model_inputs=inputs, empty_unshaped=True)
+    assert [(p.name, p.shape) for p in parsed.inputs] == [("X", []), ("S", [])]
+    parsed = generate.parse_generate_request(body, model_inputs=inputs)
+    assert [(p.name, p.shape) for p in parsed.inputs] == [("X", [0]), ("S", [0, 2])]
+
+
 def test_repository_bodies() -> None:
     assert http_client.encode_index_request() == b""
     assert http_control.parse_index_request(b"") is False

@@ -128,8 +128,19 @@ class TritonCompat:
         allowed size (9223372036854775807)"), and checks the input's byte size against
         ``--http-max-input-size`` ("JSON input 'X' has a byte_size (N bytes) that exceeds the
         maximum allowed value of M bytes. ...", a wildcard shape counting -1 and so wrapping
-        round); 2.51 multiplies the shape out, wrapping round, and reports the byte-size
-        mismatch ("Expected -16, got 16").
+        round: ``[-1, 0]`` is refused so, while ``[0, -1]`` counts 0 elements and is left to
+        the core's shape check); 2.51 multiplies the shape out, wrapping round, and reports
+        the byte-size mismatch ("Expected -16, got 16"), or aborts on a typed input that
+        counts -1 (``std::length_error``).  Both read no data for a shape of no dimension.
+    generate_input_sizes : bool
+        Whether the generate endpoints size each input before converting it
+        (``ExactMappingInput``, src/http_server.cc:3690-3741; #8676): an input of no bytes
+        (``[]``) is added with no dimension and no data (the core then refuses that shape),
+        and the inputs' bytes, added up in document order (``parameters`` apart), may not
+        pass ``--http-max-input-size``: "request size of N bytes with input 'X' of size M
+        bytes exceeds the maximum allowed input size of L. Use --http-max-input-size to
+        increase the limit." (400).  2.51 spreads an empty input over the model's dims
+        (``[0]``) and has no limit.
     """
 
     version: str
@@ -145,6 +156,7 @@ class TritonCompat:
     grpc_graceful_shutdown: bool
     endpoint_load_metrics: bool
     element_count_2_73: bool
+    generate_input_sizes: bool
 
     @property
     def http_max_chunks(self) -> int | None:

@@ -506,20 +506,27 @@ def _check_datatype_and_shape(
         batched = checks.max_batch_size > 0 and not facts.is_shape_tensor
         dims = tuple(tensor.shape[1:]) if batched else tuple(tensor.shape)
         config_dims = facts.dims
-        # Triton compares the dimensions with the configuration's (wildcards match anything)
-        # first, then looks at the negative ones that a wildcard let through.
-        matches = len(dims) == len(config_dims) and all(
-            c == -1 or c == d for c, d in zip(config_dims, dims, strict=True)
-        )
+        # Triton walks the dimensions in order (``InferenceRequest::Normalize``, core
+        # src/infer_request.cc:1133-1157 at 2.73, the same at 2.51, as the differential
+        # cases compat/http/edge-shape-* show): a wildcard is refused where it is met, a
+        # dimension that differs from a fixed one stops the walk (the shape does not match);
+        # the other negative ones that a configuration wildcard let through are looked at
+        # after.
+        matches = len(dims) == len(config_dims)
+        if matches:
+            for c, d in zip(config_dims, dims, strict=True):
+                if d == -1:
+                    raise _invalid(
+                        f"{prefix}All input dimensions should be specified for input "
+                        f"'{tensor.name}' for model '{checks.name}', got "
+                        f"{_dims_str(tensor.shape)}"
+                    )
+                if c not in (-1, d):
+                    matches = False
+                    break
         if matches:
             for d in dims:
                 if d < 0:
-                    if d == -1:
-                        raise _invalid(
-                            f"{prefix}All input dimensions should be specified for input "
-                            f"'{tensor.name}' for model '{checks.name}', got "
-                            f"{_dims_str(tensor.shape)}"
-                        )
                     raise _invalid(
                         f"{prefix}invalid shape for input '{tensor.name}' for model "
                         f"'{checks.name}': dimensions must be non-negative, got "

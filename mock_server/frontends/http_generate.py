@@ -86,7 +86,15 @@ class GenerateEndpoints:
         body = await frontend._bodies.read(request)
         frontend._bodies.check_size(len(body), "JSON")
         model_inputs = {i["name"]: (i["datatype"], i["shape"]) for i in metadata["inputs"]}
-        parsed = generate.parse_generate_request(body, model_inputs=model_inputs)
+        sized = core.compat.generate_input_sizes
+        parsed = generate.parse_generate_request(
+            body,
+            model_inputs=model_inputs,
+            # 2.51 neither adds up a generate request's inputs (it has no such limit, even
+            # where this server is given one) nor treats an empty one apart.
+            max_input_size=frontend._bodies.max_input_size if sized else None,
+            empty_unshaped=sized,
+        )
         holds = frontend._dataplane.holds()
         try:
             call, responses = submit(

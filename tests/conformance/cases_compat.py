@@ -81,6 +81,58 @@ def _negative_dims() -> list[Case]:
     return cases
 
 
+def _edge_shapes() -> list[Case]:
+    """Shapes of no dimension, or with a wildcard (2**64 - 1, read as -1) beside a 0 or not,
+    whose element count 2.73's ``GetElementCount`` changed (src/common.cc:109-135): where
+    Triton 2.51 stays up, both releases hand the data on unread (JSON of no dimension counts
+    0 elements; binary data are never counted) and the core refuses the shape.  Typed JSON
+    data with a wildcard are left out: Triton 2.51 sizes them from a count of -1 and aborts
+    (``std::length_error``); 2.73 refuses their byte size (tests/test_compat.py)."""
+    wild = 2**64 - 1
+    cases = []
+    for label, shape in (
+        ("none", []),
+        ("wild-0", [wild, 0]),
+        ("0-wild", [0, wild]),
+        ("1-wild", [1, wild]),
+        ("wild", [wild]),
+    ):
+        simple = {
+            "inputs": [
+                json_tensor("INPUT0", "INT32", shape, binary_data_size=64),
+                json_tensor("INPUT1", "INT32", [1, 16], binary_data_size=64),
+            ]
+        }
+        cases += [
+            Case(
+                f"compat/http/edge-shape-{label}-binary",
+                [infer("simple", simple, binary=raw_int32(SIMPLE_IN) + raw_int32(ONES))],
+            ),
+            Case(
+                f"compat/http/edge-shape-{label}-bytes-json",
+                [infer("identity_bytes", {"inputs": [json_tensor("INPUT0", "BYTES", shape, [])]})],
+            ),
+            Case(
+                f"compat/http/edge-shape-{label}-int8-binary",
+                [
+                    infer(
+                        "identity_int8",
+                        {"inputs": [json_tensor("INPUT0", "INT8", shape, binary_data_size=0)]},
+                        binary=b"",
+                    )
+                ],
+            ),
+        ]
+    json_none = {
+        "inputs": [
+            json_tensor("INPUT0", "INT32", [], SIMPLE_IN),
+            json_tensor("INPUT1", "INT32", [1, 16], ONES),
+        ]
+    }
+    cases.append(Case("compat/http/edge-shape-none-json", [infer("simple", json_none)]))
+    return cases
+
+
 def _raw_body() -> list[Case]:
     return [
         Case(
@@ -140,6 +192,7 @@ def cases() -> list[Case]:
         *_http_checks(),
         *_datatypes(),
         *_negative_dims(),
+        *_edge_shapes(),
         *_raw_body(),
         *_timeouts(),
         *_shm_empty_name(),

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tritonclient.utils import InferenceServerException, raise_error
+from tritonclient.utils._dtypes import DATATYPES
 from tritonclient.utils._errors import (
     InferenceServerProtocolError,
     server_error_with_hint,
@@ -89,10 +90,59 @@ def _generate_shape(name: str, value: Any, dims: Sequence[int]) -> list[int]:
     return shape
 
 
+def _generate_byte_size(datatype: str, value: Any) -> int | None:
+    """The byte size Triton 2.73 gives a generate input's value before converting it
+    (``ExactMappingInput``, src/http_server.cc:3691-3716, 2.73.0): a BYTES value's strings,
+    nested lists included, 4 bytes and the UTF-8 of each (``JsonBytesArrayByteSize``,
+    :479-516); a typed value's top-level element count (a list's length, else 1) times its
+    datatype's size.  None where the value is not one Triton sizes (a BYTES leaf that is not
+    a string, an unknown datatype): the conversion that follows reports it."""
+    if datatype == "BYTES":
+        stack, size = [value], 0
+        while stack:
+            item = stack.pop()
+            if isinstance(item, list):
+                stack.extend(item)
+            elif isinstance(item, str):
+                try:
+                    size += 4 + len(item.encode("utf-8", "surrogateescape"))
+                except UnicodeEncodeError:
+                    return None
+            else:
+                return None
+        return size
+    info = DATATYPES.get(datatype)
+    if info is None or not info.byte_size:
+        return None
+    return (len(value) if isinstance(value, list) else 1) * info.byte_size
+
+
+def _check_generate_size(
+    name: str, byte_size: int | None, consumed: int, max_input_size: int | None
+) -> int:
+    """The running total of a generate request's input bytes after input ``name``, refused
+    past ``--http-max-input-size`` with Triton 2.73's words (src/http_server.cc:3718-3741,
+    2.73.0): an empty input is not counted, and the limit itself is allowed."""
+    if max_input_size is None or not byte_size:
+        return consumed
+    if byte_size + consumed > max_input_size:
+        raise http_bad(
+            f"request size of {consumed} bytes with input '{name}' of size {byte_size} bytes "
+            f"exceeds the maximum allowed input size of {max_input_size}. Use "
+            "--http-max-input-size to increase the limit."
+        )
+    return consumed + byte_size
+
+
 def parse_generate_request(
-    body: Buffer, *, model_inputs: Mapping[str, tuple[str, Sequence[int]]]
+    body: Buffer,
+    *,
+    model_inputs: Mapping[str, tuple[str, Sequence[int]]],
+    max_input_size: int | None = None,
+    empty_unshaped: bool = False,
 ) -> ParsedInferRequest:
-    """Parse a generate / generate_stream request (server side) as Triton 2.51 does.
+    """Parse a generate / generate_stream request (server side) as Triton 2.51 does, or as
+    2.73 with ``max_input_size`` and ``empty_unshaped``.
 
     Each top-level key named like a model input becomes a JSON input: its datatype and shape
     come from the model's metadata (see :func:`_generate_shape`: a list's length, or 1 for a
@@ -106,6 +156,19 @@ def parse_generate_request(
     model_inputs : mapping of str to (str, sequence of int)
         The model's input names, with each datatype and metadata shape (a batching model's
         shape starts with ``-1``).
+    max_input_size : int or None, optional
+        Triton 2.73's ``--http-max-input-size``: the inputs' byte sizes (see
+        :func:`_generate_byte_size`) are added up in document order, the top-level ones and
+        those of ``parameters`` each in their own total (Triton converts ``parameters`` in a
+        call of its own, with its own count), and an input that takes the total past it is
+        refused (400, "request size of N bytes with input 'X' of size M bytes exceeds the
+        maximum allowed input size of L. Use --http-max-input-size to increase the limit.")
+        before its shape is converted.  None: no limit (Triton 2.51).
+    empty_unshaped : bool, optional
+        Triton 2.73: an input of no bytes (an empty list) is added with no dimension and no
+        data, without its shape being converted (src/http_server.cc:3718-3724, 2.73.0), for
+        the core to refuse that shape.  Triton 2.51 spreads it over the model's dims (a
+        ``[-1]`` input becomes ``[0]``).
 
     Returns
     -------
@@ -115,8 +178,8 @@ def parse_generate_request(
     ------
     HttpCodecError
         500 for a body that is not JSON and for one that is not an object; 400 for an input
-        whose value does not fit its shape, a ``parameters`` that is not an object, and
-        parameter values of the wrong type.
+        whose value does not fit its shape or takes the inputs past ``max_input_size``, a
+        ``parameters`` that is not an object, and parameter values of the wrong type.
     """
     request = member_object(parse_json_document(body, keep_duplicates=True))
     request_id = ""
@@ -125,6 +188,9 @@ def parse_generate_request(
 
     def convert(members: Mapping[str, Any], context: str) -> None:
         nonlocal request_id
+        # The bytes of this object's inputs so far: Triton's consumed_input_size is local to
+        # each ConvertGenerateRequest call, so "parameters" starts its own count.
+        consumed = 0
         # Every member in document order, a repeated name included: Triton adds each input
         # as it meets it, and refuses one it has already added.
         pairs = members.pairs if isinstance(members, Members) else list(members.items())
@@ -161,12 +227,20 @@ def parse_generate_request(
                     custom_parameter(key, value)
                 params[key] = value
                 continue
+            datatype, dims = found
+            # Triton sizes the input and checks the limit before it converts the shape or
+            # adds the input (a repeated name is refused after this).
+            size = _generate_byte_size(datatype, value)
+            consumed = _check_generate_size(key, size, consumed, max_input_size)
             if any(given.name == key for given in inputs):
                 raise http_bad(
                     f"[request id: {request_id or '<id_unknown>'}] input '{key}' already "
                     "exists in request"
                 )
-            datatype, dims = found
+            if empty_unshaped and size == 0:
+                # 2.73 adds an input of no bytes as it is, with no dimension.
+                inputs.append(ParsedInput(key, datatype, [], {}, data=[]))
+                continue
             shape = _generate_shape(key, value, dims)
             data = value if isinstance(value, list) else [value]
             inputs.append(ParsedInput(key, datatype, shape, {}, data=data))

@@ -50,6 +50,7 @@ from .jsontext import (
     tensor_to_json,
     with_data_text,
 )
+from .numbers import as_int64
 from .raw import element_count, tensor_from_buffer, tensor_to_buffer
 from .types import (
     Buffer,
@@ -297,10 +298,13 @@ def _req_array(obj: Mapping[str, Any], key: str) -> list[Any]:
 
 
 def _shape_of(obj: Mapping[str, Any]) -> list[int]:
+    """An input's ``shape``: unsigned integers, kept as ``int64`` as Triton keeps them
+    (``IndexAsUInt`` into a ``std::vector<int64_t>``, src/http_server.cc:2589-2599 at 2.73.0,
+    the same at v2.51.0), so that ``2**64 - 1`` is the wildcard ``-1`` its checks name."""
     shape = _req_array(obj, "shape")
     if not all(is_uint(d) for d in shape):
         raise json_type_error("shape", "unsigned-integer")
-    return [int(d) for d in shape]
+    return [as_int64(int(d)) for d in shape]
 
 
 def _tensor_parameters(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -361,7 +365,8 @@ def _parse_input(element: Any) -> ParsedInput:
     parsed.shared_memory = _shared_memory_of(parameters)
     if parsed.shared_memory is None:
         parsed.data = obj["data"]
-        if element_count(shape) and not isinstance(parsed.data, list):
+        # No dimension counts 0 elements in Triton (GetElementCount): 'data' is not read.
+        if shape and element_count(shape) and not isinstance(parsed.data, list):
             raise json_type_error("data", "array")
     return parsed
 
@@ -538,6 +543,43 @@ def parse_raw_request(
     return ParsedInferRequest("", [parsed], [], RequestParameters(), raw_binary=True)
 
 
+def _unread(datatype: str) -> npt.NDArray[Any]:
+    """An input whose data Triton hands on unread: empty, of the datatype's numpy type (raw
+    bytes for an unknown datatype, whose check is the core's)."""
+    info = DATATYPES.get(datatype)
+    return np.empty(0, dtype=np.dtype(info.numpy_type) if info else np.uint8)
+
+
+def _decode_data(
+    parsed: ParsedInput,
+    source: Buffer | None,
+    model_name: str,
+    request_id: str,
+    max_json_depth: int | None,
+    element_count_2_73: bool,
+    max_json_bytes: int | None,
+) -> npt.NDArray[Any]:
+    """An input's binary (``source``) or JSON data decoded (see :func:`decode_input`)."""
+    if source is not None:
+        return tensor_from_buffer(
+            parsed.datatype,
+            parsed.shape,
+            source,
+            name=parsed.name,
+            model_name=model_name,
+            request_id=request_id,
+        )
+    return tensor_from_json(
+        parsed.datatype,
+        parsed.shape,
+        parsed.data,
+        name=parsed.name,
+        max_depth=max_json_depth,
+        element_count_2_73=element_count_2_73,
+        max_bytes=max_json_bytes,
+    )
+
+
 def decode_input(
     parsed: ParsedInput,
     buffer: Buffer | None = None,
@@ -578,24 +620,24 @@ def decode_input(
         As :func:`tensor_from_buffer` and :func:`tensor_from_json`.
     """
     source = buffer if buffer is not None else parsed.raw
-    if source is not None:
-        return tensor_from_buffer(
-            parsed.datatype,
-            parsed.shape,
-            source,
-            name=parsed.name,
-            model_name=model_name,
-            request_id=request_id,
-        )
-    return tensor_from_json(
-        parsed.datatype,
-        parsed.shape,
-        parsed.data,
-        name=parsed.name,
-        max_depth=max_json_depth,
-        element_count_2_73=element_count_2_73,
-        max_bytes=max_json_bytes,
-    )
+    if source is not None and any(d < 0 for d in parsed.shape):
+        # Triton's HTTP frontend never sizes binary or shared-memory data: the core refuses a
+        # wildcard or negative dimension before it looks at them ("All input dimensions
+        # should be specified ...", "unexpected shape ...").
+        return _unread(parsed.datatype)
+    args = (model_name, request_id, max_json_depth, element_count_2_73, max_json_bytes)
+    if not parsed.shape:
+        # Triton reads no data for a shape of no dimension: GetElementCount counts 0
+        # elements (src/common.cc:109-135 at 2.73.0, :79-97 at v2.51.0;
+        # src/http_server.cc:2702-2707), binary data are not sized, and the core refuses the
+        # shape before it looks at them ("... has no shape but model requires batch
+        # dimension", "unexpected shape ...").  Data that make a scalar are decoded (this
+        # server's core may be asked about one); what would fail to decode is not reported.
+        try:
+            return _decode_data(parsed, source, *args)
+        except HttpCodecError:
+            return _unread(parsed.datatype)
+    return _decode_data(parsed, source, *args)
 
 
 def decode_infer_request(

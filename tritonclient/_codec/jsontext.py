@@ -35,7 +35,7 @@ from tritonclient.utils._dtypes import DATATYPES, DatatypeInfo
 
 from .checks import known_datatype, response_fault, response_shape
 from .errors import HttpCodecError, http_bad, http_internal, json_type_error, not_utf8
-from .numbers import INT64_MAX, INT64_MIN, UINT64_MAX
+from .numbers import INT64_MAX, INT64_MIN, UINT64_MAX, as_int64
 from .raw import element_count
 from .types import Buffer
 
@@ -290,11 +290,6 @@ def _flatten(data: list[Any], max_depth: int | None = MAX_JSON_DEPTH) -> list[An
 _END = object()
 
 
-def _as_int64(dim: int) -> int:
-    """A dimension read as ``uint64`` and kept in an ``int64`` (Triton's shape vector)."""
-    return dim - 2**64 if dim > INT64_MAX else dim
-
-
 def _element_count_2_73(shape: Sequence[int]) -> int:
     """Triton 2.73's ``GetElementCount`` (src/common.cc:109-135) of a shape read as int64s:
     -1 at the first -1 (wildcard), -2 at a dimension below -1 (invalid), 0 at the first 0,
@@ -316,10 +311,10 @@ def _element_count_2_73(shape: Sequence[int]) -> int:
 def _check_count_2_73(name: str, shape: Sequence[int]) -> int:
     """Triton 2.73's element count of a JSON input of ``shape``; refuse the invalid and the
     overflowing ones with its words (src/http_server.cc:2701-2726, 2.73.0)."""
-    as_int64 = [_as_int64(d) for d in shape]
-    count = _element_count_2_73(as_int64)
+    dims64 = [as_int64(d) for d in shape]
+    count = _element_count_2_73(dims64)
     if count in (-2, -3):
-        dims = ",".join(map(str, as_int64))
+        dims = ",".join(map(str, dims64))
         problem = (
             "contains one or more invalid dimensions"
             if count == -2
@@ -418,12 +413,21 @@ def tensor_from_json(
     """
     counted = _check_count_2_73(name, shape) if element_count_2_73 else None
     info = DATATYPES.get(datatype)
+    if counted and info is not None and datatype != "BYTES":
+        # 2.73 sizes a typed input from its count before it reads any data, a wildcard's -1
+        # included (so [-1, 0] is refused for its size, not read as empty).
+        _check_typed_size_2_73(name, info, counted, max_bytes)
     count = element_count(shape)
     if count == 0:
         # Triton reads no data at all for an empty tensor (whatever 'data' holds); an unknown
         # datatype is the server's datatype check's to report then.
+        dtype = np.dtype(info.numpy_type if info else np.uint8)
+        if any(dim < 0 for dim in shape):
+            # A wildcard with a 0 ([-1, 0], [0, -1]): the core refuses the shape before it
+            # looks at the data ("All input dimensions should be specified ...").
+            return np.empty(0, dtype=dtype)
         try:
-            return np.empty(tuple(shape), dtype=np.dtype(info.numpy_type if info else np.uint8))
+            return np.empty(tuple(shape), dtype=dtype)
         except ValueError:  # e.g. [0, 2**63-1, 2**63-1]: numpy refuses the other dims' product
             raise http_bad(
                 f"input '{name}' has shape {list(shape)}: no tensor of that shape can be held "
@@ -431,8 +435,6 @@ def tensor_from_json(
             ) from None
     if info is None:
         raise http_bad(f"invalid datatype for input {name}")
-    if counted is not None and datatype != "BYTES":
-        _check_typed_size_2_73(name, info, counted, max_bytes)
     if datatype in _NO_JSON_TYPES:
         raise http_bad(
             f"receiving {datatype} data via JSON is not supported. Please use the binary data "

@@ -8,7 +8,16 @@ depend on which of the rules applied.
 
 from __future__ import annotations
 
-__all__ = ["INT32_MAX", "INT64_MAX", "INT64_MIN", "UINT64_MAX", "atoi", "stoi", "stol"]
+__all__ = [
+    "INT32_MAX",
+    "INT64_MAX",
+    "INT64_MIN",
+    "UINT64_MAX",
+    "as_int64",
+    "atoi",
+    "stoi",
+    "stol",
+]
 
 #: The integer ranges the protocol's numbers live in.
 INT32_MAX = 2**31 - 1
@@ -18,6 +27,13 @@ UINT64_MAX = 2**64 - 1
 _INT32 = (-(2**31), INT32_MAX)
 _INT64 = (INT64_MIN, INT64_MAX)
 _SPACE = " \t\n\v\f\r"
+
+
+def as_int64(value: int) -> int:
+    """A number read as ``uint64`` and kept in an ``int64`` (two's complement), as Triton keeps
+    an HTTP request's shape (``IndexAsUInt`` into a ``std::vector<int64_t>``):
+    ``2**64 - 1`` is ``-1``."""
+    return value - 2**64 if value > INT64_MAX else value
 
 
 def _leading_integer(text: str) -> int | None:
