@@ -900,3 +900,54 @@ def test_assist_offers_and_holds() -> None:
     assert served.wait(lambda: True, 1.0)  # still offered for later responses
     served.close()
     assert holds == [1, -1, 1, -1]
+
+
+SLOW_INITIALIZE = """
+import time
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        time.sleep(1.5)
+
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            data = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", data)]))
+        return out
+"""
+
+
+def test_an_initialize_that_does_not_return_is_reported_and_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An ``initialize()`` still running after the report period gets a warning naming the
+    instance and its stub, and the stub's stacks (its SIGUSR1 handler: without it the signal
+    would kill the stub); the load is never cut short, and the instance then serves."""
+    from mock_server.compose import build_core
+    from mock_server.core.server import ModelControlMode, ServerOptions
+    from mock_server.core.types import InferRequest, Tensor
+    from mock_server.python_backend import _process
+
+    monkeypatch.setattr(_process, "INITIALIZE_REPORT_S", 0.4)
+    repo = tmp_path / "repo"
+    write_model(repo, "slow_init", SLOW_INITIALIZE, dtype="TYPE_INT32")
+    core = build_core(
+        ServerOptions(model_repository=[repo], model_control_mode=ModelControlMode.NONE)
+    )
+    with caplog.at_level("WARNING", logger="mock_server.python_backend"):
+        core.start()
+    try:
+        assert core.model_ready("slow_init")
+        reports = [r.getMessage() for r in caplog.records if "has not returned" in r.getMessage()]
+        assert reports and "'slow_init_0'" in reports[0] and "pid" in reports[0]
+        data = np.array([3, 4], np.int32)
+        request = InferRequest("slow_init", inputs=[Tensor("IN", "INT32", (2,), data)])
+        (response,) = list(core.infer_iter(request, timeout_s=30))
+        assert response.error is None and (response.outputs[0].data == data).all()
+    finally:
+        core.stop()

@@ -46,6 +46,10 @@ log = logging.getLogger("mock_server.python_backend")
 
 #: How long a stub may take to start and say hello (Triton's ``stub-timeout-seconds``).
 STARTUP_TIMEOUT_S = 30.0
+#: How long a model's ``initialize()`` may run before the server says so (and again after each
+#: such period): it is never cut short (it may load a big model, and Triton waits for it as
+#: long as the stub lives), but a stuck one is then visible, with the stub's stacks.
+INITIALIZE_REPORT_S = 60.0
 #: How long ``finalize`` may run before the stub is killed.
 FINALIZE_TIMEOUT_S = 30.0
 
@@ -88,6 +92,35 @@ class _Batch:
             self.done.set()
         if self.on_done is not None:
             self.on_done()
+
+
+def _wait_initialized(stub: _StubConnection) -> Any:
+    """The stub's ``Initialized`` reply, however long ``initialize()`` takes; every
+    :data:`INITIALIZE_REPORT_S` without it, a warning, and the stub's threads' stacks on its
+    stderr (its ``SIGUSR1`` handler, see ``_stub.main``), so that a stuck one shows where.
+
+    Raises
+    ------
+    ServerError
+        When the stub dies (or reports the failure of ``initialize()``) first.
+    """
+    waited = 0.0
+    while True:
+        try:
+            return stub.wait_reply(msg.Initialized, INITIALIZE_REPORT_S)
+        except ServerError:
+            if stub.dead.is_set() or msg.InitFailed in stub.replies:
+                raise
+        waited += INITIALIZE_REPORT_S
+        log.warning(
+            "initialize() of model instance '%s' has not returned after %.0f s; the stacks "
+            "of its stub process (pid %d) follow on stderr",
+            stub.label,
+            waited,
+            stub.process.pid,
+        )
+        with contextlib.suppress(OSError):
+            os.kill(stub.process.pid, signal.SIGUSR1)
 
 
 class _StubConnection:
@@ -386,7 +419,7 @@ class ProcessModelInstance:
         stub.on_death = instance._on_death
         try:
             # No time limit: initialize() may load big models; a dead stub ends the wait.
-            reply = stub.wait_reply(msg.Initialized, None)
+            reply = _wait_initialized(stub)
             instance._ready_hook = bool(reply.has_ready_hook)
         except ServerError:
             failed = stub.replies.pop(msg.InitFailed, None)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import faulthandler
 import gc
 import io
 import itertools
@@ -504,6 +505,9 @@ def main(fd: int) -> int:
     """
     global _stub
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when a stub ends
+    # The server's report of an initialize() that does not return (SIGUSR1): every thread's
+    # stack on stderr (a model may install its own handler instead).
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     # Triton's stub writes no bytecode beside the model here (it would look like a changed
     # model to the repository poller), and imports nothing from the working directory.
     sys.dont_write_bytecode = True
