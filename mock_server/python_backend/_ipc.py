@@ -202,10 +202,8 @@ def _read_frame_part(fd: int, size: int, at_start: bool) -> bytes | bytearray:
         return _read_exactly(fd, size, at_start)
     if len(data) == size:
         return data
-    if not data:
-        if at_start:
-            raise EOFError("the channel was closed")
-        raise EOFError(f"the channel ended within a message (0 of {size} bytes)")
+    if not data:  # the end of the stream: _read_exactly reads it again and says which end
+        return _read_exactly(fd, size, at_start)
     return data + _read_exactly(fd, size - len(data), at_start=False)
 
 
