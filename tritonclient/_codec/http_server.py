@@ -48,6 +48,7 @@ from .jsontext import (
     parse_json_document,
     tensor_from_json,
     tensor_to_json,
+    unread_tensor,
     with_data_text,
 )
 from .numbers import as_int64
@@ -543,13 +544,6 @@ def parse_raw_request(
     return ParsedInferRequest("", [parsed], [], RequestParameters(), raw_binary=True)
 
 
-def _unread(datatype: str) -> npt.NDArray[Any]:
-    """An input whose data Triton hands on unread: empty, of the datatype's numpy type (raw
-    bytes for an unknown datatype, whose check is the core's)."""
-    info = DATATYPES.get(datatype)
-    return np.empty(0, dtype=np.dtype(info.numpy_type) if info else np.uint8)
-
-
 def _decode_data(
     parsed: ParsedInput,
     source: Buffer | None,
@@ -624,7 +618,7 @@ def decode_input(
         # Triton's HTTP frontend never sizes binary or shared-memory data: the core refuses a
         # wildcard or negative dimension before it looks at them ("All input dimensions
         # should be specified ...", "unexpected shape ...").
-        return _unread(parsed.datatype)
+        return unread_tensor(parsed.datatype)
     args = (model_name, request_id, max_json_depth, element_count_2_73, max_json_bytes)
     if not parsed.shape:
         # Triton reads no data for a shape of no dimension: GetElementCount counts 0
@@ -636,7 +630,7 @@ def decode_input(
         try:
             return _decode_data(parsed, source, *args)
         except HttpCodecError:
-            return _unread(parsed.datatype)
+            return unread_tensor(parsed.datatype)
     return _decode_data(parsed, source, *args)
 
 

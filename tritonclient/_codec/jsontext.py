@@ -56,6 +56,7 @@ __all__ = [
     "parse_json_object",
     "tensor_from_json",
     "tensor_to_json",
+    "unread_tensor",
     "with_data_text",
 ]
 
@@ -351,6 +352,14 @@ def _check_typed_size_2_73(
     _check_json_size(name, count * size, max_bytes)
 
 
+def unread_tensor(datatype: str) -> npt.NDArray[Any]:
+    """An input whose data Triton hands on unread (the core refuses its shape first): empty,
+    of the datatype's numpy type (raw bytes for an unknown datatype, whose check is the
+    core's)."""
+    info = DATATYPES.get(datatype)
+    return np.empty(0, dtype=np.dtype(info.numpy_type if info else np.uint8))
+
+
 def _too_deep_text(max_depth: int) -> str:
     return f"JSON nesting depth exceeds maximum allowed limit ({max_depth})"
 
@@ -421,13 +430,12 @@ def tensor_from_json(
     if count == 0:
         # Triton reads no data at all for an empty tensor (whatever 'data' holds); an unknown
         # datatype is the server's datatype check's to report then.
-        dtype = np.dtype(info.numpy_type if info else np.uint8)
         if any(dim < 0 for dim in shape):
             # A wildcard with a 0 ([-1, 0], [0, -1]): the core refuses the shape before it
             # looks at the data ("All input dimensions should be specified ...").
-            return np.empty(0, dtype=dtype)
+            return unread_tensor(datatype)
         try:
-            return np.empty(tuple(shape), dtype=dtype)
+            return np.empty(tuple(shape), dtype=np.dtype(info.numpy_type if info else np.uint8))
         except ValueError:  # e.g. [0, 2**63-1, 2**63-1]: numpy refuses the other dims' product
             raise http_bad(
                 f"input '{name}' has shape {list(shape)}: no tensor of that shape can be held "
