@@ -18,8 +18,14 @@ from tools import qa_parity
 
 QA = Path(__file__).resolve().parent / "triton_qa" / "qa"
 #: The subtests whose files ``tests/triton_qa`` holds.
-HELD = ("argument_validation", "lifecycle", "response_sender", "init_error", "fini_error")
-HELD += ("auto_complete_error",)
+HELD = (
+    "argument_validation",
+    "lifecycle",
+    "response_sender",
+    "init_error",
+    "fini_error",
+    "auto_complete_error",
+)
 TIMEOUT_S = 300.0
 
 
