@@ -15,7 +15,7 @@ import numpy as np
 
 from tests.conformance.cases import Case
 from tests.conformance.cases_http import ALL_MODELS, IDENTITY_MODELS, bytes_tensor
-from tests.conformance.wire import GS, Context, G, Shm, ShmRead
+from tests.conformance.wire import GS, Context, G, Pause, Shm, ShmRead
 from tritonclient.grpc import service_pb2 as pb
 
 HEALTH = "grpc.health.v1.Health"
@@ -607,6 +607,8 @@ def _statistics() -> list[Case]:
                 ),
                 infer(request),
                 infer(request),
+                # Triton records an execution after its answer is out.
+                Pause(0.5),
                 G("ModelStatistics", pb.ModelStatisticsRequest(name="identity_uint32")),
                 G(
                     "ModelStatistics",

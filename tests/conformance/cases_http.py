@@ -1242,6 +1242,8 @@ def _statistics() -> list[Case]:
                 infer("identity_uint16", body),
                 infer("identity_uint16", body),
                 infer("identity_uint16", {"inputs": [tensor("INPUT0", "UINT16", [2], [1, 2])]}),
+                # Triton records an execution after its answer is out.
+                Pause(0.5),
                 get("/v2/models/identity_uint16/stats"),
                 get("/v2/models/identity_uint16/versions/1/stats"),
             ],
@@ -1276,6 +1278,7 @@ def _statistics() -> list[Case]:
                     infer("fail_modes", {"inputs": [tensor("MODE", "INT32", [1], [mode])]})
                     for mode in (0, 1, 2, 1)
                 ),
+                Pause(0.5),
                 get("/v2/models/fail_modes/stats"),
             ],
         ),
@@ -1293,6 +1296,9 @@ def _statistics() -> list[Case]:
                 ),
                 get("/v2/models/fail_modes/stats"),
                 infer("fail_modes", {"inputs": [tensor("MODE", "INT32", [1], [0])]}),
+                # Triton answers before it records the execution: read once both are counted
+                # (a loaded run once read Triton's inference_count 1 beside execution_count 0).
+                Pause(0.5),
                 get("/v2/models/fail_modes/stats"),
                 # Back to the repository's files: unload, then load.
                 post("/v2/repository/models/fail_modes/unload"),
