@@ -58,15 +58,20 @@ from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from aiohttp import web, web_protocol, web_runner
+from aiohttp.log import access_logger
 
-from tritonclient._codec import errors, http_control
+from tritonclient._codec import http_control
 
 from ..core.config_json import config_to_json
 from ..core.dataplane import Dataplane
-from ..core.errors import ServerError
 from ..core.server import CoreServer
 from .groups import API_GROUPS
 from .http_framing import LenientServer
+
+try:
+    from .http_fast import FastInfer, FastInferServer
+except ImportError:  # httptools is not installed: aiohttp reads every request
+    FastInferServer = None  # type: ignore[assignment,misc]
 from .http_generate import GenerateEndpoints
 from .http_infer import InferEndpoint
 from .http_support import (
@@ -77,11 +82,11 @@ from .http_support import (
     RequestBodies,
     VerboseAccessLogger,
     empty,
+    error_for,
     error_response,
+    expected_error,
     filter_kwargs,
-    from_codec_error,
     json_response,
-    status_of,
 )
 
 __all__ = ["API_GROUPS", "FRONTEND_EXTENSIONS", "HttpFrontend"]
@@ -116,16 +121,18 @@ def _route(pattern: str, group: str, handler: str) -> _Route:
     return _Route(re.compile(pattern), group, handler)
 
 
+_MODEL_ROUTE = _route(
+    r"/v2/models/(?P<model>[^/]+)(?:/versions/(?P<version>[0-9]+))?"
+    r"(?:/(?P<action>infer|generate|generate_stream|ready|config|stats|trace/setting))?",
+    "",
+    "_model",
+)
+
 # Routing precedence follows Triton: the exact stats/logging paths first, then the model route.
 _ROUTES = (
     _route(r"/v2/models/stats", "statistics", "_all_stats"),
     _route(r"/v2/logging", "logging", "_logging"),
-    _route(
-        r"/v2/models/(?P<model>[^/]+)(?:/versions/(?P<version>[0-9]+))?"
-        r"(?:/(?P<action>infer|generate|generate_stream|ready|config|stats|trace/setting))?",
-        "",
-        "_model",
-    ),
+    _MODEL_ROUTE,
     _route(r"/v2", "metadata", "_server_metadata"),
     _route(r"/v2/health/(?P<what>live|ready)", "health", "_health"),
     _route(
@@ -230,6 +237,8 @@ class HttpFrontend:
         self._worker_threads = worker_threads
         self._shutdown_timeout = shutdown_timeout
         self._runner: web.ServerRunner | None = None
+        #: The server (aiohttp's, or the fast path's) while started.
+        self._server: LenientServer | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._bound_port: int | None = None
         self._dataplane = Dataplane(core)
@@ -269,8 +278,15 @@ class HttpFrontend:
             )
         )
         # A request with Content-Length and Transfer-Encoding: chunked is read by its chunked
-        # framing, as Triton reads it (aiohttp alone answers 400).
-        server = LenientServer(self._handle, **server_kwargs)
+        # framing, as Triton reads it (aiohttp alone answers 400).  Without TLS, connections
+        # start on the fast path for small inference requests (see http_fast).
+        server: LenientServer
+        if self._ssl_context is None and FastInferServer is not None:
+            fast = FastInfer(self._fast_target, self._infer.answer)
+            server = FastInferServer(self._handle, fast=fast, **server_kwargs)
+        else:
+            server = LenientServer(self._handle, **server_kwargs)
+        self._server = server
         runner_kwargs = filter_kwargs(
             web_runner.BaseRunner.__init__, shutdown_timeout=self._shutdown_timeout
         )
@@ -317,6 +333,22 @@ class HttpFrontend:
             return await self._blocking(fn, *args)
         return fn(*args)
 
+    def _fast_target(self, path: str) -> tuple[str, int] | None:
+        """The model and version of an inference path the fast path may answer (see
+        :class:`~.http_fast.FastInfer`): not while inference is restricted, headers are
+        forwarded, or requests are logged (aiohttp's access log)."""
+        if (
+            "inference" in self._restricted
+            or self._forward is not None
+            or access_logger.isEnabledFor(logging.DEBUG)
+        ):
+            return None
+        match = _MODEL_ROUTE.pattern.fullmatch(path)
+        if match is None or match["action"] != "infer":
+            return None
+        version = match["version"]
+        return match["model"], int(version) if version is not None else -1
+
     def _restricted_error(self, request: web.BaseRequest, group: str) -> web.Response | None:
         rule = self._restricted.get(group)
         if rule is None:
@@ -346,21 +378,18 @@ class HttpFrontend:
             handler: Callable[..., Awaitable[web.StreamResponse]] = getattr(self, route.handler)
             try:
                 return await handler(request, **params)
-            except HttpError as exc:
-                response = error_response(exc.status, exc.message, exc.headers, exc.content_type)
-                if isinstance(exc, ChunkedBodyTooLong):
-                    response.force_close()  # the rest of the body is not read
-                return response
-            except ServerError as exc:
-                return error_response(status_of(exc), exc.message)
-            except errors.HttpCodecError as exc:
-                error = from_codec_error(exc)
-                return error_response(error.status, error.message, error.headers)
             except (asyncio.CancelledError, ConnectionResetError):
                 raise
             except Exception as exc:
-                log.exception("unexpected error handling %s %s", request.method, path)
-                return error_response(500, f"unexpected server error: {exc}")
+                if not expected_error(exc):
+                    log.exception("unexpected error handling %s %s", request.method, path)
+                error = error_for(exc)
+                response = error_response(
+                    error.status, error.message, error.headers, error.content_type
+                )
+                if isinstance(exc, ChunkedBodyTooLong):
+                    response.force_close()  # the rest of the body is not read
+                return response
         return error_response(404, "Not Found", content_type=PLAIN)
 
     @staticmethod

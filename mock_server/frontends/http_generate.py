@@ -97,9 +97,8 @@ class GenerateEndpoints:
         )
         holds = frontend._dataplane.holds()
         try:
-            call, responses = submit(
-                frontend, request, decode(frontend._dataplane, parsed, name, version, holds), holds
-            )
+            decoded = decode(frontend._dataplane, parsed, name, version, holds)
+            call, responses = submit(frontend, request.raw_headers, decoded, holds)
             core_request = call.request
             report_format = request.headers.get(FORMAT_HEADER)
             try:

@@ -12,7 +12,8 @@ Large bodies are decoded, and large responses encoded, in the frontend's worker 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 from aiohttp import web
@@ -34,7 +35,7 @@ from .http_support import (
     plain_errors,
 )
 
-__all__ = ["InferEndpoint", "decode", "submit"]
+__all__ = ["HttpInferRequest", "InferEndpoint", "decode", "submit"]
 
 #: The most a deflate stream inflates by (zlib's technical note): what a compressed body's size
 #: may stand for.
@@ -73,31 +74,57 @@ def decode(
 
 def submit(
     frontend: Frontend,
-    request: web.BaseRequest,
+    raw_headers: Iterable[tuple[bytes, bytes]],
     decoded: types.DecodedInferRequest,
     holds: RegionHolds,
 ) -> tuple[Call, Responses[InferResponse]]:
-    """Submit ``decoded`` through the dataplane (with the headers the frontend forwards); its
-    responses arrive on the returned inbox (moved onto the loop by the loop's shared delivery,
-    one wake-up per burst).  The caller releases ``holds`` when the request is done."""
+    """Submit ``decoded`` through the dataplane (with the headers the frontend forwards, out
+    of the request's ``raw_headers``); its responses arrive on the returned inbox (moved onto
+    the loop by the loop's shared delivery, one wake-up per burst).  The caller releases
+    ``holds`` when the request is done."""
     dataplane = frontend._dataplane
     call = dataplane.prepare(
-        decoded, lambda: forwarded_headers(frontend._forward, received_headers(request)), holds
+        decoded, lambda: forwarded_headers(frontend._forward, received_headers(raw_headers)), holds
     )
     responses: Responses[InferResponse] = Responses(delivery_for(asyncio.get_running_loop()))
     dataplane.submit(call, responses.put)  # put is called from model threads
     return call, responses
 
 
-def received_headers(request: web.BaseRequest) -> Iterator[tuple[str, str]]:
-    """The request's headers named as the client spelled them (aiohttp's parser gives the
+def received_headers(raw_headers: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[str, str]]:
+    """A request's headers named as the client spelled them (aiohttp's parser gives the
     headers it knows, ``priority`` among them, their canonical spelling; Triton forwards the
     name as received), decoded as aiohttp decodes them."""
-    for name, value in request.raw_headers:
+    for name, value in raw_headers:
         yield (
             name.decode("utf-8", "surrogateescape"),
             value.decode("utf-8", "surrogateescape"),
         )
+
+
+@dataclass(frozen=True)
+class HttpInferRequest:
+    """An inference request as an HTTP engine read it (aiohttp, or the fast path).
+
+    Attributes
+    ----------
+    headers : mapping
+        The request's headers (names compared without regard to case).
+    raw_headers : iterable of (bytes, bytes)
+        The same headers as received (for ``--http-header-forward-pattern``).
+    read_body : callable
+        Reads the whole body; called once the model is known to take the request.
+    name : str
+        The model named by the path.
+    version : int
+        The version named by the path (-1: the model's version policy chooses).
+    """
+
+    headers: Mapping[str, str]
+    raw_headers: Iterable[tuple[bytes, bytes]]
+    read_body: Callable[[], Awaitable[types.Buffer]]
+    name: str
+    version: int
 
 
 class InferEndpoint:
@@ -107,18 +134,47 @@ class InferEndpoint:
         self._frontend = frontend
 
     async def handle(self, request: web.BaseRequest, name: str, version: int) -> web.StreamResponse:
-        """Answer one inference request; the shared-memory regions it uses are held until it
-        is answered (or failed), as Triton releases them once the reply is sent
-        (src/http_server.cc:3946-3969, 2.73.0)."""
+        """Answer one inference request read by aiohttp."""
+        encoded = await self.answer(
+            HttpInferRequest(
+                request.headers,
+                request.raw_headers,
+                lambda: self._frontend._bodies.read(request),
+                name,
+                version,
+            )
+        )
+        return await _send(request, encoded)
+
+    async def answer(self, request: HttpInferRequest) -> http_body.EncodedBody:
+        """Answer one inference request, whichever engine read it (aiohttp, or the fast path
+        of :mod:`.http_fast`); the shared-memory regions it uses are held until it is answered
+        (or failed), as Triton releases them once the reply is sent
+        (src/http_server.cc:3946-3969, 2.73.0).
+
+        Returns
+        -------
+        EncodedBody
+            The response (compressed when the client accepts it).
+
+        Raises
+        ------
+        HttpError, ServerError, HttpCodecError
+            The error to answer with.
+        """
         holds = self._frontend._dataplane.holds()
         try:
-            return await self._answer(request, name, version, holds)
+            return await self._answer(request, holds)
         finally:
             holds.release()
 
-    async def _answer(
-        self, request: web.BaseRequest, name: str, version: int, holds: RegionHolds
-    ) -> web.StreamResponse:
+    async def _answer(self, request: HttpInferRequest, holds: RegionHolds) -> http_body.EncodedBody:
+        headers, raw_headers, name, version = (
+            request.headers,
+            request.raw_headers,
+            request.name,
+            request.version,
+        )
         frontend = self._frontend
         bodies = frontend._bodies
         # Until the body is parsed, and again for what the response carries, Triton's errors
@@ -127,18 +183,18 @@ class InferEndpoint:
             model = frontend._core.model_version(name, version)
             if model.config.model_transaction_policy.decoupled:
                 raise HttpError(501, _DECOUPLED_MESSAGE)
-            raw_body = await bodies.read(request)
+            raw_body = await request.read_body()
             # A compressed body may inflate to at most the input-size limit (decompression
             # bombs stop as soon as they pass it); an uncompressed one is limited by its JSON.
             # What decides is what it may inflate to (deflate reaches ~1032:1): a small
             # compressed body can keep the loop, every client's, busy for a long time.
-            compressed = request.headers.get(http_body.HEADER_CONTENT_ENCODING, "identity")
+            compressed = headers.get(http_body.HEADER_CONTENT_ENCODING, "identity")
             size = len(raw_body) * (1 if compressed in ("", "identity") else _MAX_INFLATION)
             body = await frontend._maybe_blocking(
-                size, bodies.decompressed, request, raw_body, True
+                size, bodies.decompressed, compressed, raw_body, True
             )
             header_length = http_body.parse_header_length(
-                request.headers.get(_HEADER_LENGTH),
+                headers.get(_HEADER_LENGTH),
                 len(body),
                 stoi=frontend._core.compat.http_checks_2_73,
             )
@@ -171,25 +227,26 @@ class InferEndpoint:
             if exc.in_response:  # Triton finds this one while running the request
                 raise from_codec_error(exc, PLAIN) from None
             raise
-        call, final = await self._run(request, decoded, holds)
+        call, final = await self._run(raw_headers, decoded, holds)
         with plain_errors():
             if final.error is not None:
                 raise from_server_error(final.error)
             size = sum(int(t.data.nbytes) for t in final.outputs if t.data.dtype != np.object_)
             encoded = await frontend._maybe_blocking(size, self._encode, call, final, parsed, name)
-        encoding = http_body.negotiate_encoding(
-            request.headers.get(http_body.HEADER_ACCEPT_ENCODING)
-        )
+        encoding = http_body.negotiate_encoding(headers.get(http_body.HEADER_ACCEPT_ENCODING))
         if encoding is not None:
             encoded = await frontend._maybe_blocking(encoded.nbytes, encoded.compressed, encoding)
-        return await _send(request, encoded)
+        return encoded
 
     async def _run(
-        self, request: web.BaseRequest, decoded: types.DecodedInferRequest, holds: RegionHolds
+        self,
+        raw_headers: Iterable[tuple[bytes, bytes]],
+        decoded: types.DecodedInferRequest,
+        holds: RegionHolds,
     ) -> tuple[Call, InferResponse]:
         """Run a non-decoupled request; return its response (the first error, else the one
         with outputs, or the final one)."""
-        call, responses = submit(self._frontend, request, decoded, holds)
+        call, responses = submit(self._frontend, raw_headers, decoded, holds)
         answer: InferResponse | None = None
         try:
             while True:

@@ -127,6 +127,23 @@ def from_codec_error(error: errors.HttpCodecError, content_type: str = JSON) -> 
     return HttpError(error.http_status, str(error.message()), headers, content_type)
 
 
+def error_for(exc: Exception) -> HttpError:
+    """The response to an exception a handler raised: an :class:`HttpError` as it is, a core
+    or codec error by its kind, anything else a 500 (a bug: the caller logs it)."""
+    if isinstance(exc, HttpError):
+        return exc
+    if isinstance(exc, ServerError):
+        return from_server_error(exc)
+    if isinstance(exc, errors.HttpCodecError):
+        return from_codec_error(exc)
+    return HttpError(500, f"unexpected server error: {exc}")
+
+
+def expected_error(exc: Exception) -> bool:
+    """Whether ``exc`` is an answer (:func:`error_for` maps it), not a bug to log."""
+    return isinstance(exc, HttpError | ServerError | errors.HttpCodecError)
+
+
 @contextlib.contextmanager
 def plain_errors() -> Iterator[None]:
     """Errors raised inside are sent as ``text/plain``, as Triton sends them there."""
@@ -262,13 +279,13 @@ class RequestBodies:
         self._spare = fresh if length <= _MAX_SPARE else None
         return fresh
 
-    def decompressed(
-        self, request: web.BaseRequest, body: types.Buffer, limit: bool
-    ) -> types.Buffer:
+    def decompressed(self, encoding: str | None, body: types.Buffer, limit: bool) -> types.Buffer:
+        """``body`` inflated by its ``Content-Encoding`` (``limit``: to at most
+        ``--http-max-input-size``), with Triton's errors."""
         try:
             return http_body.decompress(
                 body,
-                request.headers.get(http_body.HEADER_CONTENT_ENCODING),
+                encoding,
                 max_size=self._max_input_size if limit else None,
                 lenient=True,
             )
