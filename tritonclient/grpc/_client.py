@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import grpc
 
 from tritonclient._codec.types import infer_options
-from tritonclient._ready import wait_sync
+from tritonclient._ready import steps, wait_sync
 from tritonclient._retry import retry_sync
 from tritonclient._transport.grpc import (
     GrpcTransport,
@@ -1240,7 +1240,7 @@ class InferenceServerClient(common.ClientBase):
         def check(what: str, remaining: float) -> bool:
             return self._unary(calls.readiness(what, model_name, model_version), headers, remaining)
 
-        wait_sync(check, model_name, timeout, interval, common.not_ready_error)
+        wait_sync(check, steps(model_name, timeout, interval, common.not_ready_error))
 
     def async_stream_infer(
         self,

@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from tritonclient._codec.types import infer_options
-from tritonclient._ready import wait_sync
+from tritonclient._ready import steps, wait_sync
 from tritonclient._retry import check_retry_policy, retry_sync
 from tritonclient._transport.gevent import GeventTransport
 from tritonclient._transport.gevent_loop import Job
@@ -350,7 +350,7 @@ class InferenceServerClient(ClientCore):
             call = self._c_model_ready(model_name, model_version, headers, query_params)
             return bool(self._run(call, remaining))
 
-        wait_sync(check, model_name, timeout, interval, not_ready_error)
+        wait_sync(check, steps(model_name, timeout, interval, not_ready_error))
 
     # -- health and metadata -------------------------------------------------------------------
 

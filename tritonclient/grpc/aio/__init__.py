@@ -18,7 +18,7 @@ from tritonclient._codec.types import infer_options
 from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import model_config_pb2, service_pb2, service_pb2_grpc
-from tritonclient._ready import wait_async
+from tritonclient._ready import steps, wait_async
 from tritonclient._retry import retry_async
 from tritonclient._transport.grpc import (
     GrpcAioTransport,
@@ -168,7 +168,7 @@ class InferenceServerClient(common.ClientBase):
             call = calls.readiness(what, model_name, model_version)
             return await self._unary(call, headers, remaining)
 
-        await wait_async(check, model_name, timeout, interval, common.not_ready_error)
+        await wait_async(check, steps(model_name, timeout, interval, common.not_ready_error))
 
     async def _run(self, call: common.Ready[T]) -> T:
         """The driver: ``call`` made (again as its policy allows), its answer read."""

@@ -25,7 +25,7 @@ except ModuleNotFoundError as error:  # pragma: no cover - depends on the instal
 from tritonclient._codec.types import infer_options
 from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
-from tritonclient._ready import wait_async
+from tritonclient._ready import steps, wait_async
 from tritonclient._retry import check_retry_policy, retry_async
 from tritonclient._transport.aiohttp import AiohttpTransport
 from tritonclient._transport.replicas import AiohttpReplicas, replica_urls
@@ -237,7 +237,7 @@ class InferenceServerClient(ClientCore):
                 ) from None
             return ready
 
-        await wait_async(check, model_name, timeout, interval, not_ready_error)
+        await wait_async(check, steps(model_name, timeout, interval, not_ready_error))
 
     # -- health and metadata -------------------------------------------------------------------
 
