@@ -169,6 +169,18 @@ def _sweep(registry: _Registry) -> None:
             entry.close()
 
 
+def _thread_entry(shared: _Shared) -> _ThreadStub:
+    """The calling thread's entry for ``shared``'s client, made on the thread's first call
+    (and again after it was closed)."""
+    registry = _registry
+    if registry.seen != _generation:
+        _sweep(registry)
+    entry = registry.stubs.get(shared)
+    if entry is None or entry.closed:
+        entry = registry.stubs[shared] = _ThreadStub(shared)
+    return entry
+
+
 def _in_hub() -> bool:
     """Whether the caller runs in a gevent hub greenlet (where it must not block on I/O)."""
     return isinstance(_getcurrent(), Hub)
@@ -803,12 +815,7 @@ class GeventTransport:
             raise_error("the client is closed")
         if _in_hub():
             raise_error("a streamed response cannot be read inside a gevent hub callback")
-        registry = _registry
-        if registry.seen != _generation:
-            _sweep(registry)
-        entry = registry.stubs.get(shared)
-        if entry is None or entry.closed:
-            entry = registry.stubs[shared] = _ThreadStub(shared)
+        entry = _thread_entry(shared)
         stub = entry.spare_streams.pop() if entry.spare_streams else shared.make_stub()
         bounded = _Bounded(call, stub, self._call_limit, "no answer")
         entry.active += 1
@@ -834,12 +841,7 @@ class GeventTransport:
         shared = self._shared
         if shared is None or shared.closed:
             raise_error("the client is closed")
-        registry = _registry
-        if registry.seen != _generation:
-            _sweep(registry)
-        entry = registry.stubs.get(shared)
-        if entry is None or entry.closed:
-            entry = registry.stubs[shared] = _ThreadStub(shared)
+        entry = _thread_entry(shared)
         limit = self._call_limit
         if timeout is not None:
             limit = timeout if limit is None else min(limit, timeout)
@@ -863,6 +865,6 @@ class GeventTransport:
         finally:
             entry.active -= 1
             if shared.closed and entry.active == 0:
-                if registry.stubs.get(shared) is entry:
-                    del registry.stubs[shared]
+                if _registry.stubs.get(shared) is entry:
+                    del _registry.stubs[shared]
                 entry.close()
