@@ -647,30 +647,27 @@ class GeventTransport:
         Its port.
     concurrency : int
         Connections per calling thread (and for the hub thread).
-    connection_timeout, network_timeout : float
-        geventhttpclient's timeouts; their sum also bounds each whole call.
+    timeouts : (float, float)
+        geventhttpclient's ``connection_timeout`` and ``network_timeout``; their sum also
+        bounds each whole call.
     max_greenlets : int or None
         Requests in progress at once on the hub thread (None: no limit).
-    ssl : bool
-        Use https.
-    ssl_options, ssl_context_factory, insecure
-        geventhttpclient's TLS settings (ignored without ``ssl``).
+    tls : (bool, dict or None, callable or None, bool)
+        ``ssl`` (use https), then geventhttpclient's ``ssl_options``, ``ssl_context_factory``
+        (both ignored without ``ssl``) and ``insecure``: the sync client's arguments.
     """
 
     def __init__(
         self,
         host: str,
         port: int,
-        *,
-        concurrency: int = 1,
-        connection_timeout: float = 60.0,
-        network_timeout: float = 60.0,
-        max_greenlets: int | None = None,
-        ssl: bool = False,
-        ssl_options: dict[str, Any] | None = None,
-        ssl_context_factory: Callable[..., Any] | None = None,
-        insecure: bool = False,
+        concurrency: int,
+        timeouts: tuple[float, float],
+        max_greenlets: int | None,
+        tls: tuple[bool, dict[str, Any] | None, Callable[..., Any] | None, bool],
     ) -> None:
+        connection_timeout, network_timeout = timeouts
+        ssl, ssl_options, ssl_context_factory, insecure = tls
         self._loop: GeventLoop | None = None
         self._shared: _Shared | None = None
         self._call_limit: float | None = None

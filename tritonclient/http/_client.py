@@ -204,19 +204,11 @@ class InferenceServerClient(ClientCore):
             url, lambda text: parse_url(text, ssl), load_balancing
         )
 
+        timeouts = (connection_timeout, network_timeout)
+        tls = (ssl, ssl_options, ssl_context_factory, insecure)
+
         def make(host: str, port: int) -> GeventTransport:
-            return GeventTransport(
-                host,
-                port,
-                concurrency=concurrency,
-                connection_timeout=connection_timeout,
-                network_timeout=network_timeout,
-                max_greenlets=max_greenlets,
-                ssl=ssl,
-                ssl_options=ssl_options,
-                ssl_context_factory=ssl_context_factory,
-                insecure=insecure,
-            )
+            return GeventTransport(host, port, concurrency, timeouts, max_greenlets, tls)
 
         super().__init__(base, verbose, policy)
         if balancing is None:  # one server (a url string): exactly as before
