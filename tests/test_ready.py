@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tritonclient._ready import wait_async, wait_sync
+from tritonclient._ready import steps, wait_async, wait_sync
 from tritonclient.utils import InferenceServerException
 
 
@@ -36,29 +36,29 @@ def not_ready(what: str, timeout: float, last: BaseException | None) -> Exceptio
 
 def test_ready_at_once_without_model() -> None:
     check = Scripted(True)
-    wait_sync(check, None, 5, 0.01, not_ready)
+    wait_sync(check, steps(None, 5, 0.01, not_ready))
     assert check.asked == ["server"]
 
 
 def test_errors_and_not_ready_are_retried_until_ready() -> None:
     refused = InferenceServerException("connection refused")
     check = Scripted(refused, False, True, False, True, True)
-    wait_sync(check, "m", 5, 0, not_ready)
+    wait_sync(check, steps("m", 5, 0, not_ready))
     assert check.asked == ["server", "server", "server", "model", "server", "model"]
 
 
 def test_timeout_blames_what_was_last_seen_not_ready() -> None:
     with pytest.raises(TimeoutError, match="model 'm' not ready") as info:
-        wait_sync(Scripted(*([True, False] * 1000)), "m", 0.05, 1, not_ready)
+        wait_sync(Scripted(*([True, False] * 1000)), steps("m", 0.05, 1, not_ready))
     assert "last error: None" in str(info.value)
     refused = InferenceServerException("refused")
     with pytest.raises(TimeoutError, match=r"server not ready.*refused"):
-        wait_sync(Scripted(*([refused] * 1000)), None, 0.05, 0.01, not_ready)
+        wait_sync(Scripted(*([refused] * 1000)), steps(None, 0.05, 0.01, not_ready))
 
 
 def test_async_driver_and_integer_interval() -> None:
     check = Scripted(False, True, True)
-    asyncio.run(wait_async(check.coroutine, "m", 5, 0, not_ready))
+    asyncio.run(wait_async(check.coroutine, steps("m", 5, 0, not_ready)))
     assert check.asked == ["server", "server", "model"]
     with pytest.raises(TimeoutError):
-        asyncio.run(wait_async(Scripted().coroutine, None, 0.05, 1, not_ready))
+        asyncio.run(wait_async(Scripted().coroutine, steps(None, 0.05, 1, not_ready)))

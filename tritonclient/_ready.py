@@ -1,6 +1,6 @@
 """``wait_until_ready``, written once for the four clients (sync and asyncio, gRPC and HTTP).
 
-The policy lives in :func:`_steps`, a generator that knows nothing of I/O: it asks for a
+The policy lives in :func:`steps`, a generator that knows nothing of I/O: it asks for a
 server check or a model check (with the time left), or for a pause, and decides from the
 answers when to stop and whom to blame.  :func:`wait_sync` and :func:`wait_async` only run
 those steps with a client's own health calls.
@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Generator
 
 from tritonclient.utils import InferenceServerException
 
-__all__ = ["wait_async", "wait_sync"]
+__all__ = ["steps", "wait_async", "wait_sync"]
 
 #: ``check(what, timeout)``: ``what`` is ``"server"`` or ``"model"``; returns readiness.
 Check = Callable[[str, float], bool]
@@ -24,11 +24,12 @@ NotReady = Callable[[str, float, BaseException | None], Exception]
 
 _Step = tuple[str, float] | float
 _Answer = bool | InferenceServerException | None
+Steps = Generator[_Step, _Answer, None]
 
 
-def _steps(
+def steps(
     model_name: str | None, timeout: float, interval: float, not_ready_error: NotReady
-) -> Generator[_Step, _Answer, None]:
+) -> Steps:
     """Yield ``(what, time_left)`` checks and pause lengths until the server (and model) is
     ready; raise ``not_ready_error`` once ``timeout`` has passed.
 
@@ -60,24 +61,21 @@ def _steps(
         yield min(interval, deadline - now)
 
 
-def wait_sync(
-    check: Check,
-    model_name: str | None,
-    timeout: float,
-    interval: float,
-    not_ready_error: NotReady,
-) -> None:
+def _next(steps: Steps, answer: _Answer) -> _Step | None:
+    """The step after ``answer``, or None once the wait is over."""
+    try:
+        return steps.send(answer)
+    except StopIteration:
+        return None
+
+
+def wait_sync(check: Check, steps: Steps) -> None:
     """Run the wait with a blocking ``check``; returns once ready."""
-    steps = _steps(model_name, timeout, interval, not_ready_error)
     answer: _Answer = None
-    while True:
-        try:
-            step = steps.send(answer)
-        except StopIteration:
-            return
+    while (step := _next(steps, answer)) is not None:
+        answer = None
         if not isinstance(step, tuple):
             time.sleep(step)
-            answer = None
             continue
         try:
             answer = check(*step)
@@ -85,26 +83,15 @@ def wait_sync(
             answer = error
 
 
-async def wait_async(
-    check: AsyncCheck,
-    model_name: str | None,
-    timeout: float,
-    interval: float,
-    not_ready_error: NotReady,
-) -> None:
+async def wait_async(check: AsyncCheck, steps: Steps) -> None:
     """Run the wait with a coroutine ``check``; returns once ready."""
-    steps = _steps(model_name, timeout, interval, not_ready_error)
     answer: _Answer = None
-    while True:
-        try:
-            step = steps.send(answer)
-        except StopIteration:
-            return
-        if not isinstance(step, tuple):
+    while (step := _next(steps, answer)) is not None:
+        answer = None
+        if isinstance(step, tuple):
+            try:
+                answer = await check(*step)
+            except InferenceServerException as error:
+                answer = error
+        else:
             await asyncio.sleep(step)
-            answer = None
-            continue
-        try:
-            answer = await check(*step)
-        except InferenceServerException as error:
-            answer = error

@@ -339,6 +339,19 @@ def _json_value(value: Any, where: str) -> Any:
     )
 
 
+def _json_members(members: Any, what: str, kind: str) -> dict[str, Any]:
+    """``members``, a mapping of str names, with its values as JSON; ``what`` names it in the
+    errors, ``kind`` says what it must be."""
+    if not isinstance(members, Mapping):
+        raise_error(f"{what} must be {kind}, not {type(members).__name__}")
+    converted: dict[str, Any] = {}
+    for key, value in members.items():
+        if not isinstance(key, str):
+            raise_error(f"{what}: the name {key!r} is not a str")
+        converted[key] = _json_value(value, f"{what}['{key}']")
+    return converted
+
+
 def encode_generate_request(
     inputs: Mapping[str, Any], parameters: Mapping[str, Any] | None = None
 ) -> bytes:
@@ -362,32 +375,19 @@ def encode_generate_request(
         For a member that is not JSON, a non-string name, or ``parameters`` given both in
         ``inputs`` and as the argument.
     """
-    if not isinstance(inputs, Mapping):
-        raise_error(
-            f"inputs must be a mapping of names to values (the generate request object), "
-            f"not {type(inputs).__name__}"
-        )
-    body: dict[str, Any] = {}
-    for key, value in inputs.items():
-        if not isinstance(key, str):
-            raise_error(f"inputs: the name {key!r} is not a str")
-        body[key] = _json_value(value, f"inputs['{key}']")
+    body = _json_members(
+        inputs, "inputs", "a mapping of names to values (the generate request object)"
+    )
     if parameters is not None:
         if "parameters" in body:
             raise_error("'parameters' is given both in inputs and as the parameters argument")
-        if not isinstance(parameters, Mapping):
-            raise_error(f"parameters must be a mapping, not {type(parameters).__name__}")
-        params: dict[str, Any] = {}
-        for key, value in parameters.items():
-            if not isinstance(key, str):
-                raise_error(f"parameters: the name {key!r} is not a str")
-            converted = _json_value(value, f"parameters['{key}']")
+        params = _json_members(parameters, "parameters", "a mapping")
+        for key, converted in params.items():
             if not isinstance(converted, str | bool | int | float):
                 raise_error(
                     f"parameters['{key}']: a parameter is a str, number or bool "
-                    f"(the generate extension's $parameter), not {type(value).__name__}"
+                    f"(the generate extension's $parameter), not {type(parameters[key]).__name__}"
                 )
-            params[key] = converted
         body["parameters"] = params
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 

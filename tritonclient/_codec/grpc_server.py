@@ -31,7 +31,7 @@ from .grpc_common import (
 )
 from .numbers import UINT64_MAX, stol
 from .raw import element_count, raw_input_array, tensor_to_buffer
-from .settings import TRACE_NUMBERS, trace_levels, trace_number
+from .settings import trace_changes
 from .types import (
     Buffer,
     DecodedInferRequest,
@@ -117,41 +117,19 @@ def parse_trace_setting_request(request: service_pb2.TraceSettingRequest) -> dic
         ``OFF`` with another level, numbers that do not parse or are out of range.
     """
     settings = request.settings
-    changes: dict[str, Any] = {}
 
-    def single(key: str) -> str | None:
+    def read(key: str) -> Any:
         values = list(settings[key].value)
-        if not values:
-            return None
+        if key == "trace_level" or not values:
+            return values or None
         if len(values) != 1:
             raise grpc_invalid(f"expect only 1 value for '{key}'")
         return values[0]
 
-    if "trace_file" in settings:
-        changes["trace_file"] = single("trace_file")
-    if "trace_level" in settings:
-        levels = list(settings["trace_level"].value)
-        if not levels:
-            changes["trace_level"] = None
-        else:
-            try:
-                chosen = trace_levels(levels)
-            except ValueError as exc:
-                raise grpc_invalid(str(exc)) from None
-            if chosen is not None:
-                changes["trace_level"] = chosen
-    for key, lowest, bounds in TRACE_NUMBERS:
-        if key not in settings:
-            continue
-        value = single(key)
-        if value is None:
-            changes[key] = None
-            continue
-        try:
-            changes[key] = trace_number(key, value, lowest, bounds, got="got: ")
-        except ValueError as exc:
-            raise grpc_invalid(str(exc)) from None
-    return changes
+    try:
+        return trace_changes(settings, read, got="got: ")
+    except ValueError as exc:
+        raise grpc_invalid(str(exc)) from None
 
 
 _LOG_SETTINGS = (

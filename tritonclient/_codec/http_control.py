@@ -11,7 +11,7 @@ from typing import Any
 
 from .errors import HttpCodecError, http_bad, http_internal, json_type_text
 from .jsontext import is_uint, member_object, members, parse_json_document, parse_json_object
-from .settings import TRACE_NUMBERS, trace_levels, trace_number
+from .settings import trace_changes
 from .types import Buffer
 
 __all__ = [
@@ -134,41 +134,25 @@ def parse_trace_setting_request(body: Buffer) -> dict[str, Any]:
         level.
     """
     request = members(parse_json_document(body))
-    changes: dict[str, Any] = {}
-    if "trace_file" in request:
-        value = request["trace_file"]
-        if value is not None and not isinstance(value, str):
-            raise http_internal(json_type_text("string"))
-        changes["trace_file"] = value
-    if "trace_level" in request:
-        levels = request["trace_level"]
-        if levels is None:
-            changes["trace_level"] = None
-        else:
-            if not isinstance(levels, list):
-                raise http_internal(json_type_text("array"))
-            if not all(isinstance(level, str) for level in levels):
-                raise http_internal(json_type_text("string"))
-            try:
-                chosen = trace_levels(levels)
-            except ValueError as exc:
-                raise http_bad(str(exc)) from None
-            if chosen is not None:
-                changes["trace_level"] = chosen
-    for key, lowest, bounds in TRACE_NUMBERS:
-        if key not in request:
-            continue
+
+    def read(key: str) -> Any:
         value = request[key]
         if value is None:
-            changes[key] = None
-            continue
-        if not isinstance(value, str):
+            return None
+        if key != "trace_level":
+            if not isinstance(value, str):
+                raise http_internal(json_type_text("string"))
+            return value
+        if not isinstance(value, list):
+            raise http_internal(json_type_text("array"))
+        if not all(isinstance(level, str) for level in value):
             raise http_internal(json_type_text("string"))
-        try:
-            changes[key] = trace_number(key, value, lowest, bounds, got="got:")
-        except ValueError as exc:
-            raise http_bad(str(exc)) from None
-    return changes
+        return value
+
+    try:
+        return trace_changes(request, read, got="got:")
+    except ValueError as exc:
+        raise http_bad(str(exc)) from None
 
 
 def parse_log_setting_request(body: Buffer) -> dict[str, Any]:

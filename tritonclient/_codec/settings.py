@@ -6,11 +6,12 @@ rules and messages below are Triton 2.51's, written once for both frontends.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Container, Sequence
+from typing import Any
 
 from .numbers import stoi
 
-__all__ = ["TRACE_NUMBERS", "trace_levels", "trace_number"]
+__all__ = ["TRACE_NUMBERS", "trace_changes", "trace_levels", "trace_number"]
 
 #: Numeric trace settings: (name, lowest value or None for unsigned, the range in messages).
 TRACE_NUMBERS = (
@@ -87,3 +88,45 @@ def trace_number(key: str, value: str, lowest: int | None, bounds: str, got: str
     if number < lowest:
         raise ValueError(f"Unable to parse '{key}'. Expecting value >= {lowest}, {got}{value}")
     return str(number)
+
+
+def trace_changes(present: Container[str], read: Callable[[str], Any], got: str) -> dict[str, Any]:
+    """The changes of a trace-setting request, as Triton reads them over either protocol.
+
+    Parameters
+    ----------
+    present : container of str
+        The settings the request names (any others are ignored).
+    read : callable
+        ``read(key)``: the value of a setting the request names, out of its message (a list of
+        str for ``trace_level``, a str for the others; None clears the setting); called in
+        Triton's order, so that a protocol's own refusals come where Triton's do.
+    got : str
+        As for :func:`trace_number`.
+
+    Returns
+    -------
+    dict
+        The settings to change, each to its new value or None (what the protocol codecs'
+        ``parse_trace_setting_request`` return).
+
+    Raises
+    ------
+    ValueError
+        With Triton's message for ``OFF`` with another level, or a number that does not parse
+        or is out of range (each protocol answers it with its own status).
+    """
+    changes: dict[str, Any] = {}
+    if "trace_file" in present:
+        changes["trace_file"] = read("trace_file")
+    if "trace_level" in present:
+        levels = read("trace_level")
+        if levels is None:
+            changes["trace_level"] = None
+        elif (chosen := trace_levels(levels)) is not None:
+            changes["trace_level"] = chosen
+    for key, lowest, bounds in TRACE_NUMBERS:
+        if key in present:
+            value = read(key)
+            changes[key] = None if value is None else trace_number(key, value, lowest, bounds, got)
+    return changes

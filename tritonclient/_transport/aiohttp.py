@@ -278,20 +278,14 @@ class AiohttpTransport:
                 call.method, call.path, call.headers, call.body or b""
             )
         except (TimeoutError, asyncio.TimeoutError):
-            raise transport_error(
-                TimeoutError(f"no complete answer within {self._timeout.total} s"),
-                f"{call.method} {call.path}",
-                self._server,
-            ) from None
-        except (OSError, EOFError) as error:
-            raise transport_error(
-                ConnectionError(f"{type(error).__name__}: {error}"),
-                f"{call.method} {call.path}",
-                self._server,
-            ) from None
-        except (HTTPParseError, ValueError) as error:
-            raise transport_error(error, f"{call.method} {call.path}", self._server) from None
-        return HttpReply(status, headers, body)
+            error: Exception = TimeoutError(f"no complete answer within {self._timeout.total} s")
+        except (OSError, EOFError) as lost:
+            error = ConnectionError(f"{type(lost).__name__}: {lost}")
+        except (HTTPParseError, ValueError) as garbled:
+            error = garbled
+        else:
+            return HttpReply(status, headers, body)
+        raise transport_error(error, f"{call.method} {call.path}", self._server) from None
 
     async def send(self, call: HttpCall[Any]) -> HttpReply:
         """One attempt of ``call``; every failure is an ``InferenceServerException``."""

@@ -169,6 +169,18 @@ def _sweep(registry: _Registry) -> None:
             entry.close()
 
 
+def _thread_entry(shared: _Shared) -> _ThreadStub:
+    """The calling thread's entry for ``shared``'s client, made on the thread's first call
+    (and again after it was closed)."""
+    registry = _registry
+    if registry.seen != _generation:
+        _sweep(registry)
+    entry = registry.stubs.get(shared)
+    if entry is None or entry.closed:
+        entry = registry.stubs[shared] = _ThreadStub(shared)
+    return entry
+
+
 def _in_hub() -> bool:
     """Whether the caller runs in a gevent hub greenlet (where it must not block on I/O)."""
     return isinstance(_getcurrent(), Hub)
@@ -635,30 +647,27 @@ class GeventTransport:
         Its port.
     concurrency : int
         Connections per calling thread (and for the hub thread).
-    connection_timeout, network_timeout : float
-        geventhttpclient's timeouts; their sum also bounds each whole call.
+    timeouts : (float, float)
+        geventhttpclient's ``connection_timeout`` and ``network_timeout``; their sum also
+        bounds each whole call.
     max_greenlets : int or None
         Requests in progress at once on the hub thread (None: no limit).
-    ssl : bool
-        Use https.
-    ssl_options, ssl_context_factory, insecure
-        geventhttpclient's TLS settings (ignored without ``ssl``).
+    tls : (bool, dict or None, callable or None, bool)
+        ``ssl`` (use https), then geventhttpclient's ``ssl_options``, ``ssl_context_factory``
+        (both ignored without ``ssl``) and ``insecure``: the sync client's arguments.
     """
 
     def __init__(
         self,
         host: str,
         port: int,
-        *,
-        concurrency: int = 1,
-        connection_timeout: float = 60.0,
-        network_timeout: float = 60.0,
-        max_greenlets: int | None = None,
-        ssl: bool = False,
-        ssl_options: dict[str, Any] | None = None,
-        ssl_context_factory: Callable[..., Any] | None = None,
-        insecure: bool = False,
+        concurrency: int,
+        timeouts: tuple[float, float],
+        max_greenlets: int | None,
+        tls: tuple[bool, dict[str, Any] | None, Callable[..., Any] | None, bool],
     ) -> None:
+        connection_timeout, network_timeout = timeouts
+        ssl, ssl_options, ssl_context_factory, insecure = tls
         self._loop: GeventLoop | None = None
         self._shared: _Shared | None = None
         self._call_limit: float | None = None
@@ -803,12 +812,7 @@ class GeventTransport:
             raise_error("the client is closed")
         if _in_hub():
             raise_error("a streamed response cannot be read inside a gevent hub callback")
-        registry = _registry
-        if registry.seen != _generation:
-            _sweep(registry)
-        entry = registry.stubs.get(shared)
-        if entry is None or entry.closed:
-            entry = registry.stubs[shared] = _ThreadStub(shared)
+        entry = _thread_entry(shared)
         stub = entry.spare_streams.pop() if entry.spare_streams else shared.make_stub()
         bounded = _Bounded(call, stub, self._call_limit, "no answer")
         entry.active += 1
@@ -834,12 +838,7 @@ class GeventTransport:
         shared = self._shared
         if shared is None or shared.closed:
             raise_error("the client is closed")
-        registry = _registry
-        if registry.seen != _generation:
-            _sweep(registry)
-        entry = registry.stubs.get(shared)
-        if entry is None or entry.closed:
-            entry = registry.stubs[shared] = _ThreadStub(shared)
+        entry = _thread_entry(shared)
         limit = self._call_limit
         if timeout is not None:
             limit = timeout if limit is None else min(limit, timeout)
@@ -863,6 +862,6 @@ class GeventTransport:
         finally:
             entry.active -= 1
             if shared.closed and entry.active == 0:
-                if registry.stubs.get(shared) is entry:
-                    del registry.stubs[shared]
+                if _registry.stubs.get(shared) is entry:
+                    del _registry.stubs[shared]
                 entry.close()

@@ -35,6 +35,15 @@ _start_new_thread: Callable[..., int] = gevent.monkey.get_original("_thread", "s
 _allocate_lock: Callable[[], Any] = gevent.monkey.get_original("_thread", "allocate_lock")
 
 
+def _released(lock: Any) -> bool:
+    """Whether ``lock``, held from the start until an event, has been released (the look
+    leaves it released)."""
+    if lock.acquire(False):
+        lock.release()
+        return True
+    return False
+
+
 class Job(Generic[T]):
     """The outcome of one piece of work handed to a :class:`GeventLoop`."""
 
@@ -72,10 +81,7 @@ class Job(Generic[T]):
 
     def done(self) -> bool:
         """Whether the work has finished (successfully or not)."""
-        if self._done.acquire(False):
-            self._done.release()
-            return True
-        return False
+        return _released(self._done)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until the work has finished; False if ``timeout`` seconds passed first."""
@@ -214,10 +220,7 @@ class GeventLoop:
 
     def is_alive(self) -> bool:
         """Whether the loop's thread is still running."""
-        if self._finished.acquire(False):
-            self._finished.release()
-            return False
-        return True
+        return not _released(self._finished)
 
     @property
     def closed(self) -> bool:

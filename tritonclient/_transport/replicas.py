@@ -170,6 +170,18 @@ class _Replicas:
         if call.sequence is not None and call.sequence[2] and failure is None:
             self.balancer.end_sequence(call.sequence[0])
 
+    def _failed(self, call: HttpCall[Any], index: int, error: BaseException) -> BaseException:
+        """What to raise for ``call``'s attempt on replica ``index`` that raised ``error``.
+
+        Only the replica's own failure counts against it (and is named with its address);
+        anything else (KeyboardInterrupt, a cancelled task) just ends the attempt.
+        """
+        if isinstance(error, InferenceServerException):
+            self._done(call, index, _failure(error))
+            return replica_error(error, self.balancer.address(index))
+        self.balancer.finished(index, _monotonic())
+        return error
+
     def replica_stats(self) -> list[ReplicaStats]:
         """The counters of each replica (see :class:`ReplicaStats`)."""
         return self.balancer.stats()
@@ -214,12 +226,8 @@ class GeventReplicas(_Replicas):
         index = self._pick(call)
         try:
             reply: HttpReply = self._transports[index].send(call, timeout)
-        except InferenceServerException as error:
-            self._done(call, index, _failure(error))
-            raise replica_error(error, self.balancer.address(index)) from None
-        except BaseException:  # not the replica's failure (e.g. KeyboardInterrupt)
-            self.balancer.finished(index, _monotonic())
-            raise
+        except BaseException as error:
+            raise self._failed(call, index, error) from None
         self._done(call, index, _reply_failure(reply))
         return reply
 
@@ -251,12 +259,8 @@ class GeventReplicas(_Replicas):
         index = self._pick(call)
         try:
             stream = self._transports[index].open_stream(call)
-        except InferenceServerException as error:
-            self._done(call, index, _failure(error))
-            raise replica_error(error, self.balancer.address(index)) from None
-        except BaseException:
-            self.balancer.finished(index, _monotonic())
-            raise
+        except BaseException as error:
+            raise self._failed(call, index, error) from None
         self._done(call, index, None)
         return stream
 
@@ -304,12 +308,8 @@ class AiohttpReplicas(_Replicas):
         index = self._pick(call)
         try:
             reply: HttpReply = await self._transports[index].send(call)
-        except InferenceServerException as error:
-            self._done(call, index, _failure(error))
-            raise replica_error(error, self.balancer.address(index)) from None
-        except BaseException:  # cancelled: not the replica's failure
-            self.balancer.finished(index, _monotonic())
-            raise
+        except BaseException as error:
+            raise self._failed(call, index, error) from None
         self._done(call, index, _reply_failure(reply))
         return reply
 
@@ -319,12 +319,8 @@ class AiohttpReplicas(_Replicas):
         index = self._pick(call)
         try:
             stream = await self._transports[index].open_stream(call)
-        except InferenceServerException as error:
-            self._done(call, index, _failure(error))
-            raise replica_error(error, self.balancer.address(index)) from None
-        except BaseException:
-            self.balancer.finished(index, _monotonic())
-            raise
+        except BaseException as error:
+            raise self._failed(call, index, error) from None
         self._done(call, index, None)
         return stream
 

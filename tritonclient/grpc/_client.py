@@ -15,11 +15,10 @@ from typing import Any, TypeVar
 import grpc
 
 from tritonclient._codec.types import infer_options
-from tritonclient._ready import wait_sync
+from tritonclient._ready import steps, wait_sync
 from tritonclient._retry import retry_sync
 from tritonclient._transport.grpc import (
     GrpcTransport,
-    KeepAliveOptions,
     compression_type,
     error_from_rpc,
     error_of_call,
@@ -29,7 +28,6 @@ from tritonclient._transport.grpc_replicas import ReplicaTransport
 from tritonclient._transport.grpc_stream import CallbackStream
 from tritonclient.utils import (
     InferenceServerException,
-    RetryPolicy,
     raise_error,
 )
 
@@ -158,29 +156,10 @@ class InferenceServerClient(common.ClientBase):
         If unable to create a client.
     """
 
-    def __init__(
-        self,
-        url: str | Sequence[str],
-        verbose: bool = False,
-        ssl: bool = False,
-        root_certificates: str | None = None,
-        private_key: str | None = None,
-        certificate_chain: str | None = None,
-        creds: Any = None,
-        keepalive_options: KeepAliveOptions | None = None,
-        channel_args: Sequence[tuple[str, Any]] | None = None,
-        *,
-        retry_policy: RetryPolicy | None = None,
-        infer_over_stream: bool = False,
-    ) -> None:
-        super().__init__(verbose)
-        self._stream: CallbackStream | None = None
-        tls = (ssl, root_certificates, private_key, certificate_chain, creds)
-        channel = (url, tls, keepalive_options, channel_args)
-        self._transport: GrpcTransport | ReplicaTransport = self._connect(
-            grpc, GrpcTransport, InferStream, channel, retry_policy, infer_over_stream
-        )
-        self._closed = False
+    _driver = (grpc, GrpcTransport, InferStream)
+    _transport: GrpcTransport | ReplicaTransport
+    #: The stream of :meth:`start_stream`, while it is open.
+    _stream: CallbackStream | None = None
 
     def __enter__(self) -> InferenceServerClient:
         return self
@@ -1240,7 +1219,7 @@ class InferenceServerClient(common.ClientBase):
         def check(what: str, remaining: float) -> bool:
             return self._unary(calls.readiness(what, model_name, model_version), headers, remaining)
 
-        wait_sync(check, model_name, timeout, interval, common.not_ready_error)
+        wait_sync(check, steps(model_name, timeout, interval, common.not_ready_error))
 
     def async_stream_infer(
         self,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from tritonclient._codec import grpc_client, grpc_common, grpc_framing
 from tritonclient._codec.arguments import check_model_version
@@ -20,7 +20,7 @@ from tritonclient._codec.types import NO_OPTIONS, InferOptions
 from tritonclient._plugin import InferenceServerClientPlugin, PluginSlot, Request
 from tritonclient._proto import service_pb2
 from tritonclient._retry import check_retry_policy
-from tritonclient._transport.grpc import cancelled_error, compression_type
+from tritonclient._transport.grpc import KeepAliveOptions, cancelled_error, compression_type
 from tritonclient._transport.grpc_replicas import Named, check_infer_over_stream, open_transport
 from tritonclient.utils import InferenceServerException, ReplicaStats, raise_error
 from tritonclient.utils._errors import (
@@ -105,43 +105,47 @@ class ClientBase(PluginSlot):
     """What both clients are but their driver (``_run``): set-up, plugins and headers, and
     each call made ready to go (:meth:`_c_unary`, :meth:`_c_infer`)."""
 
-    def __init__(self, verbose: bool) -> None:
+    #: ``(grpc module, transport class, infer-stream class)``: what a client moves its calls
+    #: with (``grpc`` or ``grpc.aio``, and the transport and stream classes over it).
+    _driver: ClassVar[tuple[Any, Callable[[Any], Any], Callable[[Any, Any], Any]]]
+
+    def __init__(
+        self,
+        url: str | Sequence[str],
+        verbose: bool = False,
+        ssl: bool = False,
+        root_certificates: str | None = None,
+        private_key: str | None = None,
+        certificate_chain: str | None = None,
+        creds: Any = None,
+        keepalive_options: KeepAliveOptions | None = None,
+        channel_args: Sequence[tuple[str, Any]] | None = None,
+        *,
+        retry_policy: RetryPolicy | None = None,
+        infer_over_stream: bool = False,
+    ) -> None:
+        # Both clients' constructor (each class's docstring has the parameters): the arguments
+        # checked, the transport of ``_driver`` opened (over several replicas a wrapper: see
+        # :func:`~tritonclient._transport.grpc_replicas.open_transport`) with NVIDIA's
+        # ``_channel`` beside it, and the stream that carries ``infer`` calls when
+        # ``infer_over_stream``.
         self._plugin: InferenceServerClientPlugin | None = None
         self._verbose = bool(verbose)
-        self._retry_policy: RetryPolicy | None = None
-        #: The client's transport (``GrpcTransport`` or ``GrpcAioTransport``).
-        self._transport: Any = None
         self._stub: Any = None
         #: The stream that carries ``infer`` calls (``infer_over_stream``), or None.
         self._infer_stream: Any = None
-
-    def _connect(
-        self,
-        grpc_module: Any,
-        transport_class: Callable[[Any], Any],
-        stream_class: Callable[[Any, Any], Any],
-        channel: tuple[str | Sequence[str], Any, Any, Sequence[tuple[str, Any]] | None],
-        retry_policy: RetryPolicy | None,
-        infer_over_stream: bool,
-    ) -> Any:
-        """Both constructors' work: the arguments checked, the transport opened (see
-        :meth:`_open_transport`; ``channel`` is its ``url, tls, keepalive_options,
-        channel_args``) with NVIDIA's ``_channel`` beside it, and the ``stream_class`` that
-        carries ``infer`` calls when ``infer_over_stream``.  Over several replicas the
-        transport is a wrapper (:func:`~tritonclient._transport.grpc_replicas.open_transport`).
-
-        Returns
-        -------
-        The transport (also ``self._transport``).
-        """
         self._retry_policy = check_retry_policy(retry_policy)
-        check_infer_over_stream(channel[0], infer_over_stream)
-        transport = open_transport(grpc_module, transport_class, *channel)
-        self._transport = transport
-        self._channel = transport.channel
+        check_infer_over_stream(url, infer_over_stream)
+        grpc_module, transport_class, stream_class = self._driver
+        tls = (ssl, root_certificates, private_key, certificate_chain, creds)
+        #: The client's transport (``GrpcTransport`` or ``GrpcAioTransport``, or their replicas).
+        self._transport: Any = open_transport(
+            grpc_module, transport_class, url, tls, keepalive_options, channel_args
+        )
+        self._channel = self._transport.channel
         if infer_over_stream:
-            self._infer_stream = stream_class(transport.stream_method(), parse_stream)
-        return transport
+            self._infer_stream = stream_class(self._transport.stream_method(), parse_stream)
+        self._closed = False
 
     @property
     def _client_stub(self) -> Any:

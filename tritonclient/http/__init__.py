@@ -14,24 +14,7 @@ from tritonclient.http._infer_input import InferInput
 from tritonclient.http._infer_result import InferResult
 from tritonclient.http._requested_output import InferRequestedOutput
 from tritonclient.utils import *  # noqa: F403 - NVIDIA's package re-exports tritonclient.utils
-from tritonclient.utils import (
-    InferenceServerAlreadyExistsError,
-    InferenceServerCancelledError,
-    InferenceServerConnectionError,
-    InferenceServerDeadlineExceededError,
-    InferenceServerException,
-    InferenceServerInternalError,
-    InferenceServerInvalidArgumentError,
-    InferenceServerNotFoundError,
-    InferenceServerPermissionDeniedError,
-    InferenceServerProtocolError,
-    InferenceServerResourceExhaustedError,
-    InferenceServerSSLError,
-    InferenceServerUnauthenticatedError,
-    InferenceServerUnavailableError,
-    InferenceServerUnimplementedError,
-    RetryPolicy,
-)
+from tritonclient.utils import _errors
 
 _INSTALL_HINT = (
     "tritonclient.http.InferenceServerClient needs geventhttpclient (and gevent), which is "
@@ -58,23 +41,8 @@ __all__ = [
     "InferInput",
     "InferRequestedOutput",
     "InferResult",
-    "InferenceServerAlreadyExistsError",
-    "InferenceServerCancelledError",
     "InferenceServerClient",
     "InferenceServerClientPlugin",
-    "InferenceServerConnectionError",
-    "InferenceServerDeadlineExceededError",
-    "InferenceServerException",
-    "InferenceServerInternalError",
-    "InferenceServerInvalidArgumentError",
-    "InferenceServerNotFoundError",
-    "InferenceServerPermissionDeniedError",
-    "InferenceServerProtocolError",
-    "InferenceServerResourceExhaustedError",
-    "InferenceServerSSLError",
-    "InferenceServerUnauthenticatedError",
-    "InferenceServerUnavailableError",
-    "InferenceServerUnimplementedError",
     "Request",
-    "RetryPolicy",
 ]
+__all__ += _errors.__all__

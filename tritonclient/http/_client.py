@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from tritonclient._codec.types import infer_options
-from tritonclient._ready import wait_sync
+from tritonclient._ready import steps, wait_sync
 from tritonclient._retry import check_retry_policy, retry_sync
 from tritonclient._transport.gevent import GeventTransport
 from tritonclient._transport.gevent_loop import Job
@@ -204,19 +204,11 @@ class InferenceServerClient(ClientCore):
             url, lambda text: parse_url(text, ssl), load_balancing
         )
 
+        timeouts = (connection_timeout, network_timeout)
+        tls = (ssl, ssl_options, ssl_context_factory, insecure)
+
         def make(host: str, port: int) -> GeventTransport:
-            return GeventTransport(
-                host,
-                port,
-                concurrency=concurrency,
-                connection_timeout=connection_timeout,
-                network_timeout=network_timeout,
-                max_greenlets=max_greenlets,
-                ssl=ssl,
-                ssl_options=ssl_options,
-                ssl_context_factory=ssl_context_factory,
-                insecure=insecure,
-            )
+            return GeventTransport(host, port, concurrency, timeouts, max_greenlets, tls)
 
         super().__init__(base, verbose, policy)
         if balancing is None:  # one server (a url string): exactly as before
@@ -350,7 +342,7 @@ class InferenceServerClient(ClientCore):
             call = self._c_model_ready(model_name, model_version, headers, query_params)
             return bool(self._run(call, remaining))
 
-        wait_sync(check, model_name, timeout, interval, not_ready_error)
+        wait_sync(check, steps(model_name, timeout, interval, not_ready_error))
 
     # -- health and metadata -------------------------------------------------------------------
 

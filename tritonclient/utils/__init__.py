@@ -6,6 +6,8 @@ signatures and results.
 
 from __future__ import annotations
 
+from . import _errors
+
 # Clients over several replicas (not in NVIDIA's package).
 from ._balancing import BalancingPolicy, ReplicaStats
 from ._dtypes import (
@@ -15,26 +17,7 @@ from ._dtypes import (
     triton_to_config_dtype,
     triton_to_np_dtype,
 )
-from ._errors import (
-    InferenceServerAlreadyExistsError,
-    InferenceServerCancelledError,
-    InferenceServerConnectionError,
-    InferenceServerDeadlineExceededError,
-    InferenceServerException,
-    InferenceServerInternalError,
-    InferenceServerInvalidArgumentError,
-    InferenceServerNotFoundError,
-    InferenceServerPermissionDeniedError,
-    InferenceServerProtocolError,
-    InferenceServerResourceExhaustedError,
-    InferenceServerSSLError,
-    InferenceServerUnauthenticatedError,
-    InferenceServerUnavailableError,
-    InferenceServerUnimplementedError,
-    InferenceServerValueError,
-    RetryPolicy,
-    raise_error,
-)
+from ._errors import *  # noqa: F403 - the names of _errors.__all__, re-exported
 from ._serialize import (
     HAVE_SPEEDUPS,
     TRITON_RESERVED_REQUEST_PARAMS,
@@ -51,29 +34,11 @@ __all__ = [
     "TRITON_RESERVED_REQUEST_PARAMS",
     "TRITON_RESERVED_REQUEST_PARAMS_PREFIX",
     "BalancingPolicy",
-    "InferenceServerAlreadyExistsError",
-    "InferenceServerCancelledError",
-    "InferenceServerConnectionError",
-    "InferenceServerDeadlineExceededError",
-    "InferenceServerException",
-    "InferenceServerInternalError",
-    "InferenceServerInvalidArgumentError",
-    "InferenceServerNotFoundError",
-    "InferenceServerPermissionDeniedError",
-    "InferenceServerProtocolError",
-    "InferenceServerResourceExhaustedError",
-    "InferenceServerSSLError",
-    "InferenceServerUnauthenticatedError",
-    "InferenceServerUnavailableError",
-    "InferenceServerUnimplementedError",
-    "InferenceServerValueError",
     "ReplicaStats",
-    "RetryPolicy",
     "config_to_triton_dtype",
     "deserialize_bf16_tensor",
     "deserialize_bytes_tensor",
     "np_to_triton_dtype",
-    "raise_error",
     "serialize_bf16_tensor",
     "serialize_byte_tensor",
     "serialized_byte_size",
@@ -81,3 +46,4 @@ __all__ = [
     "triton_to_config_dtype",
     "triton_to_np_dtype",
 ]
+__all__ += _errors.__all__

@@ -19,6 +19,7 @@ from ._errors import raise_error
 __all__ = [
     "DATATYPES",
     "DatatypeInfo",
+    "as_numpy_dtype",
     "config_to_triton_dtype",
     "np_to_triton_dtype",
     "triton_dtype_byte_size",
@@ -118,6 +119,15 @@ def triton_to_np_dtype(dtype: str) -> Any:
     """
     info = DATATYPES.get(dtype)
     return None if info is None else info.numpy_type
+
+
+def as_numpy_dtype(datatype: Any) -> np.dtype[Any]:
+    # The shared-memory readers take a protocol datatype name or anything numpy takes, as
+    # NVIDIA's get_contents_as_numpy does.
+    if isinstance(datatype, str) and triton_to_np_dtype(datatype) is not None:
+        datatype = triton_to_np_dtype(datatype)
+    dtype: np.dtype[Any] = np.dtype(datatype)
+    return dtype
 
 
 def triton_dtype_byte_size(dtype: str) -> int | None:

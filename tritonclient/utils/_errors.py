@@ -7,6 +7,8 @@ import ssl
 import sys
 from typing import Any, NoReturn, TypeVar
 
+#: What every client package re-exports (``tritonclient.utils``, ``.grpc`` and ``.http`` add it
+#: to their own ``__all__``); the helpers below are the clients' own.
 __all__ = [
     "InferenceServerAlreadyExistsError",
     "InferenceServerCancelledError",
@@ -25,13 +27,7 @@ __all__ = [
     "InferenceServerUnimplementedError",
     "InferenceServerValueError",
     "RetryPolicy",
-    "connection_hint",
-    "exception_for_status",
     "raise_error",
-    "same_type_as_base",
-    "server_error_with_hint",
-    "specialize_exception",
-    "with_note",
 ]
 
 

@@ -409,6 +409,34 @@ static char *put_uint(char *dst, uint64_t v)
     return dst;
 }
 
+/* The integer of ``size`` bytes (1, 2, 4 or 8) at ``item``, widened to 64 bits: one ladder for
+   the signed (``int``) and the unsigned (``uint``) kinds, which differ only in their types. */
+#define DEFINE_LOAD(name, T)                                   \
+    static inline T##64_t name(const char *item, Py_ssize_t size) \
+    {                                                          \
+        if (size == 1) {                                       \
+            T##8_t t;                                          \
+            memcpy(&t, item, 1);                               \
+            return t;                                          \
+        }                                                      \
+        if (size == 2) {                                       \
+            T##16_t t;                                         \
+            memcpy(&t, item, 2);                               \
+            return t;                                          \
+        }                                                      \
+        if (size == 4) {                                       \
+            T##32_t t;                                         \
+            memcpy(&t, item, 4);                               \
+            return t;                                          \
+        }                                                      \
+        T##64_t t;                                             \
+        memcpy(&t, item, 8);                                   \
+        return t;                                              \
+    }
+DEFINE_LOAD(load_int, int)
+DEFINE_LOAD(load_uint, uint)
+#undef DEFINE_LOAD
+
 static char *put_int(char *dst, int64_t v)
 {
     if (v < 0) {
@@ -697,37 +725,9 @@ static PyObject *format_json_numbers(PyObject *self, PyObject *args)
                 memcpy(&f, item, 4);
                 dst = put_float32(dst, f);
             } else if (kind == 'i') {
-                int64_t v;
-                if (itemsize == 1) {
-                    v = *(const int8_t *)item;
-                } else if (itemsize == 2) {
-                    int16_t t;
-                    memcpy(&t, item, 2);
-                    v = t;
-                } else if (itemsize == 4) {
-                    int32_t t;
-                    memcpy(&t, item, 4);
-                    v = t;
-                } else {
-                    memcpy(&v, item, 8);
-                }
-                dst = put_int(dst, v);
+                dst = put_int(dst, load_int(item, itemsize));
             } else {
-                uint64_t v;
-                if (itemsize == 1) {
-                    v = *(const uint8_t *)item;
-                } else if (itemsize == 2) {
-                    uint16_t t;
-                    memcpy(&t, item, 2);
-                    v = t;
-                } else if (itemsize == 4) {
-                    uint32_t t;
-                    memcpy(&t, item, 4);
-                    v = t;
-                } else {
-                    memcpy(&v, item, 8);
-                }
-                dst = put_uint(dst, v);
+                dst = put_uint(dst, load_uint(item, itemsize));
             }
         }
         Py_END_ALLOW_THREADS

@@ -18,7 +18,7 @@ from tritonclient._codec.types import infer_options
 from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
 from tritonclient._proto import model_config_pb2, service_pb2, service_pb2_grpc
-from tritonclient._ready import wait_async
+from tritonclient._ready import steps, wait_async
 from tritonclient._retry import retry_async
 from tritonclient._transport.grpc import (
     GrpcAioTransport,
@@ -41,7 +41,6 @@ from tritonclient.grpc import _client as _sync
 from tritonclient.grpc import _common as common
 from tritonclient.utils import (
     InferenceServerException,
-    RetryPolicy,
     np_to_triton_dtype,
     raise_error,
     triton_to_np_dtype,
@@ -120,27 +119,8 @@ class InferenceServerClient(common.ClientBase):
     load balancing, as with the sync client.
     """
 
-    def __init__(
-        self,
-        url: str | Sequence[str],
-        verbose: bool = False,
-        ssl: bool = False,
-        root_certificates: str | None = None,
-        private_key: str | None = None,
-        certificate_chain: str | None = None,
-        creds: Any = None,
-        keepalive_options: KeepAliveOptions | None = None,
-        channel_args: Sequence[tuple[str, Any]] | None = None,
-        *,
-        retry_policy: RetryPolicy | None = None,
-        infer_over_stream: bool = False,
-    ) -> None:
-        super().__init__(verbose)
-        tls = (ssl, root_certificates, private_key, certificate_chain, creds)
-        channel = (url, tls, keepalive_options, channel_args)
-        self._transport: GrpcAioTransport | AioReplicaTransport = self._connect(
-            grpc.aio, GrpcAioTransport, AioInferStream, channel, retry_policy, infer_over_stream
-        )
+    _driver = (grpc.aio, GrpcAioTransport, AioInferStream)
+    _transport: GrpcAioTransport | AioReplicaTransport
 
     async def __aenter__(self) -> InferenceServerClient:
         return self
@@ -168,7 +148,7 @@ class InferenceServerClient(common.ClientBase):
             call = calls.readiness(what, model_name, model_version)
             return await self._unary(call, headers, remaining)
 
-        await wait_async(check, model_name, timeout, interval, common.not_ready_error)
+        await wait_async(check, steps(model_name, timeout, interval, common.not_ready_error))
 
     async def _run(self, call: common.Ready[T]) -> T:
         """The driver: ``call`` made (again as its policy allows), its answer read."""

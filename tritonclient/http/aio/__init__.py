@@ -25,7 +25,7 @@ except ModuleNotFoundError as error:  # pragma: no cover - depends on the instal
 from tritonclient._codec.types import infer_options
 from tritonclient._docs import doc_from
 from tritonclient._plugin import InferenceServerClientPlugin, Request
-from tritonclient._ready import wait_async
+from tritonclient._ready import steps, wait_async
 from tritonclient._retry import check_retry_policy, retry_async
 from tritonclient._transport.aiohttp import AiohttpTransport
 from tritonclient._transport.replicas import AiohttpReplicas, replica_urls
@@ -237,7 +237,7 @@ class InferenceServerClient(ClientCore):
                 ) from None
             return ready
 
-        await wait_async(check, model_name, timeout, interval, not_ready_error)
+        await wait_async(check, steps(model_name, timeout, interval, not_ready_error))
 
     # -- health and metadata -------------------------------------------------------------------
 
@@ -418,6 +418,7 @@ class InferenceServerClient(ClientCore):
 
     # -- inference -------------------------------------------------------------------------------
 
+    @doc_from(_Sync.infer)
     async def infer(
         self,
         model_name: str,
@@ -436,66 +437,6 @@ class InferenceServerClient(ClientCore):
         response_compression_algorithm: str | None = None,
         parameters: Mapping[str, Any] | None = None,
     ) -> InferResult:
-        """Run inference using the supplied 'inputs' requesting the outputs
-        specified by 'outputs'.
-
-        Parameters
-        ----------
-        model_name : str
-            The name of the model to run inference.
-        inputs : list
-            A list of InferInput objects, each describing data for a input tensor required by
-            the model.
-        model_version : str
-            The version of the model to run inference. The default value is an empty string
-            which means then the server will choose a version based on the model and internal
-            policy.
-        outputs : list
-            A list of InferRequestedOutput objects, each describing how the output data must
-            be returned. If not specified all outputs produced by the model will be returned
-            using default settings.
-        request_id : str
-            Optional identifier for the request. If specified will be returned in the
-            response. Default value is an empty string which means no request_id will be
-            used.
-        sequence_id : int or str
-            The unique identifier for the sequence being represented by the object. A value
-            of 0 or "" means that the request does not belong to a sequence.
-        sequence_start : bool
-            Indicates whether the request being added marks the start of the sequence.
-        sequence_end : bool
-            Indicates whether the request being added marks the end of the sequence.
-        priority : int
-            Indicates the priority of the request. Priority value zero indicates that the
-            default priority level should be used.
-        timeout : int
-            The timeout value for the request, in microseconds. If the request cannot be
-            completed within the time the server can take a model-specific action such as
-            terminating the request. If not provided, the server will handle the request
-            using default setting for the model.
-        headers : dict
-            Optional dictionary specifying additional HTTP headers to include in the request.
-        query_params : dict
-            Optional url query parameters to use in network transaction.
-        request_compression_algorithm : str
-            Optional HTTP compression algorithm to use for the request body on client side:
-            'deflate' or 'gzip'. Default None (no compression).
-        response_compression_algorithm : str
-            Optional HTTP compression algorithm to request for the response body: 'deflate'
-            or 'gzip'. Default None (no compression).
-        parameters : dict
-            Optional custom parameters to be included in the inference request.
-
-        Returns
-        -------
-        InferResult
-            The object holding the result of the inference.
-
-        Raises
-        ------
-        InferenceServerException
-            If server fails to perform inference.
-        """
         options = infer_options(
             request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters
         )

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from shm import cuda as _cuda
 
-from .._dtypes import triton_to_np_dtype
+from .._dtypes import as_numpy_dtype, triton_to_np_dtype
 from .._errors import with_note
 from .._serialize import serialize_byte_tensor
 
@@ -241,9 +241,7 @@ def get_contents_as_numpy(
         If the requested array does not fit in the region or the copy fails.
     """
     handle = _check_handle(cuda_shm_handle)
-    if isinstance(datatype, str) and triton_to_np_dtype(datatype) is not None:
-        datatype = triton_to_np_dtype(datatype)
-    dtype = np.dtype(datatype)
+    dtype = as_numpy_dtype(datatype)
     shape = [int(d) for d in shape]
     count = math.prod(shape)
     bytes_type = dtype == np.object_ or dtype.type == np.bytes_

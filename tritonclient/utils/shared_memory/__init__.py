@@ -28,7 +28,7 @@ import numpy.typing as npt
 from shm import posix
 from shm.copy import copy_into
 
-from .._dtypes import triton_to_np_dtype
+from .._dtypes import as_numpy_dtype
 from .._errors import with_note
 from .._serialize import serialize_byte_tensor
 
@@ -257,9 +257,7 @@ def get_contents_as_numpy(
         If the requested array does not fit in the region.
     """
     handle = _check_handle(shm_handle)
-    if isinstance(datatype, str) and triton_to_np_dtype(datatype) is not None:
-        datatype = triton_to_np_dtype(datatype)
-    dtype = np.dtype(datatype)
+    dtype = as_numpy_dtype(datatype)
     shape = [int(d) for d in shape]
     buffer = handle._buffer()
     if offset < 0 or offset > handle._byte_size:
