@@ -36,6 +36,7 @@ from tritonclient._proto import model_config_pb2 as mc
 from .errors import ErrorKind, ServerError
 from .scheduler import Pending, Scheduler, make_scheduler
 from .settings import TraceSettings
+from .stats import ModelStats
 from .types import InferRequest, InferResponse, RequestedOutput, ResponseCallback, Tensor
 from .validation import RequestChecks
 
@@ -146,25 +147,6 @@ def output_labels(config: mc.ModelConfig, model_dir: Path, output: str) -> list[
     return []
 
 
-class StatsSink(Protocol):
-    """The statistics recorder of one model version (see :mod:`mock_server.core.stats`)."""
-
-    def record_success(
-        self,
-        batch_size: int,
-        queue_ns: int,
-        compute_input_ns: int,
-        compute_infer_ns: int,
-        compute_output_ns: int,
-    ) -> None: ...
-
-    def record_failure(self, duration_ns: int) -> None: ...
-
-    def record_execution(
-        self, batch_size: int, compute_input_ns: int, compute_infer_ns: int, compute_output_ns: int
-    ) -> None: ...
-
-
 class _DeadlineWatch:
     """One thread that cancels running requests whose timeout passes during execution, so the
     model sees ``is_cancelled()`` (queued requests are expired by the schedulers).
@@ -254,7 +236,7 @@ class ModelVersion:
         The completed configuration.
     instances : list
         The created model instances, one worker thread each.
-    stats : StatsSink
+    stats : ModelStats
         Where statistics are recorded.
     model_dir : pathlib.Path
         The model's folder (for output label files).
@@ -270,7 +252,7 @@ class ModelVersion:
         version: int,
         config: mc.ModelConfig,
         instances: list[ModelInstance],
-        stats: StatsSink,
+        stats: ModelStats,
         model_dir: Path,
         trace: TraceSettings | None = None,
         *,
@@ -347,7 +329,7 @@ class ModelVersion:
         return True
 
     @property
-    def stats(self) -> StatsSink:
+    def stats(self) -> ModelStats:
         """The recorder of this version's statistics."""
         return self._stats
 
