@@ -48,7 +48,7 @@ from shm.copy import copy_into
 from tritonclient._codec.types import SharedMemoryRef
 
 from ..core.errors import ServerError
-from ..core.shm import RegionShare
+from ..core.shm import RegionShare, current_size
 from ._messages import Release, encode
 from .runtime import SharedRegions
 
@@ -187,12 +187,7 @@ class MappedRegions:
                 self._maps[share.token] = entry
         region = entry[0]
         end = share.offset + share.nbytes
-        try:
-            size = region.object_size()
-        except OSError as exc:  # pragma: no cover - the descriptor is ours
-            raise ServerError.internal(
-                f"shared memory object '{share.key}' is no longer accessible: {exc}"
-            ) from exc
+        size = current_size(region, f"shared memory object '{share.key}'")
         if end > size or end > region.byte_size:
             raise ServerError.invalid_arg(
                 f"shared memory object '{share.key}' was truncated by its owner: it is now "
