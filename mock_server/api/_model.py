@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import queue
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -103,11 +101,9 @@ class Model:
         kwargs: dict[str, Any],
         raise_on_error: bool,
         iterator_type: Callable[..., _Iterator],
-        queue_types: tuple[type[Any], ...],
-        wrong_queue: str,
     ) -> _Iterator:
-        """Check and submit a request for :meth:`infer` (a ``ResponseIterator`` fed by a
-        ``queue.SimpleQueue``) or :meth:`async_infer` (the asyncio ones)."""
+        """Check and submit a request for :meth:`infer` or :meth:`async_infer`: its responses
+        go to a new ``iterator_type``."""
         if inference_request is None:
             kwargs.pop("model", None)
             inference_request = InferenceRequest(model=self, **kwargs)
@@ -124,13 +120,10 @@ class Model:
                     "outputs in host (CPU) memory"
                 )
         core_request = inference_request._to_core()
-        user_queue = inference_request.response_queue
-        if user_queue is not None and not isinstance(user_queue, queue_types):
-            raise InvalidArgumentError(wrong_queue)
         iterator = iterator_type(
             inference_request.model,
             core_request,
-            user_queue,
+            inference_request.response_queue,
             raise_on_error,
             _output_memory_type=inference_request.output_memory_type,
             _output_memory_allocator=inference_request.output_memory_allocator,
@@ -182,14 +175,7 @@ class Model:
         >>> responses[0].outputs["OUTPUT0"].to_bytes_array()
         array([[b'hi']], dtype=object)
         """
-        return self._submit(
-            inference_request,
-            kwargs,
-            raise_on_error,
-            ResponseIterator,
-            (queue.SimpleQueue, queue.Queue),
-            "queue.SimpleQueue must be used for response iterator",
-        )
+        return self._submit(inference_request, kwargs, raise_on_error, ResponseIterator)
 
     def async_infer(
         self,
@@ -231,14 +217,7 @@ class Model:
         >>> async for response in server.model("simple").async_infer(inputs=inputs):
         ...     print(response.outputs["OUTPUT0"])
         """
-        return self._submit(
-            inference_request,
-            kwargs,
-            raise_on_error,
-            AsyncResponseIterator,
-            (asyncio.Queue,),
-            "asyncio.Queue must be used for async response iterator",
-        )
+        return self._submit(inference_request, kwargs, raise_on_error, AsyncResponseIterator)
 
     def metadata(self) -> dict[str, Any]:
         """Returns metadata about a model and its inputs and outputs.

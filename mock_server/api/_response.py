@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.types import InferRequest, InferResponse
 from ._enums import MemoryType
-from ._errors import InternalError, TritonError, to_triton_error
+from ._errors import InternalError, InvalidArgumentError, TritonError, to_triton_error
 from ._tensor import DeviceOrMemoryType, MemoryAllocator, Tensor, parse_device_or_memory_type
 
 if TYPE_CHECKING:
@@ -207,6 +207,8 @@ class ResponseIterator(_Delivery):
         _output_memory_type: DeviceOrMemoryType | None = None,
         _output_memory_allocator: MemoryAllocator | None = None,
     ) -> None:
+        if user_queue is not None and not isinstance(user_queue, (queue.SimpleQueue, queue.Queue)):
+            raise InvalidArgumentError("queue.SimpleQueue must be used for response iterator")
         self._user_queue = user_queue
         self._queue: queue.SimpleQueue[InferenceResponse] = queue.SimpleQueue()
         super().__init__(
@@ -268,6 +270,8 @@ class AsyncResponseIterator(_Delivery):
         _output_memory_type: DeviceOrMemoryType | None = None,
         _output_memory_allocator: MemoryAllocator | None = None,
     ) -> None:
+        if user_queue is not None and not isinstance(user_queue, asyncio.Queue):
+            raise InvalidArgumentError("asyncio.Queue must be used for async response iterator")
         if loop is None:
             try:
                 loop = asyncio.get_running_loop()
