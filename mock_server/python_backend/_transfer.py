@@ -90,32 +90,20 @@ def _block_size(nbytes: int) -> int:
     return max(SHM_THRESHOLD, 1 << (nbytes - 1).bit_length())
 
 
+@dataclass(slots=True, eq=False)
 class BlockRef:
     """``nbytes`` bytes at ``offset`` of block ``block`` (``size`` bytes) of side ``owner``,
     as an array of ``dtype`` and ``shape``.  ``keep`` (never sent) holds the sender's array
     until the message is sent."""
 
-    __slots__ = ("block", "dtype", "keep", "nbytes", "offset", "owner", "shape", "size")
-
-    def __init__(
-        self,
-        owner: str,
-        block: int,
-        size: int,
-        offset: int,
-        nbytes: int,
-        dtype: Any,
-        shape: tuple[int, ...],
-        keep: Any = None,
-    ) -> None:
-        self.owner = owner
-        self.block = block
-        self.size = size
-        self.offset = offset
-        self.nbytes = nbytes
-        self.dtype = dtype
-        self.shape = shape
-        self.keep = keep
+    owner: str
+    block: int
+    size: int
+    offset: int
+    nbytes: int
+    dtype: Any
+    shape: tuple[int, ...]
+    keep: Any = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (
