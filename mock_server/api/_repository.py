@@ -46,18 +46,7 @@ class MappedRepository(Repository):
         return {repository / folder for repository, folder in self.mappings.values()}
 
     def scan(self) -> dict[str, ModelSource]:
-        """Read every model folder, mapped folders under their mapped names.
-
-        Returns
-        -------
-        dict
-            ``{name: ModelSource}``, sorted by name.
-
-        Raises
-        ------
-        ServerError
-            ``INTERNAL`` when a repository folder cannot be listed.
-        """
+        """:meth:`Repository.scan`, with mapped folders under their mapped names only."""
         mapped = self._mapped_folders()
         found = {name: s for name, s in super().scan().items() if s.path not in mapped}
         for name, (repository, folder) in sorted(self.mappings.items()):
