@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-import queue
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.config import is_decoupled
 from ..core.config_json import config_to_json
@@ -17,10 +16,11 @@ from ._tensor import parse_device_or_memory_type
 
 if TYPE_CHECKING:
     from ..core.server import CoreServer
-    from ..core.types import InferRequest
     from ._server import Server
 
 __all__ = ["Model"]
+
+_Iterator = TypeVar("_Iterator", ResponseIterator, AsyncResponseIterator)
 
 
 class Model:
@@ -95,9 +95,15 @@ class Model:
         kwargs.pop("model", None)
         return InferenceRequest(model=self, **kwargs)
 
-    def _prepare(
-        self, inference_request: InferenceRequest | None, kwargs: dict[str, Any]
-    ) -> tuple[InferenceRequest, InferRequest]:
+    def _submit(
+        self,
+        inference_request: InferenceRequest | None,
+        kwargs: dict[str, Any],
+        raise_on_error: bool,
+        iterator_type: Callable[..., _Iterator],
+    ) -> _Iterator:
+        """Check and submit a request for :meth:`infer` or :meth:`async_infer`: its responses
+        go to a new ``iterator_type``."""
         if inference_request is None:
             kwargs.pop("model", None)
             inference_request = InferenceRequest(model=self, **kwargs)
@@ -113,7 +119,18 @@ class Model:
                     "output_memory_type GPU needs an output_memory_allocator: mock_server keeps "
                     "outputs in host (CPU) memory"
                 )
-        return inference_request, inference_request._to_core()
+        core_request = inference_request._to_core()
+        iterator = iterator_type(
+            inference_request.model,
+            core_request,
+            inference_request.response_queue,
+            raise_on_error,
+            _output_memory_type=inference_request.output_memory_type,
+            _output_memory_allocator=inference_request.output_memory_allocator,
+        )
+        with translate_errors():
+            inference_request.model._core().infer(core_request)
+        return iterator
 
     def infer(
         self,
@@ -158,21 +175,7 @@ class Model:
         >>> responses[0].outputs["OUTPUT0"].to_bytes_array()
         array([[b'hi']], dtype=object)
         """
-        request, core_request = self._prepare(inference_request, kwargs)
-        user_queue = request.response_queue
-        if user_queue is not None and not isinstance(user_queue, (queue.SimpleQueue, queue.Queue)):
-            raise InvalidArgumentError("queue.SimpleQueue must be used for response iterator")
-        iterator = ResponseIterator(
-            request.model,
-            core_request,
-            user_queue,
-            raise_on_error,
-            _output_memory_type=request.output_memory_type,
-            _output_memory_allocator=request.output_memory_allocator,
-        )
-        with translate_errors():
-            request.model._core().infer(core_request)
-        return iterator
+        return self._submit(inference_request, kwargs, raise_on_error, ResponseIterator)
 
     def async_infer(
         self,
@@ -214,21 +217,7 @@ class Model:
         >>> async for response in server.model("simple").async_infer(inputs=inputs):
         ...     print(response.outputs["OUTPUT0"])
         """
-        request, core_request = self._prepare(inference_request, kwargs)
-        user_queue = request.response_queue
-        if user_queue is not None and not isinstance(user_queue, asyncio.Queue):
-            raise InvalidArgumentError("asyncio.Queue must be used for async response iterator")
-        iterator = AsyncResponseIterator(
-            request.model,
-            core_request,
-            user_queue,
-            raise_on_error,
-            _output_memory_type=request.output_memory_type,
-            _output_memory_allocator=request.output_memory_allocator,
-        )
-        with translate_errors():
-            request.model._core().infer(core_request)
-        return iterator
+        return self._submit(inference_request, kwargs, raise_on_error, AsyncResponseIterator)
 
     def metadata(self) -> dict[str, Any]:
         """Returns metadata about a model and its inputs and outputs.

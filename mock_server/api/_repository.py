@@ -16,16 +16,8 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core.config import complete_config, parse_config_text
-from ..core.config_checks import validate_config_on_poll
 from ..core.errors import ServerError
-from ..core.repository import (
-    CONFIG_FILENAME,
-    ModelSource,
-    Repository,
-    model_fingerprint,
-    version_folders,
-)
+from ..core.repository import ModelSource, Repository, read_source
 
 __all__ = ["MappedRepository"]
 
@@ -54,18 +46,7 @@ class MappedRepository(Repository):
         return {repository / folder for repository, folder in self.mappings.values()}
 
     def scan(self) -> dict[str, ModelSource]:
-        """Read every model folder, mapped folders under their mapped names.
-
-        Returns
-        -------
-        dict
-            ``{name: ModelSource}``, sorted by name.
-
-        Raises
-        ------
-        ServerError
-            ``INTERNAL`` when a repository folder cannot be listed.
-        """
+        """:meth:`Repository.scan`, with mapped folders under their mapped names only."""
         mapped = self._mapped_folders()
         found = {name: s for name, s in super().scan().items() if s.path not in mapped}
         for name, (repository, folder) in sorted(self.mappings.items()):
@@ -74,7 +55,7 @@ class MappedRepository(Repository):
                     "mapped path '%s' does not exist for model '%s'", repository / folder, name
                 )
                 continue
-            source = _read_mapped_source(name, repository, folder)
+            source = read_source(name, repository, repository / folder, rename=True)
             if name in found:
                 source.config_error = ServerError.invalid_arg(
                     f"model appears in two or more repositories ({found[name].repository}, "
@@ -84,26 +65,10 @@ class MappedRepository(Repository):
         return dict(sorted(found.items()))
 
     def source(self, name: str) -> ModelSource:
-        """Read one model's folder afresh (the mapped folder for a mapped name).
-
-        Parameters
-        ----------
-        name : str
-            The model name.
-
-        Returns
-        -------
-        ModelSource
-            As :meth:`scan` would report it.
-
-        Raises
-        ------
-        ServerError
-            ``NOT_FOUND`` when no repository serves a model of that name.
-        """
+        """:meth:`Repository.source`, reading the mapped folder for a mapped name."""
         mapping = self.mappings.get(name)
         if mapping is not None and (mapping[0] / mapping[1]).is_dir():
-            return _read_mapped_source(name, *mapping)
+            return read_source(name, mapping[0], mapping[0] / mapping[1], rename=True)
         return super().source(name)
 
     def _locations(self, name: str) -> list[tuple[Path, Path]]:
@@ -113,33 +78,3 @@ class MappedRepository(Repository):
             return [(mapping[0], folder)] if folder.is_dir() else []
         mapped = self._mapped_folders()
         return [found for found in super()._locations(name) if found[1] not in mapped]
-
-
-def _read_mapped_source(name: str, repository: Path, folder_name: str) -> ModelSource:
-    """Read a mapped model folder; its configuration is renamed to ``name``."""
-    folder = repository / folder_name
-    source = ModelSource(
-        name=name,
-        path=folder,
-        repository=repository,
-        config=None,
-        available_versions=version_folders(folder),
-        fingerprint=model_fingerprint(folder),
-    )
-    config_file = folder / CONFIG_FILENAME
-    source.has_config_file = config_file.is_file()
-    if not source.has_config_file:
-        return source
-    try:
-        raw = parse_config_text(config_file.read_bytes(), str(config_file))
-        raw.name = name
-        validate_config_on_poll(complete_config(raw, name))
-    except OSError as exc:
-        source.config_error = ServerError.invalid_arg(
-            f"failed to read text proto from {config_file}: {exc.strerror or exc}"
-        )
-    except ServerError as exc:
-        source.config_error = exc
-    else:
-        source.config = raw
-    return source

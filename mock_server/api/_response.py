@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.types import InferRequest, InferResponse
 from ._enums import MemoryType
-from ._errors import InternalError, TritonError, to_triton_error
+from ._errors import InternalError, InvalidArgumentError, TritonError, to_triton_error
 from ._tensor import DeviceOrMemoryType, MemoryAllocator, Tensor, parse_device_or_memory_type
 
 if TYPE_CHECKING:
@@ -122,7 +122,64 @@ class _Converter:
         return result
 
 
-class ResponseIterator:
+class _Delivery:
+    """What both iterators do with a request: take its responses on the core's threads,
+    convert them, and hand each one over to ``_deliver`` (the subclass says how)."""
+
+    def __init__(
+        self,
+        model: Model,
+        request: InferRequest,
+        raise_on_error: bool,
+        output_memory_type: DeviceOrMemoryType | None,
+        output_memory_allocator: MemoryAllocator | None,
+    ) -> None:
+        self._model = model
+        self._request: InferRequest | None = request
+        self._raise_on_error = raise_on_error
+        self._complete = False
+        self._converter = _Converter(model, output_memory_type, output_memory_allocator)
+        request.response_callback = self._response_callback
+
+    def cancel(self) -> None:
+        """Cancel an inflight request.
+
+        Cancels an in-flight request. Cancellation is handled on a best effort basis and may
+        not prevent execution of a request if it is already started or completed.  Models see
+        it through ``request.is_cancelled()``; requests still queued fail with
+        :class:`CancelledError`.
+
+        Examples
+        --------
+        responses = server.model("slow").infer(inputs={"INPUT0": numpy.array([1], numpy.int32)})
+
+        responses.cancel()
+        """
+        request = self._request
+        if request is not None:
+            request.cancel()
+
+    def _received(self, response: InferenceResponse) -> InferenceResponse:
+        """``response`` as ``__next__``/``__anext__`` return it (its error raised if asked)."""
+        self._complete = response.final
+        if response.error is not None and self._raise_on_error:
+            raise response.error
+        return response
+
+    def _response_callback(self, response: InferResponse) -> None:
+        if self._request is None:
+            log.error("response received after the final response of a request; dropped")
+            return
+        result = self._converter.convert(response)
+        if result.final:
+            self._request = None
+        self._deliver(result)
+
+    def _deliver(self, response: InferenceResponse) -> None:
+        raise NotImplementedError
+
+
+class ResponseIterator(_Delivery):
     """Response iterator.
 
     Response iterators are returned from model inference methods and allow users to process
@@ -150,14 +207,13 @@ class ResponseIterator:
         _output_memory_type: DeviceOrMemoryType | None = None,
         _output_memory_allocator: MemoryAllocator | None = None,
     ) -> None:
-        self._model = model
-        self._request: InferRequest | None = request
+        if user_queue is not None and not isinstance(user_queue, (queue.SimpleQueue, queue.Queue)):
+            raise InvalidArgumentError("queue.SimpleQueue must be used for response iterator")
         self._user_queue = user_queue
-        self._raise_on_error = raise_on_error
         self._queue: queue.SimpleQueue[InferenceResponse] = queue.SimpleQueue()
-        self._complete = False
-        self._converter = _Converter(model, _output_memory_type, _output_memory_allocator)
-        request.response_callback = self._response_callback
+        super().__init__(
+            model, request, raise_on_error, _output_memory_type, _output_memory_allocator
+        )
 
     def __iter__(self) -> ResponseIterator:
         return self
@@ -174,43 +230,15 @@ class ResponseIterator:
         """
         if self._complete:
             raise StopIteration
-        response = self._queue.get()
-        self._complete = response.final
-        if response.error is not None and self._raise_on_error:
-            raise response.error
-        return response
+        return self._received(self._queue.get())
 
-    def cancel(self) -> None:
-        """Cancel an inflight request.
-
-        Cancels an in-flight request. Cancellation is handled on a best effort basis and may
-        not prevent execution of a request if it is already started or completed.  Models see
-        it through ``request.is_cancelled()``; requests still queued fail with
-        :class:`CancelledError`.
-
-        Examples
-        --------
-        responses = server.model("slow").infer(inputs={"INPUT0": numpy.array([1], numpy.int32)})
-
-        responses.cancel()
-        """
-        request = self._request
-        if request is not None:
-            request.cancel()
-
-    def _response_callback(self, response: InferResponse) -> None:
-        if self._request is None:
-            log.error("response received after the final response of a request; dropped")
-            return
-        result = self._converter.convert(response)
-        if result.final:
-            self._request = None
-        self._queue.put(result)
+    def _deliver(self, response: InferenceResponse) -> None:
+        self._queue.put(response)
         if self._user_queue is not None:
-            self._user_queue.put(result)
+            self._user_queue.put(response)
 
 
-class AsyncResponseIterator:
+class AsyncResponseIterator(_Delivery):
     """Asyncio compatible response iterator.
 
     Response iterators are returned from model inference methods and allow users to process
@@ -242,22 +270,21 @@ class AsyncResponseIterator:
         _output_memory_type: DeviceOrMemoryType | None = None,
         _output_memory_allocator: MemoryAllocator | None = None,
     ) -> None:
+        if user_queue is not None and not isinstance(user_queue, asyncio.Queue):
+            raise InvalidArgumentError("asyncio.Queue must be used for async response iterator")
         if loop is None:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
                 loop = None
-        self._model = model
-        self._request: InferRequest | None = request
         self._user_queue = user_queue
-        self._raise_on_error = raise_on_error
         self._loop = loop
         self._lock = threading.Lock()
         self._pending: list[InferenceResponse] = []
         self._queue: asyncio.Queue[InferenceResponse] = asyncio.Queue()
-        self._complete = False
-        self._converter = _Converter(model, _output_memory_type, _output_memory_allocator)
-        request.response_callback = self._response_callback
+        super().__init__(
+            model, request, raise_on_error, _output_memory_type, _output_memory_allocator
+        )
 
     def __aiter__(self) -> AsyncResponseIterator:
         return self
@@ -275,27 +302,7 @@ class AsyncResponseIterator:
         if self._complete:
             raise StopAsyncIteration
         self._bind_loop()
-        response = await self._queue.get()
-        self._complete = response.final
-        if response.error is not None and self._raise_on_error:
-            raise response.error
-        return response
-
-    def cancel(self) -> None:
-        """Cancel an inflight request.
-
-        Cancels an in-flight request. Cancellation is handled on a best effort basis and may
-        not prevent execution of a request if it is already started or completed.
-
-        Examples
-        --------
-        responses = server.model("slow").async_infer(inputs={"INPUT0": [1]})
-
-        responses.cancel()
-        """
-        request = self._request
-        if request is not None:
-            request.cancel()
+        return self._received(await self._queue.get())
 
     def _bind_loop(self) -> None:
         with self._lock:
@@ -304,26 +311,21 @@ class AsyncResponseIterator:
             self._loop = asyncio.get_running_loop()
             pending, self._pending = self._pending, []
         for response in pending:
-            self._deliver(response)
+            self._put(response)
 
-    def _deliver(self, response: InferenceResponse) -> None:
+    def _put(self, response: InferenceResponse) -> None:
         self._queue.put_nowait(response)
         if self._user_queue is not None:
             self._user_queue.put_nowait(response)
 
-    def _response_callback(self, response: InferResponse) -> None:
-        if self._request is None:
-            log.error("response received after the final response of a request; dropped")
-            return
-        result = self._converter.convert(response)
-        if result.final:
-            self._request = None
+    def _deliver(self, response: InferenceResponse) -> None:
+        # On the core's thread: onto the iterator's loop, or kept until a loop awaits it.
         with self._lock:
             loop = self._loop
             if loop is None:
-                self._pending.append(result)
+                self._pending.append(response)
                 return
         try:
-            loop.call_soon_threadsafe(self._deliver, result)
+            loop.call_soon_threadsafe(self._put, response)
         except RuntimeError:
             log.error("event loop of an AsyncResponseIterator is closed; response dropped")

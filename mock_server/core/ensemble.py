@@ -52,7 +52,7 @@ from tritonclient._proto import model_config_pb2 as mc
 from ._input_order import triton_input_order
 from .ensemble_checks import EnsembleStep, dims_match, ensemble_steps
 from .errors import ServerError
-from .instances import _class_count, _classify, output_labels
+from .instances import VersionBase
 from .stats import ModelStats
 from .types import InferRequest, InferResponse, ParamValue, RequestedOutput, Tensor
 from .validation import RequestChecks, log_request_prefix, validate_request
@@ -143,7 +143,7 @@ class _Run:
     done: bool = False
 
 
-class EnsembleVersion:
+class EnsembleVersion(VersionBase):
     """One loaded version of an ensemble model.
 
     Parameters
@@ -176,21 +176,10 @@ class EnsembleVersion:
         *,
         failures: collections.Counter[str] | None = None,
     ) -> None:
-        self.name = name
-        self.version = version
-        self.config = config
-        #: The request checks derived from ``config``.
-        self.checks = RequestChecks(config)
-        self.decoupled = bool(config.model_transaction_policy.decoupled)
-        #: Failed requests by metrics reason (always ``OTHER`` for an ensemble).
-        self.failures: collections.Counter[str] = (
-            failures if failures is not None else collections.Counter()
-        )
+        # Its failures are always counted as ``OTHER``.
+        super().__init__(name, version, config, stats, model_dir, failures)
         self.steps = ensemble_steps(config)
-        self._stats = stats
         self._lookup = lookup
-        self._model_dir = model_dir
-        self._labels: dict[str, list[str]] = {}
         self.readers: dict[str, frozenset[int]] = {}
         self.writer: dict[str, int] = {}
         for model_input in config.input:
@@ -283,22 +272,7 @@ class EnsembleVersion:
     def select_outputs(self, request: InferRequest, outputs: list[Tensor]) -> list[Tensor]:
         """Apply the classification extension to the outputs the request asked it for."""
         wanted = {o.name: o for o in reversed(request.outputs)}
-        batched = self.config.max_batch_size > 0
-        selected = []
-        for tensor in outputs:
-            output = wanted.get(tensor.name)
-            count = _class_count(output) if output is not None else 0
-            selected.append(
-                _classify(tensor, count, self._labels_for(tensor.name), batched)
-                if count
-                else tensor
-            )
-        return selected
-
-    def _labels_for(self, output: str) -> list[str]:
-        if output not in self._labels:
-            self._labels[output] = output_labels(self.config, self._model_dir, output)
-        return self._labels[output]
+        return [self._classified(tensor, wanted.get(tensor.name)) for tensor in outputs]
 
 
 def _shaped(name: str, tensor: Tensor, shape: tuple[int, ...]) -> Tensor:

@@ -36,10 +36,18 @@ from tritonclient._proto import model_config_pb2 as mc
 from .errors import ErrorKind, ServerError
 from .scheduler import Pending, Scheduler, make_scheduler
 from .settings import TraceSettings
+from .stats import ModelStats
 from .types import InferRequest, InferResponse, RequestedOutput, ResponseCallback, Tensor
 from .validation import RequestChecks
 
-__all__ = ["InstanceSpec", "ModelInstance", "ModelVersion", "instance_specs", "output_labels"]
+__all__ = [
+    "InstanceSpec",
+    "ModelInstance",
+    "ModelVersion",
+    "VersionBase",
+    "instance_specs",
+    "output_labels",
+]
 
 log = logging.getLogger("mock_server.core")
 
@@ -146,23 +154,42 @@ def output_labels(config: mc.ModelConfig, model_dir: Path, output: str) -> list[
     return []
 
 
-class StatsSink(Protocol):
-    """The statistics recorder of one model version (see :mod:`mock_server.core.stats`)."""
+class VersionBase:
+    """What a loaded model version and an ensemble version both keep: their identity, the
+    configuration with its request checks, statistics, failure counts, and the classification
+    labels of their outputs (read from the model's folder on first use)."""
 
-    def record_success(
+    def __init__(
         self,
-        batch_size: int,
-        queue_ns: int,
-        compute_input_ns: int,
-        compute_infer_ns: int,
-        compute_output_ns: int,
-    ) -> None: ...
+        name: str,
+        version: int,
+        config: mc.ModelConfig,
+        stats: ModelStats,
+        model_dir: Path,
+        failures: collections.Counter[str] | None,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.config = config
+        #: The request checks derived from ``config`` (see :func:`validate_request`).
+        self.checks = RequestChecks(config)
+        self.decoupled = bool(config.model_transaction_policy.decoupled)
+        #: Failed requests by metrics reason: REJECTED, CANCELED, BACKEND, OTHER.
+        self.failures: collections.Counter[str] = (
+            failures if failures is not None else collections.Counter()
+        )
+        self._stats = stats
+        self._model_dir = model_dir
+        self._labels: dict[str, list[str]] = {}
 
-    def record_failure(self, duration_ns: int) -> None: ...
-
-    def record_execution(
-        self, batch_size: int, compute_input_ns: int, compute_infer_ns: int, compute_output_ns: int
-    ) -> None: ...
+    def _classified(self, tensor: Tensor, wanted: RequestedOutput | None) -> Tensor:
+        """``tensor``, or its classification when the request's ``wanted`` output asks for it."""
+        count = _class_count(wanted) if wanted is not None else 0
+        if not count:
+            return tensor
+        if tensor.name not in self._labels:
+            self._labels[tensor.name] = output_labels(self.config, self._model_dir, tensor.name)
+        return _classify(tensor, count, self._labels[tensor.name], self.config.max_batch_size > 0)
 
 
 class _DeadlineWatch:
@@ -241,7 +268,7 @@ class _Flight:
     held: InferResponse | None = None  # final response kept until the statistics are recorded
 
 
-class ModelVersion:
+class ModelVersion(VersionBase):
     """One loaded version of a model: instances, scheduler, workers and response routing.
 
     Parameters
@@ -254,7 +281,7 @@ class ModelVersion:
         The completed configuration.
     instances : list
         The created model instances, one worker thread each.
-    stats : StatsSink
+    stats : ModelStats
         Where statistics are recorded.
     model_dir : pathlib.Path
         The model's folder (for output label files).
@@ -270,31 +297,19 @@ class ModelVersion:
         version: int,
         config: mc.ModelConfig,
         instances: list[ModelInstance],
-        stats: StatsSink,
+        stats: ModelStats,
         model_dir: Path,
         trace: TraceSettings | None = None,
         *,
         failures: collections.Counter[str] | None = None,
     ) -> None:
-        self.name = name
-        self.version = version
-        self.config = config
-        #: The request checks derived from ``config`` (see :func:`validate_request`).
-        self.checks = RequestChecks(config)
-        self.decoupled = config.model_transaction_policy.decoupled
+        super().__init__(name, version, config, stats, model_dir, failures)
         self._instances = instances
-        self._stats = stats
-        self._model_dir = model_dir
         self._trace = trace
         self._lock = threading.Condition()
         self._flights: dict[int, _Flight] = {}
         self._stopping = False
-        self._labels: dict[str, list[str]] = {}
         self._output_names = [o.name for o in config.output]
-        #: Failed requests by metrics reason: REJECTED, CANCELED, BACKEND, OTHER.
-        self.failures: collections.Counter[str] = (
-            failures if failures is not None else collections.Counter()
-        )
         self.scheduler: Scheduler = make_scheduler(config, len(instances), self._reject)
         # Whether a request may go straight to an idle instance (every instance executes
         # asynchronously; the scheduler says per request whether one is idle).
@@ -347,7 +362,7 @@ class ModelVersion:
         return True
 
     @property
-    def stats(self) -> StatsSink:
+    def stats(self) -> ModelStats:
         """The recorder of this version's statistics."""
         return self._stats
 
@@ -489,11 +504,6 @@ class ModelVersion:
         self._fail(pending.request, error)
 
     # -- responses ------------------------------------------------------------------------
-    def _labels_for(self, output: str) -> list[str]:
-        if output not in self._labels:
-            self._labels[output] = output_labels(self.config, self._model_dir, output)
-        return self._labels[output]
-
     def _select_outputs(self, request: InferRequest, outputs: list[Tensor]) -> list[Tensor]:
         if not request.outputs:
             return outputs
@@ -502,17 +512,11 @@ class ModelVersion:
         requested: dict[str, RequestedOutput] = {}
         for output in request.outputs:
             requested.setdefault(output.name, output)
-        selected = []
-        batched = self.config.max_batch_size > 0
-        for tensor in outputs:
-            wanted = requested.get(tensor.name)
-            if wanted is None:
-                continue
-            count = _class_count(wanted)
-            if count:
-                tensor = _classify(tensor, count, self._labels_for(wanted.name), batched)
-            selected.append(tensor)
-        return selected
+        return [
+            self._classified(tensor, requested[tensor.name])
+            for tensor in outputs
+            if tensor.name in requested
+        ]
 
     def _route(self, flight: _Flight, response: InferResponse) -> None:
         request = flight.pending.request

@@ -41,6 +41,7 @@ __all__ = [
     "index_entry",
     "materialize_override",
     "model_fingerprint",
+    "read_source",
     "select_versions",
     "version_folders",
 ]
@@ -568,8 +569,16 @@ def _check_config(raw: mc.ModelConfig, name: str) -> None:
 
 
 def _read_source(name: str, found: list[tuple[Path, Path]]) -> ModelSource:
-    repository, folder = found[0]
-    source = ModelSource(
+    if len(found) > 1:
+        source = _folder_source(name, *found[0])
+        log.error("failed to poll model '%s': not unique across all model repositories", name)
+        source.config_error = _duplicate_error(found)
+        return source
+    return read_source(name, *found[0])
+
+
+def _folder_source(name: str, repository: Path, folder: Path) -> ModelSource:
+    return ModelSource(
         name=name,
         path=folder,
         repository=repository,
@@ -577,16 +586,38 @@ def _read_source(name: str, found: list[tuple[Path, Path]]) -> ModelSource:
         available_versions=version_folders(folder),
         fingerprint=model_fingerprint(folder),
     )
-    if len(found) > 1:
-        log.error("failed to poll model '%s': not unique across all model repositories", name)
-        source.config_error = _duplicate_error(found)
-        return source
+
+
+def read_source(name: str, repository: Path, folder: Path, *, rename: bool = False) -> ModelSource:
+    """Read one model folder as the model ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The model's name.
+    repository : pathlib.Path
+        The repository folder holding it.
+    folder : pathlib.Path
+        The model folder.
+    rename : bool, default False
+        Give the configuration the name ``name``, whatever its own (a folder registered under
+        another name, as Triton does for a mapped folder).
+
+    Returns
+    -------
+    ModelSource
+        With ``config_error`` set when ``config.pbtxt`` cannot be read or fails the poll-time
+        checks.
+    """
+    source = _folder_source(name, repository, folder)
     config_file = folder / CONFIG_FILENAME
     source.has_config_file = config_file.is_file()
     if not source.has_config_file:
         return source
     try:
         raw = parse_config_text(config_file.read_bytes(), str(config_file))
+        if rename:
+            raw.name = name
         _check_config(raw, name)
     except OSError as exc:
         source.config_error = ServerError.invalid_arg(

@@ -43,18 +43,13 @@ log = logging.getLogger("mock_server.core")
 #: by the channel's own reader, as when nothing assists).
 _ASSIST_SLICE_S = 1.0
 
-#: Extensions the core implements, whatever the frontend.
-CORE_EXTENSIONS = [
-    "classification",
-    "sequence",
-    "model_repository",
-    "model_repository(unload_dependents)",
-    "schedule_policy",
-    "model_configuration",
-    "statistics",
-    "parameters",
-]
-
+_FRONTEND_ONLY = {
+    "system_shared_memory",
+    "cuda_shared_memory",
+    "binary_tensor_data",
+    "trace",
+    "logging",
+}
 
 #: Triton's order of the extension list in server metadata.
 EXTENSION_ORDER = (
@@ -72,6 +67,10 @@ EXTENSION_ORDER = (
     "trace",
     "logging",
 )
+
+#: Extensions the core implements, whatever the frontend (the frontends add the others:
+#: shared memory, binary tensor data, trace and logging).
+CORE_EXTENSIONS = tuple(e for e in EXTENSION_ORDER if e not in _FRONTEND_ONLY)
 
 
 def detect_gpu() -> bool:

@@ -52,7 +52,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -73,6 +73,7 @@ __all__ = [
     "RegionShare",
     "SharedMemoryRegistry",
     "SystemRegionStatus",
+    "current_size",
 ]
 
 #: Inputs smaller than this many bytes are copied out of the mapping, larger ones are views.
@@ -81,10 +82,21 @@ COPY_BELOW = 64 * 1024
 #: sizeof(cudaIpcMemHandle_t)
 CUDA_IPC_HANDLE_SIZE = 64
 
+_Region = TypeVar("_Region")
+
 #: Keys with this prefix belong to Triton's Python backend and cannot be registered.
 _RESERVED_KEY_PREFIX = "triton_python_backend_shm_region_"
 #: size_t's largest value, where Triton 2.73's bounds check detects an overflow.
 _SIZE_MAX = 2**64 - 1
+
+
+def current_size(region: MappedRegion, what: str) -> int:
+    """The size of ``region``'s object now: its owner may have shrunk it since it was mapped
+    (``what`` names the region in the error)."""
+    try:
+        return region.object_size()
+    except OSError as exc:  # pragma: no cover - the descriptor is ours
+        raise ServerError.internal(f"{what} is no longer accessible: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -346,19 +358,7 @@ class SharedMemoryRegistry:
     def system_status(self, name: str | None = None) -> list[SystemRegionStatus]:
         """One system region, or every one in name order (each frontend renders its form)."""
         with self._locked():
-            if name:
-                if name in self._cuda:
-                    raise ServerError.not_found(
-                        f"The region named '{name}' is registered as CUDA shared memory, not "
-                        "system shared memory"
-                    )
-                if name not in self._system:
-                    raise ServerError.not_found(
-                        f"Unable to find system shared memory region: '{name}'"
-                    )
-                regions = [(name, self._system[name])]
-            else:
-                regions = sorted(self._system.items())
+            regions = self._listed(self._system, self._cuda, name, "system", "CUDA")
             return [SystemRegionStatus(n, r.key, r.offset, r.byte_size) for n, r in regions]
 
     # -- CUDA ----------------------------------------------------------------------------
@@ -533,20 +533,31 @@ class SharedMemoryRegistry:
     def cuda_status(self, name: str | None = None) -> list[CudaRegionStatus]:
         """One CUDA region, or every one in name order (each frontend renders its form)."""
         with self._locked():
-            if name:
-                if name in self._system:
-                    raise ServerError.not_found(
-                        f"The region named '{name}' is registered as system shared memory, not "
-                        "CUDA shared memory"
-                    )
-                if name not in self._cuda:
-                    raise ServerError.not_found(
-                        f"Unable to find cuda shared memory region: '{name}'"
-                    )
-                regions = [self._cuda[name]]
-            else:
-                regions = [self._cuda[n] for n in sorted(self._cuda)]
-            return [CudaRegionStatus(r.name, r.device_id, r.byte_size) for r in regions]
+            regions = self._listed(self._cuda, self._system, name, "CUDA", "system")
+            return [CudaRegionStatus(r.name, r.device_id, r.byte_size) for _, r in regions]
+
+    def _listed(
+        self,
+        table: Mapping[str, _Region],
+        other: Mapping[str, object],
+        name: str | None,
+        kind: str,
+        other_kind: str,
+    ) -> list[tuple[str, _Region]]:
+        """What a status call lists (call with the lock held): region ``name`` of ``table``
+        (``_system`` or ``_cuda``; ``other`` is the other one), or all of them in name order."""
+        if not name:
+            return sorted(table.items(), key=lambda item: item[0])
+        if name in other:
+            raise ServerError.not_found(
+                f"The region named '{name}' is registered as {other_kind} shared memory, not "
+                f"{kind} shared memory"
+            )
+        if name not in table:
+            raise ServerError.not_found(
+                f"Unable to find {kind.lower()} shared memory region: '{name}'"
+            )
+        return [(name, table[name])]
 
     # -- data path -----------------------------------------------------------------------
     def _region(self, name: str) -> MappedRegion | _CudaRegion:
@@ -620,12 +631,7 @@ class SharedMemoryRegistry:
             if isinstance(region, _CudaRegion):
                 return region
             start = region.offset + offset
-            try:
-                current = region.object_size()
-            except OSError as exc:  # pragma: no cover - the descriptor is ours
-                raise ServerError.internal(
-                    f"shared memory region '{name}' is no longer accessible: {exc}"
-                ) from exc
+            current = current_size(region, f"shared memory region '{name}'")
             if start + byte_size > current:
                 raise ServerError.invalid_arg(
                     f"shared memory region '{name}' was truncated by its owner: its object "

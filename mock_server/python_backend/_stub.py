@@ -39,7 +39,7 @@ import traceback
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, NoReturn
+from typing import Any, NoReturn
 
 from ..core.backends import LoadSpec
 from ..core.errors import ErrorKind, ServerError
@@ -269,44 +269,24 @@ class StubRuntime:
 
 
 # -- custom metrics, kept by the server ----------------------------------------------------------
-class MetricFamily:  # named as pb_utils' class: models may print or compare type names
+class MetricFamily(_metrics.FamilyView):  # pb_utils' name: models may print type names
     """``pb_utils.MetricFamily`` in a stub: the family lives in the server (where Triton keeps
     it too, so that every instance of every model shares it by name); this object is a handle,
     and dropping the last handle of a family deletes it there."""
-
-    COUNTER: ClassVar[_metrics.MetricKind] = _metrics.MetricKind.COUNTER
-    GAUGE: ClassVar[_metrics.MetricKind] = _metrics.MetricKind.GAUGE
-    HISTOGRAM: ClassVar[_metrics.MetricKind] = _metrics.MetricKind.HISTOGRAM
-    MetricKind: ClassVar[type[_metrics.MetricKind]] = _metrics.MetricKind
 
     def __init__(self, name: Any, description: Any, kind: Any) -> None:
         stub = _the_stub()
         self._handle, self._name, self._description = stub.call(
             msg.NewMetricFamily, name, description, kind
         )
-        self._kind = kind
+        self._kind = _metrics.MetricKind(kind)
         weakref.finalize(self, stub.notify, msg.MetricRelease(self._handle))
-
-    def name(self) -> str:
-        """Return the family's name."""
-        return str(self._name)
-
-    def description(self) -> str:
-        """Return the family's description."""
-        return str(self._description)
-
-    def kind(self) -> _metrics.MetricKind:
-        """Return the family's kind."""
-        return _metrics.MetricKind(self._kind)
 
     def Metric(  # the Python backend's public name
         self, labels: Mapping[str, str] | None = None, buckets: list[float] | None = None
     ) -> Metric:
         """Create (or share) the metric of this family with ``labels``."""
         return Metric(self, labels, buckets)
-
-    def __repr__(self) -> str:
-        return f"MetricFamily({self._name!r}, kind={_metrics.MetricKind(self._kind).name})"
 
 
 class Metric:

@@ -48,7 +48,7 @@ from shm.copy import copy_into
 from tritonclient._codec.types import SharedMemoryRef
 
 from ..core.errors import ServerError
-from ..core.shm import RegionShare
+from ..core.shm import RegionShare, current_size
 from ._messages import Release, encode
 from .runtime import SharedRegions
 
@@ -90,32 +90,20 @@ def _block_size(nbytes: int) -> int:
     return max(SHM_THRESHOLD, 1 << (nbytes - 1).bit_length())
 
 
+@dataclass(slots=True, eq=False)
 class BlockRef:
     """``nbytes`` bytes at ``offset`` of block ``block`` (``size`` bytes) of side ``owner``,
     as an array of ``dtype`` and ``shape``.  ``keep`` (never sent) holds the sender's array
     until the message is sent."""
 
-    __slots__ = ("block", "dtype", "keep", "nbytes", "offset", "owner", "shape", "size")
-
-    def __init__(
-        self,
-        owner: str,
-        block: int,
-        size: int,
-        offset: int,
-        nbytes: int,
-        dtype: Any,
-        shape: tuple[int, ...],
-        keep: Any = None,
-    ) -> None:
-        self.owner = owner
-        self.block = block
-        self.size = size
-        self.offset = offset
-        self.nbytes = nbytes
-        self.dtype = dtype
-        self.shape = shape
-        self.keep = keep
+    owner: str
+    block: int
+    size: int
+    offset: int
+    nbytes: int
+    dtype: Any
+    shape: tuple[int, ...]
+    keep: Any = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (
@@ -187,12 +175,7 @@ class MappedRegions:
                 self._maps[share.token] = entry
         region = entry[0]
         end = share.offset + share.nbytes
-        try:
-            size = region.object_size()
-        except OSError as exc:  # pragma: no cover - the descriptor is ours
-            raise ServerError.internal(
-                f"shared memory object '{share.key}' is no longer accessible: {exc}"
-            ) from exc
+        size = current_size(region, f"shared memory object '{share.key}'")
         if end > size or end > region.byte_size:
             raise ServerError.invalid_arg(
                 f"shared memory object '{share.key}' was truncated by its owner: it is now "

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ..core.backends import BackendRuntime
 
 __all__ = [
+    "FamilyView",
     "Metric",
     "MetricFamily",
     "MetricFamilySnapshot",
@@ -274,7 +275,36 @@ _Kind = MetricKind  # MetricFamily.MetricKind shadows the name inside the class
 _FAMILY_SIGNATURE = "MetricFamily(name: str, description: str, kind: MetricKind)"
 
 
-class MetricFamily:
+class FamilyView:
+    """What a model reads of a metric family: the same from a family kept here and from a
+    stub's handle on a family the server keeps."""
+
+    COUNTER: ClassVar[_Kind] = MetricKind.COUNTER
+    GAUGE: ClassVar[_Kind] = MetricKind.GAUGE
+    HISTOGRAM: ClassVar[_Kind] = MetricKind.HISTOGRAM
+    MetricKind: ClassVar[type[_Kind]] = MetricKind
+
+    _name: str
+    _description: str
+    _kind: _Kind
+
+    def name(self) -> str:
+        """Return the family's name."""
+        return self._name
+
+    def description(self) -> str:
+        """Return the family's description."""
+        return self._description
+
+    def kind(self) -> _Kind:
+        """Return the family's kind."""
+        return self._kind
+
+    def __repr__(self) -> str:
+        return f"MetricFamily({self._name!r}, kind={self._kind.name})"
+
+
+class MetricFamily(FamilyView):
     """A family of metrics sharing a name, description and kind.
 
     Parameters
@@ -295,11 +325,6 @@ class MetricFamily:
         If the name is not a valid metric name, or a family with this name exists with
         another kind.
     """
-
-    COUNTER: ClassVar[_Kind] = MetricKind.COUNTER
-    GAUGE: ClassVar[_Kind] = MetricKind.GAUGE
-    HISTOGRAM: ClassVar[_Kind] = MetricKind.HISTOGRAM
-    MetricKind: ClassVar[type[_Kind]] = MetricKind
 
     def __init__(self, name: str, description: str, kind: _Kind) -> None:
         text_name = _pybind.text_arg(name)
@@ -322,20 +347,9 @@ class MetricFamily:
                 )
             state.refs += 1
         self._state = state
+        self._name, self._description, self._kind = state.name, state.description, state.kind
         self._finalizer = weakref.finalize(self, _release_family, state)
         _own(state)
-
-    def name(self) -> str:
-        """Return the family's name."""
-        return self._state.name
-
-    def description(self) -> str:
-        """Return the family's description."""
-        return self._state.description
-
-    def kind(self) -> _Kind:
-        """Return the family's kind."""
-        return self._state.kind
 
     def Metric(  # the Python backend's public name
         self, labels: Mapping[str, str] | None = None, buckets: list[float] | None = None
@@ -355,9 +369,6 @@ class MetricFamily:
         Metric
         """
         return Metric(self, labels, buckets)
-
-    def __repr__(self) -> str:
-        return f"MetricFamily({self._state.name!r}, kind={self._state.kind.name})"
 
 
 class Metric:
