@@ -14,7 +14,7 @@ from google.protobuf import text_format
 from mock_server.core.errors import ErrorKind, ServerError
 from mock_server.core.instances import DIRECT_MAX_BYTES, ModelVersion, instance_specs
 from mock_server.core.scheduler import Pending, QueueScheduler, SequenceScheduler, control_tensors
-from mock_server.core.types import InferRequest, InferResponse, RequestedOutput, Tensor
+from mock_server.core.types import Assist, InferRequest, InferResponse, RequestedOutput, Tensor
 from tritonclient.grpc import model_config_pb2 as mc
 
 
@@ -630,11 +630,32 @@ def test_while_the_instance_is_busy_requests_queue_and_run_in_order() -> None:
         responses = rec.wait(6)
     finally:
         version.stop(5)
-    # The first skips the queue; the others wait for the instance to be given back to its
-    # worker, which runs them.
-    assert inst.async_threads == [threading.get_ident()] and inst.sync_calls == 5
+    # The first skips the queue; each of the others is sent, in order, by the thread that
+    # reported the previous one's end (the instance stays claimed), not by the worker.
+    assert inst.async_threads[0] == threading.get_ident() and inst.sync_calls == 0
+    assert len(inst.async_threads) == 6
+    assert threading.get_ident() not in inst.async_threads[1:]
     assert [r.id for r in responses] == [str(i) for i in range(6)]
     assert inst.max_active == 1  # one execution at a time on the one instance
+
+
+def test_a_queued_request_whose_caller_blocks_for_it_is_left_to_the_worker() -> None:
+    # A blocking caller (CoreServer.infer_iter) takes an instance's offer to read only before
+    # it waits: sent later by another thread, its request could wait on a channel held for it.
+    inst = AsyncEcho(delay=0.05)
+    version = make_version(config('name: "m"'), [inst])
+    rec = Recorder()
+    try:
+        wait_parked(version)
+        version.enqueue(request(rec, 1), 1)
+        blocking = request(rec, 2)
+        blocking.assist = Assist()
+        version.enqueue(blocking, 1)
+        responses = rec.wait(2)
+    finally:
+        version.stop(5)
+    assert [r.id for r in responses] == ["1", "2"]
+    assert len(inst.async_threads) == 1 and inst.sync_calls == 1
 
 
 def test_a_rescheduled_direct_request_is_requeued_for_the_worker() -> None:
@@ -648,7 +669,8 @@ def test_a_rescheduled_direct_request_is_requeued_for_the_worker() -> None:
     finally:
         version.stop(5)
     assert response.error is None and response.outputs[0].data.tolist() == [[5]]
-    assert len(inst.async_threads) == 1 and inst.sync_calls == 1  # requeued, run by the worker
+    # Requeued, then sent again by the thread that read the end, the instance still claimed.
+    assert len(inst.async_threads) == 2 and inst.sync_calls == 0
 
 
 @pytest.mark.parametrize(

@@ -79,6 +79,12 @@ class Scheduler:
         """Give back an instance taken by :meth:`claim_idle`."""
         raise NotImplementedError
 
+    def take_claimed(self, instance: int, accept: Callable[[Pending], bool]) -> list[Pending]:
+        """The next request for a claimed ``instance`` whose run just ended, the claim kept:
+        the queue's head when it is due and ``accept(head)``; [] otherwise (then
+        :meth:`unclaim` the instance)."""
+        return []
+
     def close(self) -> list[Pending]:
         """Stop accepting requests; return what was still queued."""
         raise NotImplementedError
@@ -187,6 +193,22 @@ class QueueScheduler(Scheduler):
             self._claimed.discard(instance)
             if any(self._queues.values()):
                 self._cond.notify_all()
+
+    def take_claimed(self, instance: int, accept: Callable[[Pending], bool]) -> list[Pending]:
+        with self._cond:
+            if self._closed or instance not in self._claimed:
+                return []
+            now = time.monotonic_ns()
+            rejected = self._expire(now)
+            batch: list[Pending] = []
+            for queue in self._order():
+                if queue:
+                    if accept(queue[0]):
+                        batch = [queue.popleft()]
+                    break
+        for pending, error in rejected:
+            self._reject(pending, error)
+        return batch
 
     def queued(self) -> int:
         with self._cond:
