@@ -497,11 +497,18 @@ def report_failures() -> int:
 
 class MockServer:
     """``python -m mock_server`` on free ports with ``models`` loaded, for the duration of a
-    ``with`` block."""
+    ``with`` block; ``env`` is added to its environment (which has no ``PYTHONPATH`` of this
+    process's)."""
 
-    def __init__(self, models: Sequence[str] = MODELS, args: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        models: Sequence[str] = MODELS,
+        args: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.models = tuple(models)
         self.args = tuple(args)
+        self.env = dict(env or {})
 
     def command(self, port_file: Path) -> list[str]:
         """The server's command line; it writes its ports to ``port_file`` (JSON)."""
@@ -535,7 +542,7 @@ class MockServer:
             cwd=REPO,
             stdout=self.log,
             stderr=subprocess.STDOUT,
-            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | self.env,
         )
         deadline = time.monotonic() + 60
         while not (port_file.exists() and port_file.stat().st_size):
