@@ -140,6 +140,8 @@ class FakeRuntime:
         self.requests: list[InferRequest] = []
         self.calls: list[tuple[Any, ...]] = []
         self.ready: dict[str, bool] = {}
+        #: Set when the test's "server" stops (Loader.close).
+        self.stopping = False
 
     def infer(self, request: InferRequest) -> Iterator[InferResponse]:
         self.requests.append(request)
@@ -165,7 +167,7 @@ class FakeRuntime:
         self.ready[model_name] = False
 
     def server_stopping(self) -> bool:
-        return False
+        return self.stopping
 
 
 class Loader:
@@ -202,6 +204,10 @@ class Loader:
         return instance
 
     def close(self) -> None:
+        """Stop as a server does: the custom metric families its instances kept at unload go
+        with it, instead of staying in this process's registry, where every later server in
+        the process would report them (as test_metrics' servers would)."""
+        self.runtime.stopping = True
         for instance in self.instances:
             instance.finalize()
 
