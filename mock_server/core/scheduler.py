@@ -208,8 +208,10 @@ class QueueScheduler(Scheduler):
             batch: list[Pending] = []
             for queue in self._order():
                 if queue:
+                    # The head, taken as the worker takes it (only an unbatched scheduler
+                    # claims instances, so _take gives just that one).
                     if accept(queue[0]):
-                        batch = [queue.popleft()]
+                        batch = self._take()
                     break
         for pending, error in rejected:
             self._reject(pending, error)
