@@ -42,22 +42,6 @@ sys.path.insert(0, str(HERE))
 
 import bench_clients as bc  # noqa: E402
 
-#: The events :mod:`hop_probe` records, in the order a request meets them.
-EVENTS = (
-    "begin",
-    "send",
-    "sent",
-    "got",
-    "cstart",
-    "cend",
-    "done",
-    "ssend",
-    "ssent",
-    "wake",
-    "executed",
-    "finish",
-)
-
 #: The timeline's segments: (label, from event, to event).  The stub's write and the
 #: server's wake-up overlap (the write returns while the server wakes), so both start at
 #: ``ssend``.
@@ -75,6 +59,10 @@ SEGMENTS = (
     ("server: deliver, route, statistics", "executed", "finish"),
     ("total: the model time (begin to finish)", "begin", "finish"),
 )
+
+#: The events :mod:`hop_probe` records (its docstring gives their order): a request counts
+#: when it has all of them.
+EVENTS = frozenset(event for _, start, end in SEGMENTS for event in (start, end))
 
 _SITE = f"""import os, sys
 if os.environ.get("BENCH_HOP_DIR"):
