@@ -6,7 +6,8 @@ another), and drives it with this project's clients.  A request is held in the s
 follows: a first request without shared memory occupies the model's only instance, and a
 second one, with its input and output placed in shared memory, waits in the queue behind it
 (the ``nv_inference_pending_request_count`` gauge says when it is queued, so its regions are
-held by then).  The regions are unregistered while that second request waits.
+held by then; an attempt where the second one reached the model first is made again).  The
+regions are unregistered while that second request waits.
 
 What Triton 2.73 does is written in its server repository (the 2.73.0 branch point):
 ``UnregisterHelper`` of src/shared_memory_manager.cc:675-719 marks a region that a request
@@ -24,8 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import shutil
+import threading
 import time
 import urllib.request
 import uuid
@@ -102,11 +103,30 @@ def _client(info: dict[str, Any], protocol: str) -> Any:
     return grpcclient.InferenceServerClient(f"127.0.0.1:{info['grpc']}")
 
 
-def _infer(
-    client: Any, protocol: str, delay_ms: int, shared: bool
-) -> Callable[[], tuple[Any, InferenceServerException | None]]:
+class _Sent:
+    """A request sent with ``async_infer``: call it to wait for its result and error;
+    :meth:`done` says whether they are in without waiting."""
+
+    def __init__(self) -> None:
+        self._answered = threading.Event()
+        self._answer: tuple[Any, InferenceServerException | None] = (None, None)
+
+    def answer(self, result: Any, error: InferenceServerException | None) -> None:
+        self._answer = (result, error)
+        self._answered.set()
+
+    def done(self) -> bool:
+        return self._answered.is_set()
+
+    def __call__(self) -> tuple[Any, InferenceServerException | None]:
+        if not self._answered.wait(TIMEOUT_S):
+            raise AssertionError(f"no answer in {TIMEOUT_S} s")
+        return self._answer
+
+
+def _infer(client: Any, protocol: str, delay_ms: int, shared: bool) -> _Sent:
     """Send one request to ``slow`` (``shared``: its input from region ``in`` and its output
-    to region ``out``); return the function that waits for its result and error."""
+    to region ``out``)."""
     module = httpclient if protocol == "http" else grpcclient
     tensor = module.InferInput("INPUT0", [16], "INT32")
     delay = module.InferInput("DELAY_MS", [1], "UINT32")
@@ -117,24 +137,20 @@ def _infer(
         output.set_shared_memory("out", NBYTES)
     else:
         tensor.set_data_from_numpy(DATA)
+    sent = _Sent()
     if protocol == "http":
         pending = client.async_infer("slow", [tensor, delay], outputs=[output])
 
-        def wait_http() -> tuple[Any, InferenceServerException | None]:
+        def wait_http() -> None:
             try:
-                return pending.get_result(timeout=TIMEOUT_S), None
+                sent.answer(pending.get_result(timeout=TIMEOUT_S), None)
             except InferenceServerException as exc:
-                return None, exc
+                sent.answer(None, exc)
 
-        return wait_http
-    answers: queue.Queue[tuple[Any, InferenceServerException | None]] = queue.Queue()
-    client.async_infer(
-        "slow",
-        [tensor, delay],
-        lambda result, error: answers.put((result, error)),
-        outputs=[output],
-    )
-    return lambda: answers.get(timeout=TIMEOUT_S)
+        threading.Thread(target=wait_http, daemon=True).start()
+    else:
+        client.async_infer("slow", [tensor, delay], sent.answer, outputs=[output])
+    return sent
 
 
 def _wait_until(predicate: Callable[[], bool], what: str) -> None:
@@ -194,14 +210,24 @@ def _in_use_by_server(info: dict[str, Any], key: str) -> bool:
     return False
 
 
-def _hold(info: dict[str, Any], client: Any, protocol: str) -> tuple[Any, Any]:
+def _hold(info: dict[str, Any], client: Any, protocol: str) -> tuple[_Sent, _Sent]:
     """Occupy the model, then queue the request whose tensors are in shared memory; return
-    the waits of both once the second one is queued (its regions held)."""
-    blocker = _infer(client, protocol, BLOCK_MS, shared=False)
-    _wait_until(lambda: _queued(info) == 0, "the first request runs")
-    held = _infer(client, protocol, HELD_MS, shared=True)
-    _wait_until(lambda: _queued(info) >= 1, "the request in shared memory is queued")
-    return blocker, held
+    both once the second one is queued (its regions held).
+
+    The two requests travel on different connections (HTTP) or handler threads (gRPC), so the
+    second may reach the model first on a loaded machine: it then runs at once, and what is
+    queued is the first.  An attempt where the request in shared memory is done within a few
+    of its run times is waited out and made again."""
+    for _ in range(3):
+        blocker = _infer(client, protocol, BLOCK_MS, shared=False)
+        time.sleep(0.2)  # what the first request needs to reach the model on an idle machine
+        held = _infer(client, protocol, HELD_MS, shared=True)
+        _wait_until(lambda: _queued(info) >= 1, "a request is queued behind the other")
+        time.sleep(3 * HELD_MS / 1000)
+        if not held.done():
+            return blocker, held
+        blocker()
+    raise AssertionError("the request in shared memory ran before the one meant to hold it")
 
 
 def _wait_until_let_go(info: dict[str, Any], regions: Regions) -> None:
