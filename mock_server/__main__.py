@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ._malloc import retain_large_buffers
 from .app import BUNDLED_MODELS, FrontendOptions, MockServer, parse_restricted
 from .core.errors import ServerError
 from .core.server import ModelControlMode, ServerOptions
@@ -403,6 +404,9 @@ def options_from_args(args: argparse.Namespace) -> tuple[ServerOptions, Frontend
 
 def main(argv: list[str] | None = None) -> int:
     """Run the server until interrupted; returns the exit status."""
+    if threading.active_count() == 1:
+        # The command line's own process, no thread started yet (mock_server._malloc).
+        retain_large_buffers()
     parser = build_parser()
     args = parser.parse_args(argv)
     level = logging.DEBUG if args.log_verbose else logging.INFO
