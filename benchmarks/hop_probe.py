@@ -20,7 +20,8 @@ Events, in the order one request meets them (c=1, one instance):
 ``done``      the stub has the batch's end message ready (``_execute`` returned)
 ``ssend``     the stub starts sending it
 ``ssent``     the stub's write returned
-``wake``      the server's loop finds the channel readable (``Pump.read_ready``)
+``wake``      the server starts reading the end message (``Pump._read_one``, whether its
+              loop was woken for it or polled for it, see ``ProcessModelInstance.settle``)
 ``executed``  the server has read and decoded the end message (``_on_executed``)
 ``finish``    the core has recorded the execution (``ModelVersion._finish`` returned)
 """
@@ -80,7 +81,7 @@ def install(directory: str) -> None:
     _around(instances.ModelVersion, "_begin", None, "begin")
     _around(instances.ModelVersion, "_finish", None, "finish")
     _around(_process.ProcessModelInstance, "_send_batch", "send", "sent")
-    _around(_ipc.Pump, "read_ready", "wake", None)
+    _around(_ipc.Pump, "_read_one", "wake", None)
     _around(_process.ProcessModelInstance, "_on_executed", "executed", None)
 
     execute = _stub._execute

@@ -639,6 +639,55 @@ def test_while_the_instance_is_busy_requests_queue_and_run_in_order() -> None:
     assert inst.max_active == 1  # one execution at a time on the one instance
 
 
+class SettlingEcho(AsyncEcho):
+    """An AsyncEcho that also offers ``settle`` (as a stub-process instance does), recording
+    which sends it was asked to wait for."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        super().__init__(delay)
+        self.settled: list[int] = []
+
+    def settle(self) -> None:
+        self.settled.append(len(self.async_threads))
+
+
+def test_the_sender_of_a_request_alone_in_flight_is_offered_to_wait_for_its_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Sequential requests: the core offers the instance (settle) to wait for each on the
+    thread that sent it.  Once a request arrives while another is in flight, no send is
+    offered for SEQUENTIAL_NS, even one alone in flight (the sender's loop has other
+    clients); after it, sequential sends are offered again."""
+    from mock_server.core import instances
+
+    monkeypatch.setattr(instances, "SEQUENTIAL_NS", 1_500_000_000)
+    inst = SettlingEcho(delay=0.05)
+    version = make_version(config('name: "m"'), [inst])
+    rec = Recorder()
+    try:
+        for value in range(2):
+            wait_parked(version)
+            version.enqueue(request(rec, value), 1)
+            rec.wait(value + 1)
+        assert inst.settled == [1, 2]
+        wait_parked(version)
+        version.enqueue(request(rec, 2), 1)  # sent at once, alone: offered
+        version.enqueue(request(rec, 3), 1)  # overlaps it: queued, sent by the end's reader
+        rec.wait(4)
+        assert inst.settled == [1, 2, 3]
+        wait_parked(version)
+        version.enqueue(request(rec, 4), 1)  # alone, but within SEQUENTIAL_NS of an overlap
+        rec.wait(5)
+        assert inst.settled == [1, 2, 3]
+        time.sleep(1.5)
+        wait_parked(version)
+        version.enqueue(request(rec, 5), 1)  # sequential again
+        rec.wait(6)
+        assert inst.settled == [1, 2, 3, 6]
+    finally:
+        version.stop(5)
+
+
 def test_a_queued_request_whose_caller_blocks_for_it_is_left_to_the_worker() -> None:
     # A blocking caller (CoreServer.infer_iter) takes an instance's offer to read only before
     # it waits: sent later by another thread, its request could wait on a channel held for it.

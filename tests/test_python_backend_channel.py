@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mock_server.python_backend._ipc import Channel, ChannelError
+from mock_server.python_backend._ipc import Channel, ChannelError, Pump
 
 TIMEOUT = 30.0
 BIG = 8 << 20  # far more than a socket buffer: the message crosses in many pieces
@@ -155,3 +155,75 @@ def test_a_stream_ending_within_a_small_message_is_eof(ends: tuple[Channel, Chan
     writer.close()
     with pytest.raises(EOFError, match="within a message"):
         reader.recv()
+
+
+# -- Pump.spin: a thread with nothing else to do polls for a message instead of sleeping ------
+
+
+def _spin_pump(channel: Channel) -> tuple[Pump, list[tuple[object, ...]]]:
+    got: list[tuple[object, ...]] = []
+    pump = Pump(channel, got.append, lambda: None, "test-reader")
+    pump.start()
+    return pump, got
+
+
+def test_spin_reads_a_message_due_within_its_limit_on_this_thread(
+    ends: tuple[Channel, Channel],
+) -> None:
+    mine, theirs = ends
+    pump, got = _spin_pump(mine)
+    readers: list[int] = []
+    pump._dispatch = lambda message: (got.append(message), readers.append(threading.get_ident()))
+    pump.hold()  # as a loop does before it sends: the background thread stays off
+    try:
+        threading.Timer(0.02, theirs.send, args=(("late", 1),)).start()
+        assert pump.spin(lambda: bool(got), 5_000_000_000)
+    finally:
+        pump.unhold()
+    assert got == [("late", 1)] and readers == [threading.get_ident()]
+
+
+def test_spin_gives_up_after_its_limit_and_the_background_reads_what_comes_later(
+    ends: tuple[Channel, Channel],
+) -> None:
+    mine, theirs = ends
+    pump, got = _spin_pump(mine)
+    pump.hold()
+    start = time.monotonic()
+    try:
+        assert not pump.spin(lambda: bool(got), 30_000_000)  # 30 ms, nothing sent
+    finally:
+        pump.unhold()
+    assert 0.03 <= time.monotonic() - start < TIMEOUT and got == []
+    theirs.send(("after", 2))
+    end = time.monotonic() + TIMEOUT
+    while not got and time.monotonic() < end:
+        time.sleep(0.005)
+    assert got == [("after", 2)]
+
+
+def test_spin_leaves_the_channel_to_a_thread_already_reading(
+    ends: tuple[Channel, Channel],
+) -> None:
+    mine, _ = ends
+    pump, got = _spin_pump(mine)
+    with pump._lock:
+        pump._reading = True  # another thread holds the read role
+    start = time.monotonic()
+    assert not pump.spin(lambda: bool(got), 5_000_000_000)
+    assert time.monotonic() - start < 1.0  # returned at once, not after the limit
+    with pump._lock:
+        pump._release()
+
+
+def test_spin_ends_when_the_other_side_closes(ends: tuple[Channel, Channel]) -> None:
+    mine, theirs = ends
+    pump, got = _spin_pump(mine)
+    pump.hold()
+    try:
+        threading.Timer(0.02, theirs.close).start()
+        start = time.monotonic()
+        assert not pump.spin(lambda: bool(got), 5_000_000_000)
+    finally:
+        pump.unhold()
+    assert time.monotonic() - start < 1.0 and pump.dead

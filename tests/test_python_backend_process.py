@@ -822,6 +822,59 @@ def test_a_thread_waiting_in_infer_iter_reads_the_stubs_reply_itself(assisted_co
     assert readers[-1] != threading.get_ident()  # the channel's own reader
 
 
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_a_loop_alone_with_a_quick_model_reads_its_reply_before_it_goes_back_to_waiting(
+    assisted_core: Any, loop_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sequential requests from a loop: the end of a quick batch is read by polling for it
+    within the send (ProcessModelInstance.settle), no reader ever registered on the loop; a
+    slow batch is not waited for (the loop goes back to its work and its registered reader
+    reads the end), and the batch after it is not either (the last batch was slow).  The
+    polling limit is raised to 100 ms, so that a loaded machine's quick batch stays quick."""
+    import asyncio
+    import threading
+
+    from mock_server.python_backend import _process
+
+    monkeypatch.setattr(_process, "SETTLE_NS", 100_000_000)
+    stub, readers = _recording_reads(assisted_core)
+
+    async def send(value: int) -> tuple[bool, bool, Any]:
+        """(answered within core.infer, a reader registered meanwhile, the response)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        request = _assisted_request(value)
+        request.response_callback = lambda response: loop.call_soon_threadsafe(
+            future.set_result, response
+        )
+        before = len(readers)
+        assisted_core.infer(request)
+        within = len(readers) > before  # the end was dispatched before infer returned
+        await asyncio.sleep(0)  # the deferred registration, if any, runs
+        registered = stub.reader_loop is loop
+        response = await asyncio.wait_for(future, TIMEOUT)
+        return within, registered, response
+
+    async def main() -> None:
+        thread = threading.get_ident()
+        within, registered, response = await send(0)
+        assert response.error is None and response.outputs[0].data.tolist() == [0, 5]
+        assert within and not registered and readers[-1] == thread
+        within, registered, response = await send(300)  # 300 ms: above the limit
+        assert not within and registered and readers[-1] == thread
+        assert response.outputs[0].data.tolist() == [300, 5]
+        within, registered, _ = await send(0)  # the last batch was slow: no polling
+        assert not within and registered
+        await asyncio.sleep(0)
+        assert stub.reader_loop is None and stub.loop_reading is None
+        assert stub.pump._interest == 0
+
+    if loop_kind == "uvloop":
+        pytest.importorskip("uvloop").run(main())
+    else:
+        asyncio.run(main())
+
+
 def test_an_execution_longer_than_the_assist_slice_is_read_by_the_channels_reader(
     assisted_core: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -55,6 +55,9 @@ log = logging.getLogger("mock_server.core")
 #: instance in another process copies their data, which the caller's thread (a frontend's
 #: event loop) should not do.
 DIRECT_MAX_BYTES = 1 << 20
+#: Requests count as sequential (each sent after the previous one's answer, as by one
+#: synchronous client) when none has overlapped another for this long.
+SEQUENTIAL_NS = 100_000_000
 
 
 class ModelInstance(Protocol):
@@ -70,7 +73,10 @@ class ModelInstance(Protocol):
     ``done(rescheduled)`` exactly once, on any thread, when the model's ``execute`` has
     returned (an instance in another process offers it: the caller's thread only sends the
     batch, so an idle instance can take a request straight from the frontend's thread, see
-    :meth:`ModelVersion.enqueue`).
+    :meth:`ModelVersion.enqueue`); with it, ``settle()``: called on the same thread right
+    after ``execute_async`` when that request is alone in flight and requests have come one
+    after another (the sender has nothing else to do), to wait a little for the end there
+    instead of returning to sleep.
     """
 
     def execute(self, requests: list[InferRequest]) -> list[InferRequest]: ...
@@ -308,6 +314,9 @@ class ModelVersion(VersionBase):
         self._trace = trace
         self._lock = threading.Condition()
         self._flights: dict[int, _Flight] = {}
+        #: When a request last arrived with another in flight (``time.monotonic_ns()``):
+        #: while requests overlap, the loop that sends one has others to serve.
+        self._overlap_ns = 0
         self._stopping = False
         self._output_names = [o.name for o in config.output]
         self.scheduler: Scheduler = make_scheduler(config, len(instances), self._reject)
@@ -336,6 +345,8 @@ class ModelVersion(VersionBase):
                     f"model '{self.name}' version {self.version} is unloading"
                 )
             self._flights[id(request)] = flight
+            if len(self._flights) > 1:
+                self._overlap_ns = time.monotonic_ns()
         request.response_callback = lambda response: self._route(flight, response)
         if self._direct and _small(request):
             index = self.scheduler.claim_idle()
@@ -430,6 +441,15 @@ class ModelVersion(VersionBase):
             done(self._failed(index, [pending.request], exc))
         finally:
             sender = None
+        # Alone in flight, the caller (a frontend's loop) has nothing else to do: the
+        # instance may wait for the end on this thread (see ProcessModelInstance.settle).
+        settle: Callable[[], None] | None = getattr(instance, "settle", None)
+        if (
+            settle is not None
+            and len(self._flights) == 1
+            and time.monotonic_ns() - self._overlap_ns > SEQUENTIAL_NS
+        ):
+            settle()
 
     def _failed(
         self, index: int, requests: list[InferRequest], exc: Exception

@@ -380,6 +380,34 @@ class Pump:
                 return
             self._read_one()
 
+    def spin(self, done: Callable[[], bool], limit_ns: int) -> bool:
+        """Read and dispatch messages on this thread, without sleeping, until ``done()`` is
+        true or ``limit_ns`` nanoseconds passed: for a thread with nothing else to do whose
+        answer is due within that time (see ProcessModelInstance.settle).  A sleeping reader
+        is woken by the other side's write, which costs both sides far more than the poll
+        (a halted virtual CPU's wake-up: 25-45 us each way on the 2-core machines measured).
+
+        Returns
+        -------
+        bool
+            ``done()``: False when the time ran out, the channel died, or another thread
+            holds the read role.
+        """
+        deadline = time.monotonic_ns() + limit_ns
+        while not done():
+            with self._lock:
+                if self.dead or self._reading:
+                    return done()
+                self._reading = True
+            if self._readable(0):
+                self._read_one()
+                continue
+            with self._lock:
+                self._release()
+            if time.monotonic_ns() >= deadline:
+                return False
+        return True
+
     def pump_until(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
         """Read and dispatch messages on this thread until ``done()`` is true.
 
