@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
+import dataclasses
 import inspect
 import json
 import logging
@@ -337,6 +338,8 @@ class PythonModelInstance:
         self.instance_name = instance_name
         self._loaded = loaded
         self._context = context
+        #: The same in the execute phase, made once (it is entered for every batch).
+        self._executing = dataclasses.replace(context, phase="execute")
         self._model: Any = None
         self._loop: _EventLoop | None = None
         self._loop_lock = threading.Lock()
@@ -438,7 +441,7 @@ class PythonModelInstance:
             return []
         compute_start = time.monotonic_ns()
         try:
-            with _context.entered(self._context, "execute"):
+            with _context.entered(self._executing, "execute"):
                 result = self._model.execute(batch)
             if inspect.isawaitable(result):
                 if owner.decoupled:
