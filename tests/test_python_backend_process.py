@@ -837,6 +837,7 @@ def test_a_loop_alone_with_a_quick_model_reads_its_reply_before_it_goes_back_to_
     from mock_server.python_backend import _process
 
     monkeypatch.setattr(_process, "SETTLE_NS", 100_000_000)
+    monkeypatch.setattr(_process, "_SEVERAL_CPUS", True)  # (a one-CPU runner polls too)
     stub, readers = _recording_reads(assisted_core)
 
     async def send(value: int) -> tuple[bool, bool, Any]:
@@ -873,6 +874,35 @@ def test_a_loop_alone_with_a_quick_model_reads_its_reply_before_it_goes_back_to_
         pytest.importorskip("uvloop").run(main())
     else:
         asyncio.run(main())
+
+
+def test_a_loop_on_one_cpu_never_polls_for_the_reply(
+    assisted_core: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With one CPU the stub cannot answer while the loop polls: the loop goes back to its
+    work at once, and its registered reader reads the end."""
+    import asyncio
+
+    from mock_server.python_backend import _process
+
+    monkeypatch.setattr(_process, "SETTLE_NS", 100_000_000)
+    monkeypatch.setattr(_process, "_SEVERAL_CPUS", False)
+    _, readers = _recording_reads(assisted_core)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        request = _assisted_request(0)
+        request.response_callback = lambda response: loop.call_soon_threadsafe(
+            future.set_result, response
+        )
+        before = len(readers)
+        assisted_core.infer(request)
+        assert len(readers) == before  # not read within the call
+        response = await asyncio.wait_for(future, TIMEOUT)
+        assert response.error is None and len(readers) == before + 1
+
+    asyncio.run(main())
 
 
 def test_an_execution_longer_than_the_assist_slice_is_read_by_the_channels_reader(

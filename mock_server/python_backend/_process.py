@@ -57,6 +57,13 @@ FINALIZE_TIMEOUT_S = 30.0
 #: sent, instead of sleeping until the stub's write wakes it (see ProcessModelInstance.settle);
 #: only while the instance's last batch ended within it.
 SETTLE_NS = 400_000
+#: Whether this process may run on more than one CPU: on one, the stub cannot answer while
+#: the loop polls (and waking a thread costs little there), so the loop never polls.
+_SEVERAL_CPUS = (
+    len(os.sched_getaffinity(0)) > 1
+    if hasattr(os, "sched_getaffinity")
+    else (os.cpu_count() or 1) > 1
+)
 
 _prefix_counter = itertools.count(1)
 
@@ -566,7 +573,7 @@ class ProcessModelInstance:
         stub = self._stub
         if entry is None or stub is None or entry[0] != threading.get_ident():
             return
-        if self._last_ns > SETTLE_NS:
+        if self._last_ns > SETTLE_NS or not _SEVERAL_CPUS:
             return
         batch = entry[1]
         stub.pump.spin(lambda: batch.ended, SETTLE_NS)
