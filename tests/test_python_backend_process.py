@@ -822,6 +822,38 @@ def test_a_thread_waiting_in_infer_iter_reads_the_stubs_reply_itself(assisted_co
     assert readers[-1] != threading.get_ident()  # the channel's own reader
 
 
+class _AlwaysIdle:
+    def recent(self) -> bool:
+        return True
+
+
+def test_idle_cpus_follow_the_share_of_idle_time_between_readings(tmp_path: Path) -> None:
+    from mock_server.python_backend._process import IdleCpus
+
+    stat = tmp_path / "stat"
+
+    def write(busy: int, idle: int) -> None:
+        # user nice system idle iowait irq softirq steal guest guest_nice
+        stat.write_text(f"cpu  {busy} 0 0 {idle} 0 0 0 0 {busy} 0\ncpu0 1 2 3 4\n")
+
+    cpus = IdleCpus(str(stat), period_ns=0)
+    write(1000, 1000)
+    assert cpus.recent()  # one reading: nothing to compare yet
+    write(1400, 1000)  # 400 busy, 0 idle since
+    assert not cpus.recent()
+    write(1500, 1100)  # 100 busy, 100 idle
+    assert cpus.recent()
+    write(1800, 1150)  # 300 busy, 50 idle: 14%, under IDLE_SHARE (the guest column not counted)
+    assert not cpus.recent()
+    stat.unlink()
+    assert cpus.recent()  # unreadable: counted as idle
+    slow = IdleCpus(str(stat), period_ns=10**12)
+    write(1000, 0)
+    assert slow.recent()
+    write(2000, 0)
+    assert slow.recent()  # not read again within the period
+
+
 @pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
 def test_a_loop_alone_with_a_quick_model_reads_its_reply_before_it_goes_back_to_waiting(
     assisted_core: Any, loop_kind: str, monkeypatch: pytest.MonkeyPatch
@@ -838,6 +870,7 @@ def test_a_loop_alone_with_a_quick_model_reads_its_reply_before_it_goes_back_to_
 
     monkeypatch.setattr(_process, "SETTLE_NS", 100_000_000)
     monkeypatch.setattr(_process, "_SEVERAL_CPUS", True)  # (a one-CPU runner polls too)
+    monkeypatch.setattr(_process, "_idle_cpus", _AlwaysIdle())  # (and a busy one)
     stub, readers = _recording_reads(assisted_core)
 
     async def send(value: int) -> tuple[bool, bool, Any]:
@@ -887,6 +920,7 @@ def test_a_loop_on_one_cpu_never_polls_for_the_reply(
 
     monkeypatch.setattr(_process, "SETTLE_NS", 100_000_000)
     monkeypatch.setattr(_process, "_SEVERAL_CPUS", False)
+    monkeypatch.setattr(_process, "_idle_cpus", _AlwaysIdle())
     _, readers = _recording_reads(assisted_core)
 
     async def main() -> None:
