@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MAX_THREADS", "PARALLEL_MIN_BYTES", "copy_into"]
+__all__ = ["MAX_THREADS", "PARALLEL_MIN_BYTES", "copy_into", "usable_cores"]
 
 #: Copies smaller than this run on the calling thread alone.
 PARALLEL_MIN_BYTES = 8 << 20
@@ -39,12 +39,16 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def _threads() -> int:
+def usable_cores() -> int:
+    """How many CPUs this process may run on (its affinity, where the platform has one)."""
     try:
-        cores = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_THREADS))
+        return os.cpu_count() or 1
+
+
+def _threads() -> int:
+    return max(1, min(usable_cores(), MAX_THREADS))
 
 
 def _executor(workers: int) -> ThreadPoolExecutor:

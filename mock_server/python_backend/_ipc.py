@@ -369,15 +369,20 @@ class Pump:
     def read_ready(self) -> None:
         """Read and dispatch the messages that have arrived, without waiting for more: for a
         poller that saw the channel readable.  Does nothing while another thread reads."""
+        self._read_arrived()
+
+    def _read_arrived(self) -> bool:
+        """:meth:`read_ready`; False when it stopped because the channel is dead or another
+        thread holds the read role, True when nothing more had arrived."""
         while True:
             with self._lock:
                 if self.dead or self._reading:
-                    return
+                    return False
                 self._reading = True
             if not self._readable(0):
                 with self._lock:
                     self._release()
-                return
+                return True
             self._read_one()
 
     def spin(self, done: Callable[[], bool], limit_ns: int) -> bool:
@@ -395,16 +400,9 @@ class Pump:
         """
         deadline = time.monotonic_ns() + limit_ns
         while not done():
-            with self._lock:
-                if self.dead or self._reading:
-                    return done()
-                self._reading = True
-            if self._readable(0):
-                self._read_one()
-                continue
-            with self._lock:
-                self._release()
-            if time.monotonic_ns() >= deadline:
+            if not self._read_arrived():
+                return done()
+            if not done() and time.monotonic_ns() >= deadline:
                 return False
         return True
 

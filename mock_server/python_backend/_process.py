@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shm.copy import usable_cores
+
 from ..core.errors import ErrorKind, ServerError
 from ..core.types import InferRequest
 from . import _context, _ipc, _launcher, _transfer, metrics
@@ -59,11 +61,7 @@ FINALIZE_TIMEOUT_S = 30.0
 SETTLE_NS = 400_000
 #: Whether this process may run on more than one CPU: on one, the stub cannot answer while
 #: the loop polls (and waking a thread costs little there), so the loop never polls.
-_SEVERAL_CPUS = (
-    len(os.sched_getaffinity(0)) > 1
-    if hasattr(os, "sched_getaffinity")
-    else (os.cpu_count() or 1) > 1
-)
+_SEVERAL_CPUS = usable_cores() > 1
 
 #: A CPU counts as idle lately when at least this share of the machine's CPU time was idle.
 IDLE_SHARE = 0.25
