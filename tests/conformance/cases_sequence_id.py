@@ -24,7 +24,7 @@ from tests.conformance.cases_ensemble import PAIR
 from tests.conformance.cases_grpc import infer_request, tensor
 from tests.conformance.cases_http import infer
 from tests.conformance.cases_http import tensor as json_tensor
-from tests.conformance.wire import GS, G, Step
+from tests.conformance.wire import GS, G, Pause, Step
 
 #: Request parameters of the cases, in order (each is one request).
 FLAGS: tuple[dict[str, Any], ...] = (
@@ -39,6 +39,18 @@ FLAGS: tuple[dict[str, Any], ...] = (
     {"sequence_id": 9, "sequence_start": True, "sequence_end": True},
     {"sequence_id": "s", "sequence_start": True},
 )
+
+
+#: Where the cases wait: after the request that starts sequence 9. The model's release of that
+#: request ends the sequence, and both servers take the release after the response is on its
+#: way (Triton 2.51 when the stub's ``execute`` has returned), so a client that sends the next
+#: request at once races the release. Triton once took that request into the still-open
+#: sequence (flags 0) while the bundled server had ended it.
+_RELEASED_AFTER = 6
+
+
+def _paced(steps: list[Step]) -> list[Step]:
+    return [*steps[: _RELEASED_AFTER + 1], Pause(0.5), *steps[_RELEASED_AFTER + 1 :]]
 
 
 def _http(model: str, parameters: dict[str, Any], shape: list[int]) -> Step:
@@ -63,15 +75,19 @@ def cases() -> list[Case]:
         for parameters in FLAGS[:6]
     ]
     return [
-        Case("sequence-id/http/iterative", [_http("iterative_probe", p, [1]) for p in FLAGS], PAIR),
+        Case(
+            "sequence-id/http/iterative",
+            _paced([_http("iterative_probe", p, [1]) for p in FLAGS]),
+            PAIR,
+        ),
         Case(
             "sequence-id/grpc/iterative",
-            [G("ModelInfer", _grpc("iterative_probe", p, [1])) for p in FLAGS],
+            _paced([G("ModelInfer", _grpc("iterative_probe", p, [1])) for p in FLAGS]),
             PAIR,
         ),
         Case(
             "sequence-id/grpc/iterative-decoupled",
-            [GS([_grpc("iterative_probe_decoupled", p, [1])]) for p in FLAGS],
+            _paced([GS([_grpc("iterative_probe_decoupled", p, [1])]) for p in FLAGS]),
             PAIR,
         ),
         Case("sequence-id/http/sequence-model", simple, PAIR),
