@@ -900,6 +900,19 @@ def test_compression_round_trip(chunks: list[bytes]) -> None:
     assert zlib.decompress(http_body.compress(chunks, "deflate")) == joined
 
 
+@pytest.mark.parametrize(
+    ("size", "window_bits"),
+    [(0, 9), (512, 9), (513, 10), (4096, 12), (32 << 10, 15), (1 << 20, 15)],
+)
+def test_compression_window_fits_the_body(size: int, window_bits: int) -> None:
+    # zlib allocates and clears the window and a hash table of as many entries for every
+    # stream: a small response gets a small window (the zlib header's CINFO tells it).
+    data = np.random.default_rng(size).integers(0, 4, size, dtype=np.uint8).tobytes()
+    packed = http_body.compress([data[: size // 3], data[size // 3 :]], "deflate")
+    assert packed[0] >> 4 == window_bits - 8 and zlib.decompress(packed) == data
+    assert gzip.decompress(http_body.compress(data, "gzip")) == data
+
+
 def test_decompress_rules() -> None:
     data = b"x" * 1000
     assert (

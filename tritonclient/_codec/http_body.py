@@ -184,6 +184,18 @@ def _stoi(value: str) -> int:
     return number
 
 
+def _window_bits(size: int) -> int:
+    """The deflate window for ``size`` bytes: the smallest that holds them (at least 512 bytes,
+    zlib's least, and at most zlib's default 32 KiB).
+
+    A match cannot reach back past the data's start, so a larger window compresses no better;
+    but zlib allocates and clears its window and hash table for each stream, which for a
+    small response costs more than the compression itself (28 us against 7 us for the
+    ``simple`` model's 343-byte response, gzip, measured with ``timeit``).
+    """
+    return min(max(size - 1, 1).bit_length(), 15) if size > 512 else 9
+
+
 def compress(chunks: Buffer | Iterable[Buffer], algorithm: str) -> bytes:
     """Compress a body.
 
@@ -203,15 +215,20 @@ def compress(chunks: Buffer | Iterable[Buffer], algorithm: str) -> bytes:
     InferenceServerException
         For another algorithm.
     """
-    if algorithm == "gzip":
-        compressor = zlib.compressobj(wbits=31)
-    elif algorithm == "deflate":
-        compressor = zlib.compressobj(wbits=15)
-    else:
+    if algorithm not in ("gzip", "deflate"):
         raise_error(
             f"unsupported compression algorithm '{algorithm}'; expected 'gzip' or 'deflate'"
         )
-    pieces = [chunks] if isinstance(chunks, (bytes, bytearray, memoryview)) else chunks
+    pieces = [chunks] if isinstance(chunks, (bytes, bytearray, memoryview)) else list(chunks)
+    window_bits = _window_bits(sum(memoryview(piece).nbytes for piece in pieces))
+    compressor = zlib.compressobj(
+        zlib.Z_DEFAULT_COMPRESSION,
+        zlib.DEFLATED,
+        window_bits + 16 if algorithm == "gzip" else window_bits,
+        # A hash table of as many entries as the window has bytes (zlib's default, memLevel
+        # 8, for the largest window).
+        window_bits - 7,
+    )
     out = [compressor.compress(piece) for piece in pieces]
     out.append(compressor.flush())
     return b"".join(out)
