@@ -885,7 +885,7 @@ def test_a_loop_alone_with_a_quick_model_reads_its_reply_before_it_goes_back_to_
         assisted_core.infer(request)
         within = len(readers) > before  # the end was dispatched before infer returned
         await asyncio.sleep(0)  # the deferred registration, if any, runs
-        registered = stub.reader_loop is loop
+        registered = loop in stub.reader_loops
         response = await asyncio.wait_for(future, TIMEOUT)
         return within, registered, response
 
@@ -900,7 +900,7 @@ def test_a_loop_alone_with_a_quick_model_reads_its_reply_before_it_goes_back_to_
         within, registered, _ = await send(0)  # the last batch was slow: no polling
         assert not within and registered
         await asyncio.sleep(0)
-        assert stub.reader_loop is None and stub.loop_reading is None
+        assert stub.loop_reading is None
         assert stub.pump._interest == 0
 
     if loop_kind == "uvloop":
@@ -1068,3 +1068,51 @@ def test_an_initialize_that_does_not_return_is_reported_and_waited_for(
         assert response.error is None and (response.outputs[0].data == data).all()
     finally:
         core.stop()
+
+
+def test_back_to_back_batches_from_a_loop_keep_its_reader_registered(
+    assisted_core: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Queued requests sent one after another from the loop (the end of each batch runs the
+    next): the reader the first batch registered is handed to each next batch's reading, not
+    removed and added again; once the last batch ended it is removed, and no hold is left."""
+    import asyncio
+    import threading
+
+    from mock_server.python_backend import _process
+
+    monkeypatch.setattr(_process, "_SEVERAL_CPUS", False)  # no polling: the reader reads
+    stub, readers = _recording_reads(assisted_core)
+    calls: list[str] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        add, remove = loop.add_reader, loop.remove_reader
+
+        def adding(*args: Any) -> None:
+            calls.append("add")
+            add(*args)
+
+        def removing(fd: int) -> bool:
+            calls.append("remove")
+            return remove(fd)
+
+        loop.add_reader, loop.remove_reader = adding, removing  # type: ignore[method-assign]
+        futures: list[asyncio.Future[Any]] = []
+        for value in (5,) * 8:  # 5 ms each: the others queue behind the first
+            future: asyncio.Future[Any] = loop.create_future()
+            request = _assisted_request(value)
+            request.response_callback = lambda response, f=future: loop.call_soon_threadsafe(
+                f.set_result, response
+            )
+            futures.append(future)
+            assisted_core.infer(request)
+        for response in await asyncio.wait_for(asyncio.gather(*futures), TIMEOUT):
+            assert response.error is None and response.outputs[0].data.tolist() == [5, 5]
+        await asyncio.sleep(0)
+        assert readers[-8:] == [threading.get_ident()] * 8  # every end read by the loop
+        assert calls == ["add", "remove"]
+        assert not stub.reader_loops and stub.loop_reading is None
+        assert stub.pump._interest == 0
+
+    asyncio.run(main())

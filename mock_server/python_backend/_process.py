@@ -221,8 +221,9 @@ class _StubConnection:
         self.on_death: Callable[[], None] | None = None
         #: The asyncio loop reading the channel now, if any (see _LoopReading).
         self.loop_reading: _LoopReading | None = None
-        #: The asyncio loop whose reader is registered on the channel, if any.
-        self.reader_loop: asyncio.AbstractEventLoop | None = None
+        #: The asyncio loops whose reader is registered on the channel (one, but for a moment
+        #: two when requests come from two loops).
+        self.reader_loops: set[asyncio.AbstractEventLoop] = set()
         self.pump = _ipc.Pump(self.channel, self._dispatch, self._on_eof, f"stub:{label}")
         start = dict(start, prefix=self.prefix + "s", peer_prefix=self.prefix + "p")
         self.send(msg.Start(start))
@@ -870,7 +871,9 @@ class _LoopReading:
     The reader is registered by a callback the loop runs before it next waits (never later
     than a registration made at once would be polled): a batch whose end this thread reads
     first (ProcessModelInstance.settle) then never registers one, which saves the loop's
-    system calls for adding and removing it."""
+    system calls for adding and removing it.  Likewise the reader of a batch whose end the
+    loop read is removed by a callback: the next batch's reading, started meanwhile on the
+    same loop, takes it over."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, stub: _StubConnection) -> None:
         self._loop = loop
@@ -894,13 +897,15 @@ class _LoopReading:
     def _register(self) -> None:
         if not self._started or self._stub.loop_reading is not self:
             return  # the batch ended first (or a later batch reads)
+        if self._loop in self._stub.reader_loops:
+            return  # the previous batch's reader, handed over (see stop)
         try:
             self._loop.add_reader(self._fd, self._stub.pump.read_ready)
         except (OSError, ValueError, RuntimeError):  # closed under us: the background reads
             self._started = False
             self._abandon()
             return
-        self._stub.reader_loop = self._loop
+        self._stub.reader_loops.add(self._loop)
         # uvloop makes a polled descriptor non-blocking; the channel reads whole messages.
         os.set_blocking(self._fd, True)
 
@@ -909,7 +914,19 @@ class _LoopReading:
             return
         self._started = False
         if threading.get_ident() == self._thread:
-            self._stop()
+            if self._loop not in self._stub.reader_loops:
+                self._stop()  # nothing registered: let go of the hold at once
+                return
+            # The reader stays registered until the loop next runs its callbacks: the batch
+            # whose end was just read usually makes way for the next one, sent from here
+            # (the core's direct run), and that batch's reading then takes the registration
+            # over instead of adding it again (at concurrency 8 that saves the loop's
+            # epoll_ctl and fcntl calls, and their Python, for every batch).
+            with contextlib.suppress(RuntimeError):  # the loop is closed: its reader is gone
+                self._loop.call_soon(self._stop)
+                return
+            self._stub.reader_loops.discard(self._loop)
+            self._abandon()
             return
         try:
             self._loop.call_soon_threadsafe(self._stop)
@@ -918,9 +935,12 @@ class _LoopReading:
 
     def _stop(self) -> None:
         stub = self._stub
-        # A later batch's reading (started meanwhile) keeps the registration, or replaces it.
-        if stub.reader_loop is self._loop and stub.loop_reading in (self, None):
-            stub.reader_loop = None
+        # A later batch's reading on the same loop (started meanwhile) keeps the registration.
+        later = stub.loop_reading
+        if self._loop in stub.reader_loops and (
+            later is None or later is self or later._loop is not self._loop
+        ):
+            stub.reader_loops.discard(self._loop)
             with contextlib.suppress(OSError, ValueError, RuntimeError):
                 self._loop.remove_reader(self._fd)
         self._abandon()
