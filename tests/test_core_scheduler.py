@@ -688,6 +688,62 @@ def test_the_sender_of_a_request_alone_in_flight_is_offered_to_wait_for_its_end(
         version.stop(5)
 
 
+class ReadyingEcho(AsyncEcho):
+    """An AsyncEcho that also offers ``ahead`` (as a stub-process instance does), recording
+    how many sends it had seen when it was told a request was on its way."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        super().__init__(delay)
+        self.told: list[int] = []
+
+    def ahead(self) -> None:
+        self.told.append(len(self.async_threads))
+
+
+def test_an_idle_instance_is_told_of_a_sequential_request_on_its_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ModelVersion.ahead reaches the idle instance that will take the request, only while
+    requests come one after another: not with a request in flight, nor within SEQUENTIAL_NS
+    of an overlap, nor when no instance is idle (busy, or a queue in front); an instance
+    without ``ahead`` is left alone."""
+    from mock_server.core import instances
+
+    monkeypatch.setattr(instances, "SEQUENTIAL_NS", 1_500_000_000)
+    inst = ReadyingEcho(delay=0.2)
+    version = make_version(config('name: "m"'), [inst])
+    rec = Recorder()
+    try:
+        wait_parked(version)
+        version.ahead()
+        assert inst.told == [0]
+        version.enqueue(request(rec, 0), 1)
+        version.ahead()  # one in flight: the instance is busy
+        rec.wait(1)
+        assert inst.told == [0]
+        wait_parked(version)
+        version.ahead()
+        assert inst.told == [0, 1]
+        version.enqueue(request(rec, 1), 1)
+        version.enqueue(request(rec, 2), 1)  # overlaps it
+        rec.wait(3)
+        wait_parked(version)
+        version.ahead()  # alone again, but within SEQUENTIAL_NS of the overlap
+        assert inst.told == [0, 1]
+        time.sleep(1.5)
+        version.ahead()
+        assert inst.told == [0, 1, 3]
+    finally:
+        version.stop(5)
+    plain = make_version(config('name: "p"'), [AsyncEcho()])
+    try:
+        wait_parked(plain)
+        plain.ahead()  # no ahead(): nothing to call, nothing raised
+        assert plain.scheduler.idle() == 0
+    finally:
+        plain.stop(5)
+
+
 def test_a_queued_request_whose_caller_blocks_for_it_is_left_to_the_worker() -> None:
     # A blocking caller (CoreServer.infer_iter) takes an instance's offer to read only before
     # it waits: sent later by another thread, its request could wait on a channel held for it.

@@ -227,3 +227,47 @@ def test_spin_ends_when_the_other_side_closes(ends: tuple[Channel, Channel]) -> 
     finally:
         pump.unhold()
     assert time.monotonic() - start < 1.0 and pump.dead
+
+
+def test_a_stub_woken_ahead_of_a_request_polls_for_it(
+    ends: tuple[Channel, Channel], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an Ahead the stub's main thread polls for the next message (msg.Ahead) instead of
+    sleeping: a message due within AHEAD_NS is read by the poll; one that comes later is read
+    after the poll gave up, by the sleeping wait as before."""
+    from mock_server.python_backend import _messages as msg
+    from mock_server.python_backend import _stub
+
+    stub_end, server_end = ends
+    stub = _stub._Stub(stub_end, "ahead-test-s", "ahead-test-p")
+    polls: list[bool] = []
+    spin = stub.pump.spin
+
+    def recorded(done: object, limit_ns: int) -> bool:
+        polls.append(spin(done, limit_ns))  # type: ignore[arg-type]
+        return polls[-1]
+
+    monkeypatch.setattr(stub.pump, "spin", recorded)
+
+    def later(seconds: float) -> threading.Timer:
+        timer = threading.Timer(seconds, lambda: server_end.send(msg.encode(msg.Finalize())))
+        timer.start()
+        return timer
+
+    monkeypatch.setattr(_stub, "AHEAD_NS", int(TIMEOUT * 1e9))
+    server_end.send(msg.encode(msg.Ahead()))
+    timer = later(0.01)
+    assert isinstance(stub.next_work(), msg.Finalize)
+    timer.join(TIMEOUT)
+    assert polls == [True]
+
+    monkeypatch.setattr(_stub, "AHEAD_NS", 10_000_000)  # 10 ms
+    server_end.send(msg.encode(msg.Ahead()))
+    timer = later(0.3)
+    assert isinstance(stub.next_work(), msg.Finalize)
+    timer.join(TIMEOUT)
+    assert polls == [True, False]  # the poll gave up; the wait after it read the message
+
+    server_end.send(msg.encode(msg.Finalize()))  # no Ahead: no poll
+    assert isinstance(stub.next_work(), msg.Finalize)
+    assert polls == [True, False]

@@ -1116,3 +1116,56 @@ def test_back_to_back_batches_from_a_loop_keep_its_reader_registered(
         assert stub.pump._interest == 0
 
     asyncio.run(main())
+
+
+def test_a_stub_is_woken_ahead_of_a_request_only_while_its_batches_are_quick(
+    assisted_core: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dataplane.ahead (a frontend began to read a request) sends the idle instance's stub an
+    Ahead while its last batch was quick, the CPUs idle and several; not after a slow batch,
+    nor on one CPU.  An Ahead no request follows costs nothing but the stub's bounded poll:
+    the next request is answered as before.  An unknown model is left to the request's own
+    checks."""
+    from mock_server.core.dataplane import Dataplane
+    from mock_server.python_backend import _process
+
+    monkeypatch.setattr(_process, "SETTLE_NS", 100_000_000)  # a loaded machine's quick batch
+    monkeypatch.setattr(_process, "_SEVERAL_CPUS", True)
+    monkeypatch.setattr(_process, "_idle_cpus", _AlwaysIdle())
+    stub, _ = _recording_reads(assisted_core)
+    sent: list[str] = []
+    send = stub.send
+
+    def recorded(message: Any) -> None:
+        sent.append(type(message).__name__)
+        send(message)
+
+    monkeypatch.setattr(stub, "send", recorded)
+    dataplane = Dataplane(assisted_core)
+
+    version = assisted_core.model_version("assisted", -1)
+
+    def run(value: int) -> None:
+        (response,) = list(assisted_core.infer_iter(_assisted_request(value), timeout_s=TIMEOUT))
+        assert response.error is None and response.outputs[0].data.tolist() == [value, 5]
+        end = time.monotonic() + TIMEOUT  # the request's end recorded, the worker parked
+        while (version._flights or version.scheduler.idle() is None) and time.monotonic() < end:
+            time.sleep(0.005)
+
+    run(0)  # a quick batch
+    sent.clear()
+    dataplane.ahead("assisted")
+    assert sent == ["Ahead"]
+    time.sleep(0.05)  # no request followed: the stub's poll gave up
+    run(0)
+    assert sent == ["Ahead", "Execute"]
+    run(300)  # 300 ms: slower than SETTLE_NS (as patched)
+    sent.clear()
+    dataplane.ahead("assisted")
+    dataplane.ahead("nope")
+    assert sent == []
+    run(0)
+    sent.clear()
+    monkeypatch.setattr(_process, "_SEVERAL_CPUS", False)
+    dataplane.ahead("assisted", 1)
+    assert sent == []

@@ -76,7 +76,9 @@ class ModelInstance(Protocol):
     :meth:`ModelVersion.enqueue`); with it, ``settle()``: called on the same thread right
     after ``execute_async`` when that request is alone in flight and requests have come one
     after another (the sender has nothing else to do), to wait a little for the end there
-    instead of returning to sleep.
+    instead of returning to sleep; and ``ahead()``: called when a request the idle instance
+    will likely take has begun to be read, under the same conditions, to get ready for it
+    (a stub process is woken then).
     """
 
     def execute(self, requests: list[InferRequest]) -> list[InferRequest]: ...
@@ -363,6 +365,19 @@ class ModelVersion(VersionBase):
                 self._flights.pop(id(request), None)
             request.response_callback = flight.callback
             raise
+
+    def ahead(self) -> None:
+        """A request for this version is on its way (a frontend has begun to read it): when
+        requests come one after another and none is in flight, the idle instance that will
+        take it may get ready for it (``ahead()``, see :class:`ModelInstance`)."""
+        if self._flights or time.monotonic_ns() - self._overlap_ns <= SEQUENTIAL_NS:
+            return
+        index = self.scheduler.idle()
+        if index is None:
+            return
+        get_ready: Callable[[], None] | None = getattr(self._instances[index], "ahead", None)
+        if get_ready is not None:
+            get_ready()
 
     def ready(self) -> bool:
         """Whether every instance says it is ready (see :class:`ModelInstance`)."""

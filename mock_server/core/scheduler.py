@@ -79,6 +79,11 @@ class Scheduler:
         """Give back an instance taken by :meth:`claim_idle`."""
         raise NotImplementedError
 
+    def idle(self) -> int | None:
+        """The instance :meth:`claim_idle` would take now, left unclaimed (a hint: another
+        request may take it first)."""
+        return None
+
     def take_claimed(self, instance: int, accept: Callable[[Pending], bool]) -> list[Pending]:
         """The next request for a claimed ``instance`` whose run just ended, the claim kept:
         the queue's head when it is due and ``accept(head)``; [] otherwise (then
@@ -192,6 +197,14 @@ class QueueScheduler(Scheduler):
                     self._claimed.add(instance)
                     return instance
         return None
+
+    def idle(self) -> int | None:
+        if not self._direct:
+            return None
+        with self._cond:
+            if self._closed or any(self._queues.values()):
+                return None
+            return next((i for i in self._parked if i not in self._claimed), None)
 
     def unclaim(self, instance: int) -> None:
         with self._cond:

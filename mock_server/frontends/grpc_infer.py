@@ -114,6 +114,8 @@ class InferRpcs:
             raise ServerError.unsupported(
                 "ModelInfer RPC doesn't support models with decoupled transaction policy"
             )
+        if unary:
+            self.dataplane.ahead(request.model_name, version)
         decode = functools.partial(
             grpc_server.decode_infer_request,
             request,

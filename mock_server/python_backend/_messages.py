@@ -7,7 +7,7 @@ instance, which every request crossing to a stub pays twice.  Tensors, requests 
 travel inside these messages in the packed forms of :mod:`mock_server.python_backend._ipc`.
 
 Server to stub
-    :class:`Start`, :class:`Execute`, :class:`Finalize`, :class:`IsReady`,
+    :class:`Start`, :class:`Ahead`, :class:`Execute`, :class:`Finalize`, :class:`IsReady`,
     :class:`ForgetRegion`, :class:`Reply` (to a call), :class:`BlsResponse`, :class:`BlsError`,
     :class:`BlsEnd`.
 Stub to server
@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, TypeVar
 __all__ = [
     "CALLS",
     "METRIC_OPERATIONS",
+    "Ahead",
     "AutoCompleted",
     "Bls",
     "BlsCancel",
@@ -141,6 +142,12 @@ class Fatal(NamedTuple):
 
 
 # -- execution -------------------------------------------------------------------------------------
+@_message("ahead")
+class Ahead(NamedTuple):
+    """A request for the instance is on its way (a frontend has begun to read it): the stub
+    wakes now and polls for the :class:`Execute` that follows, instead of being woken by it."""
+
+
 @_message("execute")
 class Execute(NamedTuple):
     """One batch: each request under the handle its responses come back with."""
@@ -386,6 +393,7 @@ Message = (
     | Finalize
     | Finalized
     | Fatal
+    | Ahead
     | Execute
     | Response
     | Executed

@@ -620,6 +620,23 @@ class ProcessModelInstance:
         batch = entry[1]
         stub.pump.spin(lambda: batch.ended, SETTLE_NS)
 
+    def ahead(self) -> None:
+        """A request for this idle instance is on its way (the core calls this when a frontend
+        begins to read one, see ModelVersion.ahead): wake the stub now, so that it polls for
+        the request instead of being woken by it, when the instance's last batch was quick
+        (the conditions of :meth:`settle`).
+
+        The stub's wake-up (25-45 us on the virtual machines measured, and its Python on a
+        cold cache after it) then overlaps the frontend's decoding of the request; the write
+        that wakes it costs this thread what the request's own write would have."""
+        stub = self._stub
+        if stub is None or self._finalized or stub.dead.is_set():
+            return
+        if self._last_ns > SETTLE_NS or not _SEVERAL_CPUS or not _idle_cpus.recent():
+            return
+        with contextlib.suppress(OSError):  # a broken channel: the request's send reports it
+            stub.send(msg.Ahead())
+
     def _send_batch(self, requests: list[InferRequest], batch: _Batch) -> bool:
         """Register ``batch`` and send it to the stub; False (the requests failed) when the
         instance is gone or the stub cannot take it."""

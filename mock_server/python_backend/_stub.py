@@ -53,6 +53,11 @@ from .runtime import SharedRegions
 
 __all__ = ["Metric", "MetricFamily", "StubRuntime", "main", "report_fatal", "run"]
 
+#: How long a stub woken ahead of a request (msg.Ahead) polls for it: the frontend reads and
+#: checks the request meanwhile (50-100 us for a small one); a request that never comes (it
+#: failed its checks) costs at most this.
+AHEAD_NS = 300_000
+
 
 class _Stub:
     """The stub's end of the channel: a reader thread and the RPCs made over it."""
@@ -71,6 +76,8 @@ class _Stub:
         self.batch_responses: list[tuple[Any, ...]] | None = None
         self.executing_thread: int | None = None
         self.instance: Any = None
+        #: An Ahead came since the main thread last took work (see next_work).
+        self.ahead = False
         self.pump = _ipc.Pump(channel, self._dispatch, self._on_eof, "stub-reader")
 
     def start(self) -> None:
@@ -97,6 +104,8 @@ class _Stub:
                 sink.put(message)
             elif isinstance(message, msg.BlsResponse):
                 _ipc.discard_response(message.packed, self.link)
+        elif isinstance(message, msg.Ahead):
+            self.ahead = True
         elif isinstance(message, msg.IsReady):
             # Answered beside whatever the main thread runs, as a readiness probe must be.
             answer = threading.Thread(
@@ -120,9 +129,15 @@ class _Stub:
         """The next message for the main thread (``execute``, ``finalize``), reading the
         channel on this thread until one comes."""
         work = self.work
-        if not self.pump.pump_until(lambda: bool(work)):
-            _finish(self)  # the server is gone
-        return work.popleft()
+        while True:
+            if not self.pump.pump_until(lambda: bool(work) or self.ahead):
+                _finish(self)  # the server is gone
+            ahead, self.ahead = self.ahead, False
+            if work:
+                return work.popleft()
+            if ahead:
+                # Woken ahead of a request: poll for it (see msg.Ahead), then sleep again.
+                self.pump.spin(lambda: bool(work), AHEAD_NS)
 
     def _answer_ready(self, call_id: int) -> None:
         instance = self.instance
