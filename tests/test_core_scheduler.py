@@ -640,15 +640,20 @@ def test_while_the_instance_is_busy_requests_queue_and_run_in_order() -> None:
 
 
 class SettlingEcho(AsyncEcho):
-    """An AsyncEcho that also offers ``settle`` (as a stub-process instance does), recording
-    which sends it was asked to wait for."""
+    """An AsyncEcho that also offers ``settle`` and ``ahead`` (as a stub-process instance
+    does), recording how many sends it had seen when it was asked to wait for a send's end
+    (``settled``) or told a request was on its way (``told``)."""
 
     def __init__(self, delay: float = 0.0) -> None:
         super().__init__(delay)
         self.settled: list[int] = []
+        self.told: list[int] = []
 
     def settle(self) -> None:
         self.settled.append(len(self.async_threads))
+
+    def ahead(self) -> None:
+        self.told.append(len(self.async_threads))
 
 
 def test_the_sender_of_a_request_alone_in_flight_is_offered_to_wait_for_its_end(
@@ -688,18 +693,6 @@ def test_the_sender_of_a_request_alone_in_flight_is_offered_to_wait_for_its_end(
         version.stop(5)
 
 
-class ReadyingEcho(AsyncEcho):
-    """An AsyncEcho that also offers ``ahead`` (as a stub-process instance does), recording
-    how many sends it had seen when it was told a request was on its way."""
-
-    def __init__(self, delay: float = 0.0) -> None:
-        super().__init__(delay)
-        self.told: list[int] = []
-
-    def ahead(self) -> None:
-        self.told.append(len(self.async_threads))
-
-
 def test_an_idle_instance_is_told_of_a_sequential_request_on_its_way(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -710,7 +703,7 @@ def test_an_idle_instance_is_told_of_a_sequential_request_on_its_way(
     from mock_server.core import instances
 
     monkeypatch.setattr(instances, "SEQUENTIAL_NS", 1_500_000_000)
-    inst = ReadyingEcho(delay=0.2)
+    inst = SettlingEcho(delay=0.2)
     version = make_version(config('name: "m"'), [inst])
     rec = Recorder()
     try:

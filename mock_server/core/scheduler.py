@@ -190,21 +190,22 @@ class QueueScheduler(Scheduler):
         if not self._direct:
             return None
         with self._cond:
-            if self._closed or any(self._queues.values()):
-                return None
-            for instance in self._parked:
-                if instance not in self._claimed:
-                    self._claimed.add(instance)
-                    return instance
-        return None
+            instance = self._idle_locked()
+            if instance is not None:
+                self._claimed.add(instance)
+            return instance
 
     def idle(self) -> int | None:
         if not self._direct:
             return None
         with self._cond:
-            if self._closed or any(self._queues.values()):
-                return None
-            return next((i for i in self._parked if i not in self._claimed), None)
+            return self._idle_locked()
+
+    def _idle_locked(self) -> int | None:
+        """A parked, unclaimed instance while nothing is queued; call with the lock."""
+        if self._closed or any(self._queues.values()):
+            return None
+        return next((i for i in self._parked if i not in self._claimed), None)
 
     def unclaim(self, instance: int) -> None:
         with self._cond:
