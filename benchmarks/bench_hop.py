@@ -46,15 +46,15 @@ import bench_clients as bc  # noqa: E402
 #: server's wake-up overlap (the write returns while the server wakes), so both start at
 #: ``ssend``.
 SEGMENTS = (
-    ("server: core to send (the loop's reader registered)", "begin", "send"),
-    ("server: pack, pickle, write (the write wakes the stub)", "send", "sent"),
-    ("stub: wake-up, read, unpickle", "sent", "got"),
+    ("server: core to send", "begin", "send"),
+    ("server: pack, pickle, write (wakes a sleeping stub)", "send", "sent"),
+    ("stub: wake-up or poll, read, unpickle", "sent", "got"),
     ("stub: unpack, the model's request objects", "got", "cstart"),
     ("stub: the model's execute", "cstart", "cend"),
     ("stub: the response to the end message", "cend", "done"),
     ("stub: to the send", "done", "ssend"),
-    ("stub: pickle, write (the write wakes the server)", "ssend", "ssent"),
-    ("server: from the stub's send to the loop's wake-up", "ssend", "wake"),
+    ("stub: pickle, write (wakes a sleeping server)", "ssend", "ssent"),
+    ("server: from the stub's send to the read", "ssend", "wake"),
     ("server: read, unpickle, dispatch", "wake", "executed"),
     ("server: deliver, route, statistics", "executed", "finish"),
     ("total: the model time (begin to finish)", "begin", "finish"),
