@@ -3,13 +3,15 @@
 One thread's ``memcpy`` does not saturate memory bandwidth on most machines: measured on a
 2-core VM, a 64 MiB copy took 6.5-8.9 ms on one thread and 2.8-3.1 ms split over two (numpy
 releases the GIL while it copies).  :func:`copy_into` splits a copy of at least
-:data:`PARALLEL_MIN_BYTES` into one slice per core (at most :data:`MAX_THREADS`), runs one on
+:data:`PARALLEL_MIN_BYTES` into one slice per core the process may use (its affinity and its
+control group's CPU quota, :func:`usable_cores`; at most :data:`MAX_THREADS`), runs one on
 the calling thread and the others on a small shared pool, and waits for all of them; smaller
 copies, and copies between arrays that are not both C-contiguous, are one ``np.copyto``.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -18,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MAX_THREADS", "PARALLEL_MIN_BYTES", "copy_into", "usable_cores"]
+__all__ = ["MAX_THREADS", "PARALLEL_MIN_BYTES", "copy_into", "quota_cpus", "usable_cores"]
 
 #: Copies smaller than this run on the calling thread alone.
 PARALLEL_MIN_BYTES = 8 << 20
@@ -40,11 +42,84 @@ if hasattr(os, "register_at_fork"):
 
 
 def usable_cores() -> int:
-    """How many CPUs this process may run on (its affinity, where the platform has one)."""
+    """How many CPUs this process may run on: its affinity (where the platform has one),
+    capped by its control group's CPU quota, rounded up (a container started with
+    ``--cpus=1`` on a larger machine has every CPU in its affinity but one CPU's time)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    quota = quota_cpus()
+    return cores if quota is None else max(1, min(cores, math.ceil(quota)))
+
+
+def quota_cpus(
+    proc_cgroup: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup"
+) -> float | None:
+    """The CPU time this process's control group may use, in CPUs (quota / period), the least
+    along its path to the root of the hierarchy; None without a quota (or off Linux).
+
+    Reads cgroup v2's ``cpu.max`` (``"max 100000"``: none) and v1's ``cpu.cfs_quota_us`` and
+    ``cpu.cfs_period_us`` (a quota of -1: none), as container runtimes set them.
+
+    Parameters
+    ----------
+    proc_cgroup : str, optional
+        The process's cgroup membership file.
+    root : str, optional
+        Where the cgroup file systems are mounted.
+    """
+    try:
+        with open(proc_cgroup) as membership:
+            lines = membership.read().splitlines()
+    except OSError:
+        return None
+    found: list[float] = []
+    for line in lines:
+        hierarchy, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if hierarchy == "0" and not controllers:  # v2: "0::/path"
+            base, read = root, _v2_quota
+        elif "cpu" in controllers.split(","):  # v1: "4:cpu,cpuacct:/path"
+            base, read = os.path.join(root, controllers), _v1_quota
+        else:
+            continue
+        # A group's limit applies to everything under it: each ancestor is read too.
+        parts = [p for p in path.split("/") if p]
+        for depth in range(len(parts), -1, -1):
+            quota = read(os.path.join(base, *parts[:depth]))
+            if quota is not None:
+                found.append(quota)
+    return min(found) if found else None
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as file:
+            return file.read().strip()
+    except OSError:
+        return None
+
+
+def _v2_quota(group: str) -> float | None:
+    text = _read(os.path.join(group, "cpu.max"))
+    if text is None:
+        return None
+    quota, _, period = text.partition(" ")
+    try:
+        return int(quota) / int(period) if quota != "max" and int(period) > 0 else None
+    except ValueError:
+        return None
+
+
+def _v1_quota(group: str) -> float | None:
+    quota, period = (_read(os.path.join(group, f"cpu.cfs_{n}_us")) for n in ("quota", "period"))
+    try:
+        if quota is None or period is None or int(quota) <= 0 or int(period) <= 0:
+            return None
+        return int(quota) / int(period)
+    except ValueError:
+        return None
 
 
 def _threads() -> int:

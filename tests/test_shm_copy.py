@@ -57,3 +57,50 @@ def test_a_forked_child_copies_with_a_pool_of_its_own() -> None:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     assert done and os.waitstatus_to_exitcode(status) == 0
+
+
+def _write(path: Any, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_a_cgroup_v2_quota_is_the_least_along_the_groups_path(tmp_path: Any) -> None:
+    membership = tmp_path / "cgroup"
+    membership.write_text("0::/outer/inner\n")
+    root = tmp_path / "fs"
+    _write(root / "cpu.max", "max 100000\n")  # the root: no quota
+    _write(root / "outer" / "cpu.max", "150000 100000\n")  # 1.5 CPUs
+    _write(root / "outer" / "inner" / "cpu.max", "400000 100000\n")  # 4, but its parent's 1.5
+    assert shm_copy.quota_cpus(str(membership), str(root)) == 1.5
+    _write(root / "outer" / "cpu.max", "max 100000\n")
+    assert shm_copy.quota_cpus(str(membership), str(root)) == 4.0
+    _write(root / "outer" / "inner" / "cpu.max", "max 100000\n")
+    assert shm_copy.quota_cpus(str(membership), str(root)) is None
+
+
+def test_a_cgroup_v1_quota_is_read_from_the_cpu_controllers_hierarchy(tmp_path: Any) -> None:
+    membership = tmp_path / "cgroup"
+    membership.write_text("5:memory:/x\n4:cpu,cpuacct:/docker/abc\n0::/\n")
+    group = tmp_path / "fs" / "cpu,cpuacct"
+    _write(group / "cpu.cfs_quota_us", "-1\n")
+    _write(group / "cpu.cfs_period_us", "100000\n")
+    assert shm_copy.quota_cpus(str(membership), str(tmp_path / "fs")) is None
+    _write(group / "docker" / "abc" / "cpu.cfs_quota_us", "50000\n")
+    _write(group / "docker" / "abc" / "cpu.cfs_period_us", "100000\n")
+    assert shm_copy.quota_cpus(str(membership), str(tmp_path / "fs")) == 0.5
+    assert shm_copy.quota_cpus(str(tmp_path / "absent"), str(tmp_path / "fs")) is None
+
+
+def test_usable_cores_are_the_affinity_capped_by_the_quota_rounded_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    affinity = len(os.sched_getaffinity(0))
+    monkeypatch.setattr(shm_copy, "quota_cpus", lambda: None)
+    assert shm_copy.usable_cores() == affinity
+    monkeypatch.setattr(shm_copy, "quota_cpus", lambda: 0.5)
+    assert shm_copy.usable_cores() == 1  # a half CPU's quota: one, never none
+    monkeypatch.setattr(shm_copy, "quota_cpus", lambda: affinity + 0.25)
+    assert shm_copy.usable_cores() == affinity  # the quota never adds CPUs
+    if affinity > 1:
+        monkeypatch.setattr(shm_copy, "quota_cpus", lambda: 1.5)
+        assert shm_copy.usable_cores() == 2

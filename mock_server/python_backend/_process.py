@@ -59,8 +59,10 @@ FINALIZE_TIMEOUT_S = 30.0
 #: sent, instead of sleeping until the stub's write wakes it (see ProcessModelInstance.settle);
 #: only while the instance's last batch ended within it.
 SETTLE_NS = 400_000
-#: Whether this process may run on more than one CPU: on one, the stub cannot answer while
-#: the loop polls (and waking a thread costs little there), so the loop never polls.
+#: Whether this process may run on more than one CPU (its affinity and its control group's
+#: CPU quota, see shm.copy.usable_cores): on one, the stub cannot answer while the loop polls
+#: (and waking a thread costs little there), so the loop never polls; nor is a stub woken
+#: ahead of a request.
 _SEVERAL_CPUS = usable_cores() > 1
 
 #: A CPU counts as idle lately when at least this share of the machine's CPU time was idle.
