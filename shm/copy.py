@@ -11,6 +11,7 @@ copies, and copies between arrays that are not both C-contiguous, are one ``np.c
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import threading
@@ -49,8 +50,15 @@ def usable_cores() -> int:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         cores = os.cpu_count() or 1
-    quota = quota_cpus()
+    quota = _own_quota()
     return cores if quota is None else max(1, min(cores, math.ceil(quota)))
+
+
+@functools.cache
+def _own_quota() -> float | None:
+    # Read once per process: every parallel copy asks (usable_cores), and a container's quota
+    # is set when it starts.
+    return quota_cpus()
 
 
 def quota_cpus(
@@ -102,24 +110,21 @@ def _read(path: str) -> str | None:
 
 
 def _v2_quota(group: str) -> float | None:
-    text = _read(os.path.join(group, "cpu.max"))
-    if text is None:
-        return None
-    quota, _, period = text.partition(" ")
-    try:
-        return int(quota) / int(period) if quota != "max" and int(period) > 0 else None
-    except ValueError:
-        return None
+    quota, _, period = (_read(os.path.join(group, "cpu.max")) or "").partition(" ")
+    return _cpus(quota, period)  # a quota of "max": none
 
 
 def _v1_quota(group: str) -> float | None:
-    quota, period = (_read(os.path.join(group, f"cpu.cfs_{n}_us")) for n in ("quota", "period"))
+    return _cpus(*(_read(os.path.join(group, f"cpu.cfs_{n}_us")) for n in ("quota", "period")))
+
+
+def _cpus(quota: str | None, period: str | None) -> float | None:
+    """``quota / period`` when both are positive integers, else None (no quota)."""
     try:
-        if quota is None or period is None or int(quota) <= 0 or int(period) <= 0:
-            return None
-        return int(quota) / int(period)
+        q, p = int(quota or ""), int(period or "")
     except ValueError:
         return None
+    return q / p if q > 0 and p > 0 else None
 
 
 def _threads() -> int:

@@ -95,12 +95,12 @@ def test_usable_cores_are_the_affinity_capped_by_the_quota_rounded_up(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     affinity = len(os.sched_getaffinity(0))
-    monkeypatch.setattr(shm_copy, "quota_cpus", lambda: None)
+    monkeypatch.setattr(shm_copy, "_own_quota", lambda: None)
     assert shm_copy.usable_cores() == affinity
-    monkeypatch.setattr(shm_copy, "quota_cpus", lambda: 0.5)
+    monkeypatch.setattr(shm_copy, "_own_quota", lambda: 0.5)
     assert shm_copy.usable_cores() == 1  # a half CPU's quota: one, never none
-    monkeypatch.setattr(shm_copy, "quota_cpus", lambda: affinity + 0.25)
+    monkeypatch.setattr(shm_copy, "_own_quota", lambda: affinity + 0.25)
     assert shm_copy.usable_cores() == affinity  # the quota never adds CPUs
     if affinity > 1:
-        monkeypatch.setattr(shm_copy, "quota_cpus", lambda: 1.5)
+        monkeypatch.setattr(shm_copy, "_own_quota", lambda: 1.5)
         assert shm_copy.usable_cores() == 2
