@@ -1121,12 +1121,10 @@ def test_back_to_back_batches_from_a_loop_keep_its_reader_registered(
 def test_a_stub_is_woken_ahead_of_a_request_only_while_its_batches_are_quick(
     assisted_core: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Dataplane.ahead (a frontend began to read a request) sends the idle instance's stub an
-    Ahead while its last batch was quick, the CPUs idle and several; not after a slow batch,
-    nor on one CPU.  An Ahead no request follows costs nothing but the stub's bounded poll:
-    the next request is answered as before.  An unknown model is left to the request's own
-    checks."""
-    from mock_server.core.dataplane import Dataplane
+    """ModelVersion.ahead (a frontend looked the model up and began to read a request) sends
+    the idle instance's stub an Ahead while its last batch was quick, the CPUs idle and
+    several; not after a slow batch, nor on one CPU.  An Ahead no request follows costs
+    nothing but the stub's bounded poll: the next request is answered as before."""
     from mock_server.python_backend import _process
 
     monkeypatch.setattr(_process, "SETTLE_NS", 100_000_000)  # a loaded machine's quick batch
@@ -1141,8 +1139,6 @@ def test_a_stub_is_woken_ahead_of_a_request_only_while_its_batches_are_quick(
         send(message)
 
     monkeypatch.setattr(stub, "send", recorded)
-    dataplane = Dataplane(assisted_core)
-
     version = assisted_core.model_version("assisted", -1)
 
     def run(value: int) -> None:
@@ -1154,18 +1150,17 @@ def test_a_stub_is_woken_ahead_of_a_request_only_while_its_batches_are_quick(
 
     run(0)  # a quick batch
     sent.clear()
-    dataplane.ahead("assisted")
+    version.ahead()
     assert sent == ["Ahead"]
     time.sleep(0.05)  # no request followed: the stub's poll gave up
     run(0)
     assert sent == ["Ahead", "Execute"]
     run(300)  # 300 ms: slower than SETTLE_NS (as patched)
     sent.clear()
-    dataplane.ahead("assisted")
-    dataplane.ahead("nope")
+    version.ahead()
     assert sent == []
     run(0)
     sent.clear()
     monkeypatch.setattr(_process, "_SEVERAL_CPUS", False)
-    dataplane.ahead("assisted", 1)
+    version.ahead()
     assert sent == []

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING
 
 from tritonclient._codec.types import DecodedInferRequest, ParamValue, SharedMemoryRef
 
-from .errors import ServerError
 from .shm import RegionHolds
 from .types import InferRequest, InferResponse
 
@@ -106,25 +105,6 @@ class Dataplane:
         (each input's region looked up and bounds-checked as Triton does, then a view or a
         copy of it, see :meth:`~mock_server.core.shm.SharedMemoryRegistry.read`)."""
         return self.core.shm.holds()
-
-    def ahead(self, model_name: str, version: int = -1) -> None:
-        """A request for ``model_name`` (``version``, -1 for the highest ready one) has begun
-        to be read: its model's idle instance may get ready for it (see
-        :meth:`~mock_server.core.instances.ModelVersion.ahead`).  An unknown model, or one
-        that is not ready, is left to the request's own checks.
-
-        Parameters
-        ----------
-        model_name : str
-        version : int, optional
-        """
-        try:
-            model = self.core.model_version(model_name, version)
-        except ServerError:
-            return
-        get_ready: Callable[[], None] | None = getattr(model, "ahead", None)  # not ensembles
-        if get_ready is not None:
-            get_ready()
 
     def prepare(
         self,

@@ -190,6 +190,11 @@ class VersionBase:
         self._model_dir = model_dir
         self._labels: dict[str, list[str]] = {}
 
+    def ahead(self) -> None:
+        """A request for this version is on its way (a frontend has looked the model up and
+        begun to read it): nothing to get ready by default (an ensemble's steps are found as
+        it runs); see :meth:`ModelVersion.ahead`."""
+
     def _classified(self, tensor: Tensor, wanted: RequestedOutput | None) -> Tensor:
         """``tensor``, or its classification when the request's ``wanted`` output asks for it."""
         count = _class_count(wanted) if wanted is not None else 0
@@ -370,7 +375,7 @@ class ModelVersion(VersionBase):
         """A request for this version is on its way (a frontend has begun to read it): when
         requests come one after another and none is in flight, the idle instance that will
         take it may get ready for it (``ahead()``, see :class:`ModelInstance`)."""
-        if self._flights or time.monotonic_ns() - self._overlap_ns <= SEQUENTIAL_NS:
+        if not self._sequential(0):
             return
         index = self.scheduler.idle()
         if index is None:
@@ -459,12 +464,16 @@ class ModelVersion(VersionBase):
         # Alone in flight, the caller (a frontend's loop) has nothing else to do: the
         # instance may wait for the end on this thread (see ProcessModelInstance.settle).
         settle: Callable[[], None] | None = getattr(instance, "settle", None)
-        if (
-            settle is not None
-            and len(self._flights) == 1
-            and time.monotonic_ns() - self._overlap_ns > SEQUENTIAL_NS
-        ):
+        if settle is not None and self._sequential(1):
             settle()
+
+    def _sequential(self, in_flight: int) -> bool:
+        """Whether ``in_flight`` requests are in flight and none overlapped another for
+        :data:`SEQUENTIAL_NS` (the conditions of an instance's ``settle`` and ``ahead``)."""
+        return (
+            len(self._flights) == in_flight
+            and time.monotonic_ns() - self._overlap_ns > SEQUENTIAL_NS
+        )
 
     def _failed(
         self, index: int, requests: list[InferRequest], exc: Exception

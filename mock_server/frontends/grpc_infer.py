@@ -107,15 +107,14 @@ class InferRpcs:
                 "GRPC server is shutting down and has stopped accepting new requests."
             )
         version = grpc_server.parse_model_version(request.model_version, request.model_name)
-        decoupled = bool(
-            self._core.model_config(request.model_name, version).model_transaction_policy.decoupled
-        )
+        model = self._core.model_version(request.model_name, version)
+        decoupled = bool(model.config.model_transaction_policy.decoupled)
         if unary and decoupled:
             raise ServerError.unsupported(
                 "ModelInfer RPC doesn't support models with decoupled transaction policy"
             )
         if unary:
-            self.dataplane.ahead(request.model_name, version)
+            model.ahead()  # its idle instance may get ready (a stub is woken)
         decode = functools.partial(
             grpc_server.decode_infer_request,
             request,

@@ -183,7 +183,7 @@ class InferEndpoint:
             model = frontend._core.model_version(name, version)
             if model.config.model_transaction_policy.decoupled:
                 raise HttpError(501, _DECOUPLED_MESSAGE)
-            frontend._dataplane.ahead(name, version)
+            model.ahead()  # its idle instance may get ready (a stub is woken)
             raw_body = await request.read_body()
             # A compressed body may inflate to at most the input-size limit (decompression
             # bombs stop as soon as they pass it); an uncompressed one is limited by its JSON.

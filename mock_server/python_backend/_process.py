@@ -617,7 +617,7 @@ class ProcessModelInstance:
         stub = self._stub
         if entry is None or stub is None or entry[0] != threading.get_ident():
             return
-        if self._last_ns > SETTLE_NS or not _SEVERAL_CPUS or not _idle_cpus.recent():
+        if not self._may_poll():
             return
         batch = entry[1]
         stub.pump.spin(lambda: batch.ended, SETTLE_NS)
@@ -632,12 +632,16 @@ class ProcessModelInstance:
         cold cache after it) then overlaps the frontend's decoding of the request; the write
         that wakes it costs this thread what the request's own write would have."""
         stub = self._stub
-        if stub is None or self._finalized or stub.dead.is_set():
-            return
-        if self._last_ns > SETTLE_NS or not _SEVERAL_CPUS or not _idle_cpus.recent():
+        if stub is None or self._finalized or stub.dead.is_set() or not self._may_poll():
             return
         with contextlib.suppress(OSError):  # a broken channel: the request's send reports it
             stub.send(msg.Ahead())
+
+    def _may_poll(self) -> bool:
+        """Whether a thread may poll for the stub (this side in :meth:`settle`, the stub after
+        :meth:`ahead`): the instance's last batch ended within :data:`SETTLE_NS`, and the
+        process has several CPUs that have had idle time lately."""
+        return self._last_ns <= SETTLE_NS and _SEVERAL_CPUS and _idle_cpus.recent()
 
     def _send_batch(self, requests: list[InferRequest], batch: _Batch) -> bool:
         """Register ``batch`` and send it to the stub; False (the requests failed) when the
