@@ -869,6 +869,7 @@ def test_a_loop_alone_with_a_quick_model_reads_its_reply_before_it_goes_back_to_
     from mock_server.python_backend import _process
 
     monkeypatch.setattr(_process, "SETTLE_NS", 100_000_000)
+    monkeypatch.setattr(_process, "QUICK_BATCH_NS", 100_000_000)
     monkeypatch.setattr(_process, "_SEVERAL_CPUS", True)  # (a one-CPU runner polls too)
     monkeypatch.setattr(_process, "_idle_cpus", _AlwaysIdle())  # (and a busy one)
     stub, readers = _recording_reads(assisted_core)
@@ -894,7 +895,7 @@ def test_a_loop_alone_with_a_quick_model_reads_its_reply_before_it_goes_back_to_
         within, registered, response = await send(0)
         assert response.error is None and response.outputs[0].data.tolist() == [0, 5]
         assert within and not registered and readers[-1] == thread
-        within, registered, response = await send(300)  # 300 ms: above the limit
+        within, registered, response = await send(300)  # 300 ms: above both limits
         assert not within and registered and readers[-1] == thread
         assert response.outputs[0].data.tolist() == [300, 5]
         within, registered, _ = await send(0)  # the last batch was slow: no polling
@@ -919,6 +920,7 @@ def test_a_loop_on_one_cpu_never_polls_for_the_reply(
     from mock_server.python_backend import _process
 
     monkeypatch.setattr(_process, "SETTLE_NS", 100_000_000)
+    monkeypatch.setattr(_process, "QUICK_BATCH_NS", 100_000_000)
     monkeypatch.setattr(_process, "_SEVERAL_CPUS", False)
     monkeypatch.setattr(_process, "_idle_cpus", _AlwaysIdle())
     _, readers = _recording_reads(assisted_core)
@@ -1127,7 +1129,7 @@ def test_a_stub_is_woken_ahead_of_a_request_only_while_its_batches_are_quick(
     nothing but the stub's bounded poll: the next request is answered as before."""
     from mock_server.python_backend import _process
 
-    monkeypatch.setattr(_process, "SETTLE_NS", 100_000_000)  # a loaded machine's quick batch
+    monkeypatch.setattr(_process, "QUICK_BATCH_NS", 100_000_000)  # a loaded machine's quick batch
     monkeypatch.setattr(_process, "_SEVERAL_CPUS", True)
     monkeypatch.setattr(_process, "_idle_cpus", _AlwaysIdle())
     stub, _ = _recording_reads(assisted_core)
@@ -1155,7 +1157,7 @@ def test_a_stub_is_woken_ahead_of_a_request_only_while_its_batches_are_quick(
     time.sleep(0.05)  # no request followed: the stub's poll gave up
     run(0)
     assert sent == ["Ahead", "Execute"]
-    run(300)  # 300 ms: slower than SETTLE_NS (as patched)
+    run(300)  # 300 ms: slower than QUICK_BATCH_NS (as patched)
     sent.clear()
     version.ahead()
     assert sent == []
@@ -1164,3 +1166,43 @@ def test_a_stub_is_woken_ahead_of_a_request_only_while_its_batches_are_quick(
     monkeypatch.setattr(_process, "_SEVERAL_CPUS", False)
     version.ahead()
     assert sent == []
+
+
+def test_a_batch_is_quick_by_the_stubs_own_time_not_by_its_round_trip(
+    assisted_core: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the loop polls (and the stub is woken ahead) is judged on the time the stub
+    worked on the last batch (Executed.busy_ns), not on the time from the send to the end:
+    that time holds the wake-ups the poll saves, and a machine where it once ran past the
+    limit would never poll again.  Here every end reaches the server 50 ms late: the batch
+    still counts as quick; a batch whose model sleeps 300 ms does not."""
+    from mock_server.python_backend import _messages as msg
+    from mock_server.python_backend import _process
+
+    monkeypatch.setattr(_process, "SETTLE_NS", 20_000_000)
+    monkeypatch.setattr(_process, "QUICK_BATCH_NS", 20_000_000)  # a loaded machine's stub
+    monkeypatch.setattr(_process, "_SEVERAL_CPUS", True)
+    monkeypatch.setattr(_process, "_idle_cpus", _AlwaysIdle())
+    stub, _ = _recording_reads(assisted_core)
+    version = assisted_core.model_version("assisted", -1)
+    instance = version._instances[0]
+    handler = stub.handlers[msg.Executed]
+
+    def late(message: Any) -> None:
+        time.sleep(0.05)  # a slow channel: the end is read 50 ms after the stub sent it
+        handler(message)
+
+    stub.handlers[msg.Executed] = late
+
+    def run(value: int) -> None:
+        (response,) = list(assisted_core.infer_iter(_assisted_request(value), timeout_s=TIMEOUT))
+        assert response.error is None and response.outputs[0].data.tolist() == [value, 5]
+
+    run(0)
+    assert 0 < instance._busy_ns < 20_000_000
+    assert instance._may_poll()
+    run(300)
+    assert instance._busy_ns >= 300_000_000
+    assert not instance._may_poll()
+    run(0)
+    assert instance._may_poll()

@@ -168,13 +168,16 @@ class Response(NamedTuple):
 class Executed(NamedTuple):
     """The end of a batch: the responses produced during ``execute`` (sent here, in one
     message), the handles of the requests to reschedule, the compute window (``monotonic_ns``
-    before and after the model's ``execute``) and a failure of the backend itself."""
+    before and after the model's ``execute``), a failure of the backend itself, and how long
+    the stub worked on the batch (ns, from taking it off its queue to this message: its
+    wake-up and the channel left out)."""
 
     batch_id: int
     responses: list[tuple[int, tuple[Any, ...]]]
     again: list[int]
     window: tuple[int, int] | None
     error: ErrorFields | None
+    busy_ns: int
 
 
 @_message("is_ready")

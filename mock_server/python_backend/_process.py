@@ -57,8 +57,14 @@ INITIALIZE_REPORT_S = 60.0
 FINALIZE_TIMEOUT_S = 30.0
 #: How long a frontend's loop with nothing else to do polls for the end of a batch it just
 #: sent, instead of sleeping until the stub's write wakes it (see ProcessModelInstance.settle);
-#: only while the instance's last batch ended within it.
+#: only while the instance's last batch was quick (QUICK_BATCH_NS).
 SETTLE_NS = 400_000
+#: A batch is quick when the stub worked on it for at most this long (``Executed.busy_ns``,
+#: its wake-up and the channel left out), which leaves the rest of SETTLE_NS for the channel.
+#: Judged on the stub's own time, not on the time from the send to the end: that time holds
+#: the two wake-ups the poll saves, so a machine where it once ran past the limit would
+#: never poll again (a 2-core VM: 532 us per hop without polling, 411 us with it).
+QUICK_BATCH_NS = 250_000
 #: Whether this process may run on more than one CPU (its affinity and its control group's
 #: CPU quota, see shm.copy.usable_cores): on one, the stub cannot answer while the loop polls
 #: (and waking a thread costs little there), so the loop never polls; nor is a stub woken
@@ -140,8 +146,8 @@ class _Batch:
     window: tuple[int, int] | None = None
     #: execute_async's callback, called once when the batch ends.
     on_done: Callable[[], None] | None = None
-    #: When it was sent (``time.monotonic_ns()``), and whether it has ended.
-    sent_ns: int = 0
+    #: How long the stub worked on it (Executed.busy_ns), and whether it has ended.
+    busy_ns: int = 0
     ended: bool = False
 
     def end(self) -> None:
@@ -433,9 +439,9 @@ class ProcessModelInstance:
         self._metric_objects: dict[int, Any] = {}
         self._metric_ids = itertools.count(1)
         self._compute: tuple[int, int] | None = None
-        #: How long the last batch took from its send to its end, and the batch the loop of
-        #: a thread sent last (see settle).
-        self._last_ns = 0
+        #: How long the stub worked on the last batch (Executed.busy_ns), and the batch the
+        #: loop of a thread sent last (see settle).
+        self._busy_ns = 0
         self._settling: tuple[int, _Batch] | None = None
         self._finalized = False
         self._stub: _StubConnection | None = None
@@ -606,7 +612,7 @@ class ProcessModelInstance:
         """The caller's loop has nothing else to do (the core calls this right after
         :meth:`execute_async` when the request is the only one in flight for the model):
         read the end of the batch just sent on this thread, polling for it for at most
-        :data:`SETTLE_NS`, when the instance's last batch ended within that time.
+        :data:`SETTLE_NS`, when the instance's last batch was quick (:data:`QUICK_BATCH_NS`).
 
         A loop that goes back to sleep is woken by the stub's write: on a virtual machine,
         waking a halted CPU costs the writer and the woken thread 25-45 us each (two bare
@@ -639,9 +645,10 @@ class ProcessModelInstance:
 
     def _may_poll(self) -> bool:
         """Whether a thread may poll for the stub (this side in :meth:`settle`, the stub after
-        :meth:`ahead`): the instance's last batch ended within :data:`SETTLE_NS`, and the
-        process has several CPUs that have had idle time lately."""
-        return self._last_ns <= SETTLE_NS and _SEVERAL_CPUS and _idle_cpus.recent()
+        :meth:`ahead`): the stub's work on the instance's last batch took at most
+        :data:`QUICK_BATCH_NS`, and the process has several CPUs that have had idle time
+        lately."""
+        return self._busy_ns <= QUICK_BATCH_NS and _SEVERAL_CPUS and _idle_cpus.recent()
 
     def _send_batch(self, requests: list[InferRequest], batch: _Batch) -> bool:
         """Register ``batch`` and send it to the stub; False (the requests failed) when the
@@ -660,7 +667,6 @@ class ProcessModelInstance:
                 self._requests[handle] = request
                 packed.append((handle, request))
             self._batches[batch_id] = batch
-        batch.sent_ns = time.monotonic_ns()
         try:
             if stub.dead.is_set():
                 raise BrokenPipeError
@@ -677,8 +683,7 @@ class ProcessModelInstance:
     def _ended(self, batch: _Batch) -> list[InferRequest]:
         """The requests an ended batch asked to reschedule; notes its compute window."""
         self._compute = batch.window
-        if batch.sent_ns:
-            self._last_ns = time.monotonic_ns() - batch.sent_ns
+        self._busy_ns = batch.busy_ns
         with self._lock:
             return [self._requests.pop(h) for h in batch.again if h in self._requests]
 
@@ -733,7 +738,7 @@ class ProcessModelInstance:
         self._deliver(message.handle, message.packed)
 
     def _on_executed(self, message: msg.Executed) -> None:
-        batch_id, responses, again, window, error = message
+        batch_id, responses, again, window, error, busy_ns = message
         for handle, packed in responses:
             self._deliver(handle, packed)
         with self._lock:
@@ -744,6 +749,7 @@ class ProcessModelInstance:
             log.error("model instance '%s': %s", self.instance_name, error[1])
         batch.again = list(again)
         batch.window = (window[0], window[1]) if window is not None else None
+        batch.busy_ns = busy_ns
         batch.end()
 
     def _on_death(self) -> None:

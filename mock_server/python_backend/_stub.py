@@ -35,6 +35,7 @@ import queue
 import signal
 import sys
 import threading
+import time
 import traceback
 import weakref
 from collections.abc import Callable, Iterator, Mapping
@@ -453,6 +454,7 @@ def _auto_complete(stub: _Stub, spec: dict[str, Any]) -> None:
 
 def _execute(stub: _Stub, instance: Any, batch_id: int, packed: list[Any]) -> msg.Executed:
     """Run one batch; return the message that ends it (sent by the caller)."""
+    taken_ns = time.monotonic_ns()
     requests: list[InferRequest] = []
     handles: dict[int, int] = {}
     refused: list[tuple[Any, ...]] = []
@@ -469,7 +471,7 @@ def _execute(stub: _Stub, instance: Any, batch_id: int, packed: list[Any]) -> ms
         handles[id(request)] = handle
         requests.append(request)
     if not requests:
-        return msg.Executed(batch_id, refused, [], None, None)
+        return msg.Executed(batch_id, refused, [], None, None, time.monotonic_ns() - taken_ns)
     stub.batch_responses = [] if not instance._owner.decoupled else None
     stub.executing_thread = threading.get_ident()
     error: tuple[str, str] | None = None
@@ -483,7 +485,9 @@ def _execute(stub: _Stub, instance: Any, batch_id: int, packed: list[Any]) -> ms
         stub.executing_thread = None
     window = instance.compute_window()
     answered = refused + (responses or [])
-    return msg.Executed(batch_id, answered, [handles[id(r)] for r in again], window, error)
+    again_handles = [handles[id(r)] for r in again]
+    busy_ns = time.monotonic_ns() - taken_ns
+    return msg.Executed(batch_id, answered, again_handles, window, error, busy_ns)
 
 
 def _responder(stub: _Stub, handle: int, placements: dict[str, _transfer.RegionRef]) -> Any:
