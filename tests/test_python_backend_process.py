@@ -854,6 +854,37 @@ def test_idle_cpus_follow_the_share_of_idle_time_between_readings(tmp_path: Path
     assert slow.recent()  # not read again within the period
 
 
+def test_idle_cpus_of_a_process_held_to_some_cpus_are_its_own(tmp_path: Path) -> None:
+    """With an affinity that is a part of the machine's CPUs (taskset, a cpuset), the idle
+    time of those CPUs counts, not the machine's; with all of them, the machine's line."""
+    from mock_server.python_backend._process import IdleCpus
+
+    stat = tmp_path / "stat"
+
+    def write(busy: list[int], idle: list[int]) -> None:
+        rows = [
+            f"cpu{n} {b} 0 0 {i} 0 0 0 0 0 0"
+            for n, (b, i) in enumerate(zip(busy, idle, strict=True))
+        ]
+        total = f"cpu  {sum(busy)} 0 0 {sum(idle)} 0 0 0 0 0 0"
+        stat.write_text("\n".join([total, *rows, "intr 1 2 3", "ctxt 5"]) + "\n")
+
+    held = IdleCpus(str(stat), period_ns=0, affinity=lambda: {1, 2})
+    free = IdleCpus(str(stat), period_ns=0, affinity=lambda: {0, 1, 2, 3})
+    write([0, 0, 0, 0], [0, 0, 0, 0])
+    assert held.recent() and free.recent()
+    # CPUs 1 and 2 busy, 0 and 3 idle: half the machine's time idle, none of the process's.
+    write([0, 1000, 1000, 0], [1000, 0, 0, 1000])
+    assert not held.recent()
+    assert free.recent()
+    # Then the other way round: 0 and 3 busy, 1 and 2 mostly idle (the machine: 1,800 of 4,000).
+    write([1000, 1100, 1100, 1000], [1000, 900, 900, 1000])
+    assert held.recent() and free.recent()
+    # All four busy: 100 of 4,000 idle.
+    write([2000, 2050, 2050, 2000], [1000, 925, 925, 1000])
+    assert not held.recent() and not free.recent()
+
+
 @pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
 def test_a_loop_alone_with_a_quick_model_reads_its_reply_before_it_goes_back_to_waiting(
     assisted_core: Any, loop_kind: str, monkeypatch: pytest.MonkeyPatch

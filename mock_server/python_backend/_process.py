@@ -76,17 +76,27 @@ IDLE_SHARE = 0.25
 
 
 class IdleCpus:
-    """Whether the machine's CPUs have had idle time lately (``/proc/stat``, re-read at most
-    every ``period_ns``): polling for a stub's reply (ProcessModelInstance.settle) spends CPU
-    time that would otherwise be idle, and saves the wake-up of a halted CPU; on a machine
-    with no idle CPU there is nothing to save and the poll takes time from other work (2 busy
-    loops beside the server on 2 CPUs: c=1 HTTP 798-818 -> 714-760 req/s with the poll).
+    """Whether the CPUs this process may run on have had idle time lately (``/proc/stat``,
+    re-read at most every ``period_ns``): polling for a stub's reply (ProcessModelInstance.settle)
+    spends CPU time that would otherwise be idle, and saves the wake-up of a halted CPU; on a
+    machine with no idle CPU there is nothing to save and the poll takes time from other work
+    (2 busy loops beside the server on 2 CPUs: c=1 HTTP 798-818 -> 714-760 req/s with the poll).
+
+    A process whose affinity is a part of the machine's CPUs (``taskset``, a container's
+    cpuset) counts the idle time of its own CPUs only (the file's per-CPU lines): a host's
+    idle CPUs elsewhere are no use to it.  Otherwise the machine's total line is read.
 
     Where ``/proc/stat`` cannot be read, the CPUs count as idle."""
 
-    def __init__(self, path: str = "/proc/stat", period_ns: int = 500_000_000) -> None:
+    def __init__(
+        self,
+        path: str = "/proc/stat",
+        period_ns: int = 500_000_000,
+        affinity: Callable[[], set[int]] | None = None,
+    ) -> None:
         self._path = path
         self._period_ns = period_ns
+        self._affinity = affinity or _affinity
         self._read_at = -period_ns
         self._last: tuple[int, int] | None = None
         self._idle = True
@@ -100,17 +110,44 @@ class IdleCpus:
         self._read_at = now
         try:
             with open(self._path, "rb") as f:
-                # user nice system idle iowait irq softirq steal (guest time is in user's)
-                fields = [int(v) for v in f.readline().split()[1:9]]
-        except (OSError, ValueError):
+                sample = self._sample(f.read().splitlines())
+        except (OSError, ValueError, IndexError):
             self._idle = True
             return True
-        # Idle and iowait are the CPUs' idle time.
-        sample = (sum(fields), sum(fields[3:5]))
         last, self._last = self._last, sample
         if last is not None and sample[0] > last[0]:
             self._idle = (sample[1] - last[1]) >= IDLE_SHARE * (sample[0] - last[0])
         return self._idle
+
+    def _sample(self, lines: list[bytes]) -> tuple[int, int]:
+        """(all time, idle time) of the CPUs counted, summed over their lines."""
+        total = lines[0]  # "cpu  ...": the machine's
+        per_cpu: dict[int, bytes] = {}
+        for line in lines[1:]:
+            name, _, rest = line.partition(b" ")
+            if not name.startswith(b"cpu"):
+                break  # the per-CPU lines come first, one after another
+            per_cpu[int(name[3:])] = rest
+        mine = self._affinity()
+        chosen = (
+            [per_cpu[cpu] for cpu in mine]
+            if mine and mine < per_cpu.keys()
+            else [total.partition(b" ")[2]]
+        )
+        all_time = idle_time = 0
+        for line in chosen:
+            # user nice system idle iowait irq softirq steal (guest time is in user's)
+            fields = [int(v) for v in line.split()[:8]]
+            all_time += sum(fields)
+            idle_time += fields[3] + fields[4]  # idle and iowait are the CPUs' idle time
+        return all_time, idle_time
+
+
+def _affinity() -> set[int]:
+    try:
+        return os.sched_getaffinity(0)
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return set()
 
 
 _idle_cpus = IdleCpus()
