@@ -21,7 +21,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MAX_THREADS", "PARALLEL_MIN_BYTES", "copy_into", "quota_cpus", "usable_cores"]
+__all__ = [
+    "MAX_THREADS",
+    "PARALLEL_MIN_BYTES",
+    "affinity",
+    "copy_into",
+    "quota_cpus",
+    "usable_cores",
+]
 
 #: Copies smaller than this run on the calling thread alone.
 PARALLEL_MIN_BYTES = 8 << 20
@@ -42,14 +49,20 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
+def affinity() -> set[int]:
+    """The CPUs this process may run on (``os.sched_getaffinity``); empty where the platform
+    does not say."""
+    try:
+        return os.sched_getaffinity(0)
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return set()
+
+
 def usable_cores() -> int:
     """How many CPUs this process may run on: its affinity (where the platform has one),
     capped by its control group's CPU quota, rounded up (a container started with
     ``--cpus=1`` on a larger machine has every CPU in its affinity but one CPU's time)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        cores = os.cpu_count() or 1
+    cores = len(affinity()) or os.cpu_count() or 1
     quota = _own_quota()
     return cores if quota is None else max(1, min(cores, math.ceil(quota)))
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shm.copy import affinity as shm_affinity
 from shm.copy import usable_cores
 
 from ..core.errors import ErrorKind, ServerError
@@ -96,7 +97,7 @@ class IdleCpus:
     ) -> None:
         self._path = path
         self._period_ns = period_ns
-        self._affinity = affinity or _affinity
+        self._affinity = affinity or shm_affinity
         self._read_at = -period_ns
         self._last: tuple[int, int] | None = None
         self._idle = True
@@ -141,13 +142,6 @@ class IdleCpus:
             all_time += sum(fields)
             idle_time += fields[3] + fields[4]  # idle and iowait are the CPUs' idle time
         return all_time, idle_time
-
-
-def _affinity() -> set[int]:
-    try:
-        return os.sched_getaffinity(0)
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return set()
 
 
 _idle_cpus = IdleCpus()
