@@ -192,3 +192,69 @@ def test_calls_made_on_the_loop_itself_need_no_wake_up() -> None:
     wakes, got = asyncio.run(main())
     assert got == [0, 1, 2, 3, 4]
     assert wakes == 2
+
+
+def test_run_on_the_loop_itself_runs_at_once_unless_a_call_is_queued_before_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Delivery.run: a result the loop's own thread produced (a stub's reply it read) is handed
+    over at once; one from another thread, or behind a queued call, waits its turn."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        delivery = Delivery(loop)
+        got: list[tuple[str, int]] = []
+        me = threading.get_ident()
+
+        def record(tag: str) -> None:
+            got.append((tag, threading.get_ident()))
+
+        delivery.run(record, "first")  # the loop's thread is not known before a first drain
+        assert got == []
+        while not got:
+            await asyncio.sleep(0.01)
+
+        delivery.run(record, "inline")
+        assert got[-1] == ("inline", me)  # ran before this coroutine yielded
+
+        def boom() -> None:
+            raise RuntimeError("boom")
+
+        delivery.run(boom)  # logged, not raised into the producer
+        assert "delivering a response failed" in caplog.text
+
+        # A call queued by another thread and not yet drained stays ahead of a later one.
+        thread = threading.Thread(target=delivery.call, args=(record, "queued"))
+        thread.start()
+        thread.join()
+        delivery.run(record, "after")
+        assert [tag for tag, _ in got][-1] == "inline"
+        while len(got) < 4:
+            await asyncio.sleep(0.01)
+        assert [tag for tag, _ in got] == ["first", "inline", "queued", "after"]
+        assert all(ident == me for _, ident in got)
+
+        # From another thread, run is call: it runs on the loop, not on the producer.
+        thread = threading.Thread(target=delivery.run, args=(record, "other"))
+        thread.start()
+        thread.join()
+        while len(got) < 5:
+            await asyncio.sleep(0.01)
+        assert got[-1] == ("other", me)
+
+    asyncio.run(main())
+
+
+def test_a_response_put_by_the_loop_itself_is_there_without_waiting() -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        responses: Responses[int] = Responses(delivery_for(loop))
+        responses.put(0)  # a first drain makes the loop's thread known
+        assert await asyncio.wait_for(responses.get(), 30) == 0
+        responses.put(1)  # e.g. the loop read the stub's reply while submitting the request
+        step = responses.get().__await__()
+        with pytest.raises(StopIteration) as finished:
+            step.send(None)  # completes without suspending
+        assert finished.value.value == 1
+
+    asyncio.run(main())

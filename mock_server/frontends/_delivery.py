@@ -71,6 +71,24 @@ class Delivery:
             except RuntimeError:  # the loop is closed
                 self._calls.clear()
 
+    def run(self, callback: Callable[..., None], *args: Any) -> None:
+        """Run ``callback(*args)`` at once when called on the loop's thread with no call
+        queued before it (a stub's reply the loop read itself), otherwise as :meth:`call`.
+
+        For callbacks that only hand a result over (set a future, fill an inbox), which may
+        run inside the producer's stack.  Run at once, the result is there before the
+        awaiting coroutine looks (a reply read while the request was being submitted), or
+        wakes it one pass of the loop earlier: without it, the loop runs a drain first and
+        the coroutine's wake-up on the pass after.
+        """
+        if not self._calls and threading.get_ident() == self._thread:
+            try:
+                callback(*args)
+            except Exception:  # as in a drain: the producer's stack must not see it
+                log.exception("delivering a response failed")
+            return
+        self.call(callback, *args)
+
     def _drain(self) -> None:
         self._thread = threading.get_ident()
         self._armed = False
@@ -124,7 +142,7 @@ class Responses(Generic[_T]):
 
     def put(self, item: _T) -> None:
         """Hand ``item`` over (any thread; the request's response callback)."""
-        self._delivery.call(self._arrived, item)
+        self._delivery.run(self._arrived, item)
 
     def _arrived(self, item: _T) -> None:
         self._items.append(item)

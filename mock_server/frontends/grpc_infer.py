@@ -27,11 +27,10 @@ from .grpc_stream import END, Stream
 from .grpc_support import (
     Malformed,
     Parsed,
-    call_soon,
     clip,
+    hand_over,
     metadata_value,
     parts_size,
-    resolve,
     server_error,
     status,
 )
@@ -183,7 +182,7 @@ class InferRpcs:
 
         earlier = 0  # responses before the final one (a model's sender, then its error)
 
-        def on_response(response: InferResponse) -> None:  # an instance thread
+        def on_response(response: InferResponse) -> None:  # the thread that produced it
             nonlocal earlier
             if not response.final:
                 earlier += 1
@@ -192,7 +191,7 @@ class InferRpcs:
             if earlier and response.error is not None:
                 # Triton 2.51's unary handler counts them: the model's response did go out.
                 result = ServerError.internal(f"expected a single response, got {earlier + 1}")
-            call_soon(loop, resolve, done, result)
+            hand_over(loop, done, result)
 
         self.dataplane.submit(call, on_response)
         try:

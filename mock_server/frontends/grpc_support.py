@@ -49,6 +49,13 @@ def call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *a
     delivery_for(loop).call(callback, *args)
 
 
+def hand_over(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], value: Any) -> None:
+    """Resolve ``future`` (of ``loop``) with ``value`` from any thread: at once on the loop's
+    own thread when nothing is queued before it (see Delivery.run), otherwise through the
+    loop's delivery."""
+    delivery_for(loop).run(resolve, future, value)
+
+
 def metadata_value(context: Any, key: str) -> str | None:
     for item_key, value in context.invocation_metadata() or ():
         if item_key == key and isinstance(value, str):
