@@ -16,6 +16,7 @@ import math
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,8 +25,11 @@ import numpy.typing as npt
 __all__ = [
     "MAX_THREADS",
     "PARALLEL_MIN_BYTES",
+    "CpuQuota",
     "affinity",
     "copy_into",
+    "cpu_quota",
+    "own_cpu_quota",
     "quota_cpus",
     "usable_cores",
 ]
@@ -68,20 +72,72 @@ def usable_cores() -> int:
 
 
 @functools.cache
+def own_cpu_quota() -> CpuQuota | None:
+    """This process's :func:`cpu_quota`, read once per process (every parallel copy asks, and a
+    container's quota is set when it starts)."""
+    return cpu_quota()
+
+
 def _own_quota() -> float | None:
-    # Read once per process: every parallel copy asks (usable_cores), and a container's quota
-    # is set when it starts.
-    return quota_cpus()
+    quota = own_cpu_quota()
+    return None if quota is None else quota.cpus
+
+
+@dataclass(frozen=True)
+class CpuQuota:
+    """A control group's CPU quota, and the file that counts the group's CPU time.
+
+    Attributes
+    ----------
+    cpus : float
+        The quota in CPUs (quota / period).
+    usage_file : str or None
+        cgroup v2's ``cpu.stat`` (``usage_usec``) or v1's ``cpuacct.usage`` (nanoseconds) of
+        the group whose quota this is; None where it was not found.
+    """
+
+    cpus: float
+    usage_file: str | None
+
+    def usage_ns(self) -> int | None:
+        """The CPU time the group's processes have used, in nanoseconds (None: unreadable)."""
+        if self.usage_file is None:
+            return None
+        text = _read(self.usage_file)
+        if text is None:
+            return None
+        try:
+            if os.path.basename(self.usage_file) == "cpu.stat":
+                for line in text.splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "usage_usec":
+                        return int(value) * 1000
+                return None
+            return int(text)
+        except ValueError:
+            return None
 
 
 def quota_cpus(
     proc_cgroup: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup"
 ) -> float | None:
-    """The CPU time this process's control group may use, in CPUs (quota / period), the least
-    along its path to the root of the hierarchy; None without a quota (or off Linux).
+    """The CPU time this process's control group may use, in CPUs: :func:`cpu_quota`'s
+    ``cpus``, None without a quota (or off Linux)."""
+    quota = cpu_quota(proc_cgroup, root)
+    return None if quota is None else quota.cpus
+
+
+def cpu_quota(
+    proc_cgroup: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup"
+) -> CpuQuota | None:
+    """The least CPU quota along this process's control group's path to the root of the
+    hierarchy (a group's limit applies to everything under it), with the file that counts
+    that group's CPU time; None without a quota (or off Linux).
 
     Reads cgroup v2's ``cpu.max`` (``"max 100000"``: none) and v1's ``cpu.cfs_quota_us`` and
-    ``cpu.cfs_period_us`` (a quota of -1: none), as container runtimes set them.
+    ``cpu.cfs_period_us`` (a quota of -1: none), as container runtimes set them.  The usage is
+    v2's ``cpu.stat`` of the same group, or v1's ``cpuacct.usage`` of the group at the same
+    place in the ``cpuacct`` controller's hierarchy (mounted with ``cpu`` or apart).
 
     Parameters
     ----------
@@ -95,23 +151,36 @@ def quota_cpus(
             lines = membership.read().splitlines()
     except OSError:
         return None
-    found: list[float] = []
+    groups: list[tuple[str, list[str], list[str]]] = []  # hierarchy, controllers, path
     for line in lines:
         hierarchy, _, rest = line.partition(":")
-        controllers, _, path = rest.partition(":")
-        if hierarchy == "0" and not controllers:  # v2: "0::/path"
+        named, _, path = rest.partition(":")
+        groups.append((hierarchy, named.split(","), [p for p in path.split("/") if p]))
+    cpuacct = next(((c, parts) for h, c, parts in groups if "cpuacct" in c), None)
+    found: list[CpuQuota] = []
+    for hierarchy, controllers, parts in groups:
+        if hierarchy == "0" and controllers == [""]:  # v2: "0::/path"
             base, read = root, _v2_quota
-        elif "cpu" in controllers.split(","):  # v1: "4:cpu,cpuacct:/path"
-            base, read = os.path.join(root, controllers), _v1_quota
+        elif "cpu" in controllers:  # v1: "4:cpu,cpuacct:/path"
+            base, read = os.path.join(root, ",".join(controllers)), _v1_quota
         else:
             continue
-        # A group's limit applies to everything under it: each ancestor is read too.
-        parts = [p for p in path.split("/") if p]
         for depth in range(len(parts), -1, -1):
-            quota = read(os.path.join(base, *parts[:depth]))
-            if quota is not None:
-                found.append(quota)
-    return min(found) if found else None
+            group = os.path.join(base, *parts[:depth])
+            quota = read(group)
+            if quota is None:
+                continue
+            if read is _v2_quota:
+                usage: str | None = os.path.join(group, "cpu.stat")
+            elif cpuacct is not None:
+                acct_controllers, acct_parts = cpuacct
+                usage = os.path.join(
+                    root, ",".join(acct_controllers), *acct_parts[:depth], "cpuacct.usage"
+                )
+            else:
+                usage = None
+            found.append(CpuQuota(quota, usage))
+    return min(found, key=lambda q: q.cpus) if found else None
 
 
 def _read(path: str) -> str | None:

@@ -836,7 +836,7 @@ def test_idle_cpus_follow_the_share_of_idle_time_between_readings(tmp_path: Path
         # user nice system idle iowait irq softirq steal guest guest_nice
         stat.write_text(f"cpu  {busy} 0 0 {idle} 0 0 0 0 {busy} 0\ncpu0 1 2 3 4\n")
 
-    cpus = IdleCpus(str(stat), period_ns=0)
+    cpus = IdleCpus(str(stat), period_ns=0, quota=lambda: None)
     write(1000, 1000)
     assert cpus.recent()  # one reading: nothing to compare yet
     write(1400, 1000)  # 400 busy, 0 idle since
@@ -847,7 +847,7 @@ def test_idle_cpus_follow_the_share_of_idle_time_between_readings(tmp_path: Path
     assert not cpus.recent()
     stat.unlink()
     assert cpus.recent()  # unreadable: counted as idle
-    slow = IdleCpus(str(stat), period_ns=10**12)
+    slow = IdleCpus(str(stat), period_ns=10**12, quota=lambda: None)
     write(1000, 0)
     assert slow.recent()
     write(2000, 0)
@@ -869,8 +869,8 @@ def test_idle_cpus_of_a_process_held_to_some_cpus_are_its_own(tmp_path: Path) ->
         total = f"cpu  {sum(busy)} 0 0 {sum(idle)} 0 0 0 0 0 0"
         stat.write_text("\n".join([total, *rows, "intr 1 2 3", "ctxt 5"]) + "\n")
 
-    held = IdleCpus(str(stat), period_ns=0, affinity=lambda: {1, 2})
-    free = IdleCpus(str(stat), period_ns=0, affinity=lambda: {0, 1, 2, 3})
+    held = IdleCpus(str(stat), period_ns=0, affinity=lambda: {1, 2}, quota=lambda: None)
+    free = IdleCpus(str(stat), period_ns=0, affinity=lambda: {0, 1, 2, 3}, quota=lambda: None)
     write([0, 0, 0, 0], [0, 0, 0, 0])
     assert held.recent() and free.recent()
     # CPUs 1 and 2 busy, 0 and 3 idle: half the machine's time idle, none of the process's.
@@ -883,6 +883,61 @@ def test_idle_cpus_of_a_process_held_to_some_cpus_are_its_own(tmp_path: Path) ->
     # All four busy: 100 of 4,000 idle.
     write([2000, 2050, 2050, 2000], [1000, 925, 925, 1000])
     assert not held.recent() and not free.recent()
+
+
+@pytest.mark.parametrize("kind", ["v2", "v1"])
+def test_idle_cpus_under_a_quota_need_the_groups_headroom(tmp_path: Path, kind: str) -> None:
+    """Under a CPU quota the host's idle CPUs are not enough: the group must have used at
+    least QUOTA_HEADROOM_CPUS less than its quota since the previous reading."""
+    from mock_server.python_backend._process import QUOTA_HEADROOM_CPUS, IdleCpus
+    from shm.copy import CpuQuota
+
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  0 0 0 0 0 0 0 0 0 0\n")
+    usage = tmp_path / ("cpu.stat" if kind == "v2" else "cpuacct.usage")
+    now = [0]
+
+    def used(ns: int) -> None:
+        if kind == "v2":
+            usage.write_text(f"usage_usec {ns // 1000}\nuser_usec 0\nsystem_usec 0\n")
+        else:
+            usage.write_text(f"{ns}\n")
+
+    def host_idle() -> None:  # the host's CPUs stay idle throughout
+        fields = stat.read_text().split()
+        stat.write_text(f"cpu  {int(fields[1]) + 10} 0 0 {int(fields[4]) + 1000} 0 0 0 0 0 0\n")
+
+    quota = CpuQuota(1.05, str(usage))
+    cpus = IdleCpus(str(stat), period_ns=0, quota=lambda: quota, clock=lambda: now[0])
+    used(0)
+    assert cpus.recent()  # one reading: nothing to compare yet
+    # 0.9 CPUs used over a second, of 1.05: 0.15 left, under the headroom.
+    now[0] += 10**9
+    used(900_000_000)
+    host_idle()
+    assert not cpus.recent()
+    # 0.3 CPUs over the next second: 0.75 left.
+    now[0] += 10**9
+    used(1_200_000_000)
+    host_idle()
+    assert cpus.recent()
+    # Exactly the headroom left counts as idle; a little less does not.
+    now[0] += 10**9
+    used(1_200_000_000 + int((1.05 - QUOTA_HEADROOM_CPUS) * 10**9) - 1000)
+    host_idle()
+    assert cpus.recent()
+    now[0] += 10**9
+    used(1_200_000_000 + int((1.05 - QUOTA_HEADROOM_CPUS) * 2 * 10**9) + 10_000_000)
+    host_idle()
+    assert not cpus.recent()
+    # A usage file that cannot be read leaves the CPUs' own lines to decide.
+    usage.unlink()
+    now[0] += 10**9
+    host_idle()
+    assert cpus.recent()
+    # No quota at all: the host's lines alone.
+    free = IdleCpus(str(stat), period_ns=0, quota=lambda: None, clock=lambda: now[0])
+    assert free.recent()
 
 
 @pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])

@@ -91,6 +91,43 @@ def test_a_cgroup_v1_quota_is_read_from_the_cpu_controllers_hierarchy(tmp_path: 
     assert shm_copy.quota_cpus(str(tmp_path / "absent"), str(tmp_path / "fs")) is None
 
 
+def test_a_quota_comes_with_the_file_that_counts_its_groups_cpu_time(tmp_path: Any) -> None:
+    root = tmp_path / "fs"
+    # v2: the binding group's own cpu.stat.
+    membership = tmp_path / "cgroup"
+    membership.write_text("0::/outer/inner\n")
+    _write(root / "outer" / "cpu.max", "150000 100000\n")
+    _write(root / "outer" / "inner" / "cpu.max", "400000 100000\n")
+    _write(root / "outer" / "cpu.stat", "usage_usec 1234\nuser_usec 1000\n")
+    quota = shm_copy.cpu_quota(str(membership), str(root))
+    assert quota is not None and quota.cpus == 1.5
+    assert quota.usage_file == str(root / "outer" / "cpu.stat")
+    assert quota.usage_ns() == 1_234_000
+    # v1 with cpu and cpuacct mounted together: cpuacct.usage beside the quota.
+    membership.write_text("4:cpu,cpuacct:/docker/abc\n0::/\n")
+    group = root / "cpu,cpuacct" / "docker" / "abc"
+    _write(group / "cpu.cfs_quota_us", "250000\n")
+    _write(group / "cpu.cfs_period_us", "100000\n")
+    _write(group / "cpuacct.usage", "987654321\n")
+    quota = shm_copy.cpu_quota(str(membership), str(root))
+    assert quota is not None and quota.cpus == 2.5 and quota.usage_ns() == 987_654_321
+    # v1 with cpuacct a hierarchy of its own: the group at the same place in it.
+    membership.write_text("2:cpuacct:/pod/c1\n1:cpu:/pod/c1\n0::/\n")
+    _write(root / "cpu" / "pod" / "cpu.cfs_quota_us", "120000\n")
+    _write(root / "cpu" / "pod" / "cpu.cfs_period_us", "100000\n")
+    _write(root / "cpuacct" / "pod" / "cpuacct.usage", "42\n")
+    quota = shm_copy.cpu_quota(str(membership), str(root))
+    assert quota is not None and quota.cpus == 1.2
+    assert quota.usage_file == str(root / "cpuacct" / "pod" / "cpuacct.usage")
+    assert quota.usage_ns() == 42
+    # A usage that cannot be read or parsed is None, not an error.
+    _write(root / "cpuacct" / "pod" / "cpuacct.usage", "garbage\n")
+    assert quota.usage_ns() is None
+    (root / "cpuacct" / "pod" / "cpuacct.usage").unlink()
+    assert quota.usage_ns() is None
+    assert shm_copy.CpuQuota(1.0, None).usage_ns() is None
+
+
 def test_usable_cores_are_the_affinity_capped_by_the_quota_rounded_up(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
