@@ -3,11 +3,13 @@ stub channel, next to the floor of the same exchange.
 
 Usage
 -----
-``python benchmarks/bench_hop.py [--quick] [--requests N] [--rounds N] [--busy-us US]``
+``python benchmarks/bench_hop.py [--quick] [--requests N] [--rounds N] [--busy-us US]
+[--protocol http|grpc] [--whole]``
 
 The timeline
     The bundled server (default isolation: ``simple`` in a stub process) serves ``--requests``
-    sequential ``simple`` infers over HTTP from this project's client, with
+    sequential ``simple`` infers over ``--protocol`` (HTTP by default) from this project's
+    client, with
     :mod:`hop_probe` installed in every process of its tree: it stamps each request at the
     points a request crosses (the server's send, the stub's read, the model's ``execute``, the
     stub's send, the server's read...) on the system-wide monotonic clock.  Each segment's
@@ -22,6 +24,13 @@ The floor
     requests pays.  Measured back to back, and with the sender busy for the time a request's
     HTTP handling takes between exchanges (the receiver then sleeps longer, and its wake-up
     costs more, as in the server).
+
+The whole request (``--whole``)
+    The frontend's part too: from the handler's start to the model's lookup and the stub's
+    wake-up ahead, the request's parsing and decoding, the core's checks and queue, the hop
+    (begin to the server's read of the end), then the reply's dispatch, statistics and
+    encoding back to the handler's return, and the time outside the handler until the next
+    request's (the engine, the network, the client).
 
 ``--rounds`` repeats both and reports medians of the rounds' medians.
 """
@@ -64,6 +73,19 @@ SEGMENTS = (
 #: when it has all of them.
 EVENTS = frozenset(event for _, start, end in SEGMENTS for event in (start, end))
 
+#: ``--whole``: the frontend's part around the hop (``prev_out``: the previous request's
+#: ``out``, where there was one).
+WHOLE_SEGMENTS = (
+    ("frontend: model lookup, wake-up ahead", "in", "ahead"),
+    ("frontend: parse, decode", "ahead", "decoded"),
+    ("core: request, validation, queue, claim", "decoded", "begin"),
+    ("hop: core to send, the stub, the reply's read", "begin", "executed"),
+    ("after: dispatch, statistics, encoding, to the handler", "executed", "out"),
+    ("whole: inside the handler", "in", "out"),
+    ("outside: the handler's return to the next request's start", "prev_out", "in"),
+)
+WHOLE_EVENTS = EVENTS | {"in", "ahead", "decoded", "out"}
+
 _SITE = f"""import os, sys
 if os.environ.get("BENCH_HOP_DIR"):
     sys.path.insert(0, {str(HERE)!r})
@@ -73,9 +95,12 @@ if os.environ.get("BENCH_HOP_DIR"):
 """
 
 
-def _requests(directory: Path) -> list[dict[str, int]]:
-    """Each request's events (the first of each kind in order from ``begin`` to ``finish``;
-    ``wake``: the last before ``executed``), from every process's file."""
+def _requests(directory: Path, whole: bool = False) -> list[dict[str, int]]:
+    """Each request's events (the first of each kind in order from ``begin`` to ``finish``,
+    or with ``whole`` from ``in`` to ``out``; ``wake``: the last before ``executed``), from
+    every process's file."""
+    first, last, needed = ("in", "out", WHOLE_EVENTS) if whole else ("begin", "finish", EVENTS)
+    previous_out: int | None = None
     events: list[tuple[int, str]] = []
     for path in directory.glob("*.txt"):
         for line in path.read_text().splitlines():
@@ -85,24 +110,28 @@ def _requests(directory: Path) -> list[dict[str, int]]:
     found: list[dict[str, int]] = []
     current: dict[str, int] | None = None
     for ns, name in events:
-        if name == "begin":
-            current = {"begin": ns}
+        if name == first:
+            current = {first: ns}
+            if previous_out is not None:
+                current["prev_out"] = previous_out
         elif current is None:
             continue
         elif name == "wake" and "executed" not in current:
             current["wake"] = ns
         elif name not in current:
             current[name] = ns
-            if name == "finish":
-                if all(event in current for event in EVENTS):
+            if name == last:
+                if all(event in current for event in needed):
                     found.append(current)
                 current = None
+        if name == "out":
+            previous_out = ns
     return found
 
 
-def timeline(requests: int) -> dict[str, float]:
-    """One server run: each segment's median over ``requests`` sequential HTTP infers (the
-    first quarter, and whatever a stub had not written yet, left out)."""
+def timeline(requests: int, protocol: str = "http", whole: bool = False) -> dict[str, float]:
+    """One server run: each segment's median over ``requests`` sequential infers over
+    ``protocol`` (the first quarter, and whatever a stub had not written yet, left out)."""
     with tempfile.TemporaryDirectory(prefix="bench-hop-") as tmp:
         site = Path(tmp) / "site"
         site.mkdir()
@@ -110,23 +139,26 @@ def timeline(requests: int) -> dict[str, float]:
         marks = Path(tmp) / "marks"
         marks.mkdir()
         env = {"PYTHONPATH": str(site), "BENCH_HOP_DIR": str(marks)}
+        if whole:
+            env["BENCH_HOP_WHOLE"] = "1"
         with bc.MockServer(models=("simple",), env=env) as server:
-            sync, _ = bc._modules("http")
-            inputs, outputs, want_sum, want_diff = bc._simple_inputs(sync, "http")
-            client = bc._client(sync, "http", server.http_url)
+            sync, _ = bc._modules(protocol)
+            inputs, outputs, want_sum, want_diff = bc._simple_inputs(sync, protocol)
+            url = server.http_url if protocol == "http" else server.grpc_url
+            client = bc._client(sync, protocol, url)
             try:
                 for _ in range(requests):
                     result = client.infer("simple", inputs, outputs=outputs)
                 bc._check_simple(result, want_sum, want_diff)
             finally:
                 client.close()
-        found = _requests(marks)
+        found = _requests(marks, whole)
     found = found[len(found) // 4 :]
     if not found:
         raise RuntimeError("no request's events were recorded (is hop_probe installed?)")
     medians = {
-        label: statistics.median(r[end] - r[start] for r in found) / 1e3
-        for label, start, end in SEGMENTS
+        label: statistics.median(r[end] - r[start] for r in found if start in r and end in r) / 1e3
+        for label, start, end in SEGMENTS + (WHOLE_SEGMENTS if whole else ())
     }
     medians["requests"] = len(found)
     return medians
@@ -178,23 +210,32 @@ def main() -> int:
         "--busy-us", type=float, default=500, help="the floor's sender work between exchanges"
     )
     parser.add_argument("--quick", action="store_true", help="a smoke run (1 round, 400)")
+    parser.add_argument("--protocol", choices=("http", "grpc"), default="http")
+    parser.add_argument(
+        "--whole", action="store_true", help="the frontend's part of the request too"
+    )
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.requests = 1, 400
-    runs = [timeline(args.requests) for _ in range(args.rounds)]
+    runs = [timeline(args.requests, args.protocol, args.whole) for _ in range(args.rounds)]
     floors = [
         (_ping_pong(3000, 340, 320, 0), _ping_pong(2000, 340, 320, args.busy_us))
         for _ in range(args.rounds)
     ]
     load = os.getloadavg()[0]
     print(
-        f"\nThe stub hop of a small request (simple, HTTP, c=1, this project's client; "
-        f"medians of {args.rounds} round(s), {runs[0]['requests']:.0f}+ requests each; "
-        f"load average {load:.1f}):"
+        f"\nThe stub hop of a small request (simple, {args.protocol.upper()}, c=1, this "
+        f"project's client; medians of {args.rounds} round(s), {runs[0]['requests']:.0f}+ "
+        f"requests each; load average {load:.1f}):"
     )
     for label, _, _ in SEGMENTS:
         values = [run[label] for run in runs]
         print(f"  {label:56} {statistics.median(values):7.1f} us")
+    if args.whole:
+        print("The whole request around it (segments overlap: see the module's docstring):")
+        for label, _, _ in WHOLE_SEGMENTS:
+            values = [run[label] for run in runs]
+            print(f"  {label:60} {statistics.median(values):7.1f} us")
     back, busy = (statistics.median(f[i] for f in floors) for i in range(2))
     print(
         "  floor: the same exchange between two bare Python processes (os.write/os.read on a "

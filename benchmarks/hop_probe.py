@@ -24,6 +24,16 @@ Events, in the order one request meets them (c=1, one instance):
               loop was woken for it or polled for it, see ``ProcessModelInstance.settle``)
 ``executed``  the server has read and decoded the end message (``_on_executed``)
 ``finish``    the core has recorded the execution (``ModelVersion._finish`` returned)
+
+With ``BENCH_HOP_WHOLE`` set, the server (not the stub launcher, which forks the stubs and must
+not import grpc) also marks the frontend's part of the request, around the events above:
+
+``in``        the frontend's handler starts (gRPC ``InferRpcs.model_infer``, HTTP
+              ``InferEndpoint.answer``)
+``ahead``     the model was looked up and its stub woken ahead (``ModelVersion.ahead`` returned)
+``decoded``   the request is parsed and decoded (gRPC ``InferRpcs.decode``, HTTP
+              ``http_infer.decode`` returned)
+``out``       the handler returns the encoded response
 """
 
 from __future__ import annotations
@@ -70,6 +80,33 @@ def _around(owner: Any, name: str, before: str | None, after: str | None) -> Non
     setattr(owner, name, wrapper)
 
 
+def _around_async(owner: Any, name: str, before: str | None, after: str | None) -> None:
+    """:func:`_around` for a coroutine function."""
+    original: Callable[..., Any] = getattr(owner, name)
+
+    @functools.wraps(original)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if before is not None:
+            _mark(before)
+        result = await original(*args, **kwargs)
+        if after is not None:
+            _mark(after)
+        return result
+
+    setattr(owner, name, wrapper)
+
+
+def _install_frontends() -> None:
+    from mock_server.core import instances
+    from mock_server.frontends import grpc_infer, http_infer
+
+    _around_async(grpc_infer.InferRpcs, "model_infer", "in", "out")
+    _around_async(http_infer.InferEndpoint, "answer", "in", "out")
+    _around(instances.ModelVersion, "ahead", None, "ahead")
+    _around_async(grpc_infer.InferRpcs, "decode", None, "decoded")
+    _around(http_infer, "decode", None, "decoded")
+
+
 def install(directory: str) -> None:
     """Wrap the server's and the stub's methods along the hop (see the module's docstring)."""
     global _directory
@@ -108,3 +145,7 @@ def install(directory: str) -> None:
             _mark("ssent")
 
     _stub._Stub.send = traced_send  # type: ignore[method-assign]
+    with open("/proc/self/cmdline", "rb") as cmdline:
+        launcher = b"_zygote_main" in cmdline.read()
+    if os.environ.get("BENCH_HOP_WHOLE") and not launcher:
+        _install_frontends()
