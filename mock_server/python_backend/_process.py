@@ -120,20 +120,17 @@ class IdleCpus:
         self._cpus_idle = True
         self._usage: tuple[int, int] | None = None  # (group usage, when), both in ns
         self._headroom = True
-        self._idle = True
 
     def recent(self) -> bool:
         """Whether at least :data:`IDLE_SHARE` of the CPU time since the previous reading
         (at least ``period_ns`` ago) was idle, and under a quota the group left at least
         :data:`QUOTA_HEADROOM_CPUS` of it unused."""
         now = self._clock()
-        if now - self._read_at < self._period_ns:
-            return self._idle
-        self._read_at = now
-        self._cpus_idle = self._read_cpus()
-        self._headroom = self._read_quota(now)
-        self._idle = self._cpus_idle and self._headroom
-        return self._idle
+        if now - self._read_at >= self._period_ns:
+            self._read_at = now
+            self._cpus_idle = self._read_cpus()
+            self._headroom = self._read_quota(now)
+        return self._cpus_idle and self._headroom
 
     def _read_cpus(self) -> bool:
         try:
