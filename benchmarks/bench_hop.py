@@ -202,6 +202,15 @@ def _ping_pong(count: int, send_bytes: int, answer_bytes: int, busy_us: float) -
     return statistics.median(trips) / 1e3
 
 
+def _print_segments(
+    runs: list[dict[str, float]], segments: tuple[tuple[str, str, str], ...], width: int
+) -> None:
+    """Each segment's median over the rounds, one line each."""
+    for label, _, _ in segments:
+        values = [run[label] for run in runs]
+        print(f"  {label:{width}} {statistics.median(values):7.1f} us")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=3000, help="infers per server run")
@@ -228,14 +237,10 @@ def main() -> int:
         f"project's client; medians of {args.rounds} round(s), {runs[0]['requests']:.0f}+ "
         f"requests each; load average {load:.1f}):"
     )
-    for label, _, _ in SEGMENTS:
-        values = [run[label] for run in runs]
-        print(f"  {label:56} {statistics.median(values):7.1f} us")
+    _print_segments(runs, SEGMENTS, 56)
     if args.whole:
         print("The whole request around it (segments overlap: see the module's docstring):")
-        for label, _, _ in WHOLE_SEGMENTS:
-            values = [run[label] for run in runs]
-            print(f"  {label:60} {statistics.median(values):7.1f} us")
+        _print_segments(runs, WHOLE_SEGMENTS, 60)
     back, busy = (statistics.median(f[i] for f in floors) for i in range(2))
     print(
         "  floor: the same exchange between two bare Python processes (os.write/os.read on a "

@@ -39,6 +39,7 @@ not import grpc) also marks the frontend's part of the request, around the event
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import time
 from collections.abc import Callable
@@ -65,33 +66,31 @@ def _flush() -> None:
 
 
 def _around(owner: Any, name: str, before: str | None, after: str | None) -> None:
-    """Wrap ``owner.name`` to mark ``before`` at its call and ``after`` at its return."""
+    """Wrap ``owner.name`` (a function or a coroutine function) to mark ``before`` at its call
+    and ``after`` at its return."""
     original: Callable[..., Any] = getattr(owner, name)
+
+    def marked(result: Any) -> Any:
+        if after is not None:
+            _mark(after)
+        return result
+
+    if inspect.iscoroutinefunction(original):
+
+        @functools.wraps(original)
+        async def awaiting(*args: Any, **kwargs: Any) -> Any:
+            if before is not None:
+                _mark(before)
+            return marked(await original(*args, **kwargs))
+
+        setattr(owner, name, awaiting)
+        return
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if before is not None:
             _mark(before)
-        result = original(*args, **kwargs)
-        if after is not None:
-            _mark(after)
-        return result
-
-    setattr(owner, name, wrapper)
-
-
-def _around_async(owner: Any, name: str, before: str | None, after: str | None) -> None:
-    """:func:`_around` for a coroutine function."""
-    original: Callable[..., Any] = getattr(owner, name)
-
-    @functools.wraps(original)
-    async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if before is not None:
-            _mark(before)
-        result = await original(*args, **kwargs)
-        if after is not None:
-            _mark(after)
-        return result
+        return marked(original(*args, **kwargs))
 
     setattr(owner, name, wrapper)
 
@@ -100,10 +99,10 @@ def _install_frontends() -> None:
     from mock_server.core import instances
     from mock_server.frontends import grpc_infer, http_infer
 
-    _around_async(grpc_infer.InferRpcs, "model_infer", "in", "out")
-    _around_async(http_infer.InferEndpoint, "answer", "in", "out")
+    _around(grpc_infer.InferRpcs, "model_infer", "in", "out")
+    _around(http_infer.InferEndpoint, "answer", "in", "out")
     _around(instances.ModelVersion, "ahead", None, "ahead")
-    _around_async(grpc_infer.InferRpcs, "decode", None, "decoded")
+    _around(grpc_infer.InferRpcs, "decode", None, "decoded")
     _around(http_infer, "decode", None, "decoded")
 
 
@@ -145,7 +144,7 @@ def install(directory: str) -> None:
             _mark("ssent")
 
     _stub._Stub.send = traced_send  # type: ignore[method-assign]
-    with open("/proc/self/cmdline", "rb") as cmdline:
-        launcher = b"_zygote_main" in cmdline.read()
-    if os.environ.get("BENCH_HOP_WHOLE") and not launcher:
-        _install_frontends()
+    if os.environ.get("BENCH_HOP_WHOLE"):
+        with open("/proc/self/cmdline", "rb") as cmdline:
+            if b"_zygote_main" not in cmdline.read():  # not the stub launcher
+                _install_frontends()
